@@ -1,0 +1,50 @@
+"""Export environment instances as JSON Lines: ``python eval/export.py env=NAME n=N out=FILE``.
+
+Each environment family module (``jaxcollab.envs.<family>``) provides
+``export_instances(env_name, n, seed) -> list[dict]``; its docstring documents the schema.
+One JSON object is written per line, in instance order.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+import jaxcollab
+
+
+def export(env_name: str, n: int, seed: int, out: str | Path) -> Path:
+    """Write ``n`` instances of ``env_name`` to ``out`` (JSONL) and return the path.
+
+    Raises:
+        KeyError: unknown environment (lists valid names).
+        ValueError: ``n < 1`` or a family without an exporter.
+    """
+    if int(n) < 1:
+        raise ValueError(f"n must be a positive number of instances, got {n!r}")
+    jaxcollab.make(env_name)  # validates the name with a helpful error
+    family = env_name.split("/")[0]
+    module = importlib.import_module(f"jaxcollab.envs.{family}")
+    if not hasattr(module, "export_instances"):
+        raise ValueError(f"environment family {family!r} has no instance exporter")
+    records = module.export_instances(env_name, int(n), int(seed))
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w") as f:
+        for record in records:
+            f.write(json.dumps(record) + "\n")
+    return out
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="export")
+def main(cfg: DictConfig) -> None:
+    path = export(cfg.env, cfg.n, cfg.seed, cfg.out)
+    print(f"wrote {cfg.n} instances of {cfg.env} to {path}")
+
+
+if __name__ == "__main__":
+    main()

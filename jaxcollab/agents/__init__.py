@@ -1,0 +1,1 @@
+"""Scripted JAX policies: oracle, random and protocol teams, one package per env family."""

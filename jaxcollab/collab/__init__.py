@@ -1,0 +1,1 @@
+"""Collaborative prediction: messages, bias model, calibrators, round trainer, theory."""

@@ -1,0 +1,1 @@
+"""Checkpoints, logging, results files and plots."""

@@ -1,0 +1,1 @@
+"""LLM evaluation path: client, prompts, parser, host-callback bridge."""

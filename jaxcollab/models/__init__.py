@@ -1,0 +1,1 @@
+"""nanoGPT-style transformer (Flax NNX)."""

@@ -1,0 +1,1 @@
+"""Device mesh, sharding helpers, multi-host initialisation."""
