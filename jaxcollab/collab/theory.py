@@ -127,9 +127,7 @@ def _group_mean(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     return (sums / counts)[inverse]
 
 
-def parity_curves_enumerated(
-    alphas: Sequence[float], n_rounds: int, max_bits: int = 18
-) -> dict:
+def parity_curves_enumerated(alphas: Sequence[float], n_rounds: int, max_bits: int = 18) -> dict:
     """The same curves as :func:`parity_curves` by exact enumeration of sign patterns.
 
     Each speaker's posterior is the mean of p* over all patterns consistent with its own bits

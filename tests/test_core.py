@@ -1,0 +1,70 @@
+"""Registry, spaces and wrappers (DESIGN.md, env contract)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxcollab
+from jaxcollab.core import registry
+from jaxcollab.core.spaces import Box, Discrete
+from jaxcollab.core.wrappers import AutoResetWrapper, EpisodeStatsWrapper
+from jaxcollab.envs.parity import ParityEnv
+
+
+def test_unknown_name_lists_valid_names():
+    with pytest.raises(KeyError) as err:
+        jaxcollab.make("parity/probabilty")
+    message = str(err.value)
+    assert "'parity/probabilty'" in message and "Did you mean 'parity/probability'" in message
+    for name in jaxcollab.names():
+        assert name in message
+
+
+def test_make_and_resolve():
+    assert {"parity/action", "parity/probability"} <= set(jaxcollab.names())
+    assert jaxcollab.make("parity/action").protocol == "action"
+    assert jaxcollab.resolve("parity/all") == ["parity/probability", "parity/action"]
+    assert jaxcollab.resolve("parity/action") == ["parity/action"]
+    with pytest.raises(KeyError, match="parity/all"):
+        jaxcollab.resolve("parity/none")
+
+
+def test_duplicate_registration_is_refused():
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register("parity/action", ParityEnv)
+
+
+def test_spaces():
+    d = Discrete(5, (2,))
+    x = d.sample(jax.random.key(0))
+    assert x.shape == (2,) and bool(d.contains(x)) and not bool(d.contains(jnp.array([5, 0])))
+    with pytest.raises(ValueError, match="n=0"):
+        Discrete(0)
+    b = Box(0.0, 1.0, (3,))
+    assert bool(b.contains(b.sample(jax.random.key(1))))
+    with pytest.raises(ValueError, match="low=1"):
+        Box(1, 0, (1,))
+
+
+def test_episode_stats_over_auto_reset():
+    env = EpisodeStatsWrapper(AutoResetWrapper(ParityEnv(n_rounds=2, protocol="action")))
+    _, state = env.reset(jax.random.key(0))
+    step = jax.jit(env.step)
+    rewards = []
+    for t in range(4):
+        _, state, reward, term, _, info = step(jax.random.key(t + 1), state, jnp.array([1, 1]))
+        rewards.append(float(reward[0]))
+        if t == 1:
+            assert bool(term) and int(info["episode_length"]) == 2
+            assert float(info["episode_return"][0]) == pytest.approx(sum(rewards))
+    assert int(state.episode_length) == 0  # the second episode just ended too
+
+
+def test_vmap_over_episodes():
+    env = ParityEnv()
+    keys = jax.random.split(jax.random.key(0), 8)
+    obs, states = jax.vmap(env.reset)(keys)
+    obs2, *_ = jax.vmap(env.step)(keys, states, jnp.zeros((8, 2), jnp.int32))
+    assert obs.shape == (8, 2, 45) and obs2.shape == (8, 2, 45)
+    assert len({tuple(np.asarray(o[0, :30])) for o in obs}) == 8
