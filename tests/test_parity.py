@@ -1,5 +1,6 @@
 """Chained-parity generator, dataset builder and env (spec collab-learning.md §1)."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -160,3 +161,28 @@ def test_auto_reset_keeps_final_observation():
     assert bool(term)
     assert P.decode(info["final_obs"][0]).endswith("|42")
     assert int(nstate.round) == 0 and P.decode(nobs[0]).count("|") == 0
+
+
+def test_env_step_compiles_once_and_matches_no_jit():
+    env = P.ParityEnv()
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def rollout(key, alphas):
+        params = P.ParityParams(alphas=alphas)
+        obs, state = env.reset(key, params)
+        actions = jnp.array([[50, 0], [0, 61], [70, 0], [0, 20], [90, 0]], jnp.int32)
+
+        def body(state, a):
+            obs, state, reward, *_ = env.step(key, state, a, params)
+            return state, (obs, reward)
+
+        return jax.lax.scan(body, state, actions)[1]
+
+    alphas = jnp.asarray(ALPHAS, jnp.float32)
+    for seed in range(3):  # new keys and new alphas reuse the one compilation
+        jitted = rollout(jax.random.key(seed), alphas * (1 - 0.1 * seed))
+    with jax.disable_jit():
+        eager = rollout.__wrapped__(jax.random.key(2), alphas * 0.8)
+    for x, y in zip(jax.tree.leaves(jitted), jax.tree.leaves(eager)):
+        np.testing.assert_allclose(x, y, atol=1e-6)
