@@ -1,0 +1,166 @@
+"""Ideal-decoder calibration analysis on parity (spec ``collab-learning.md`` §4).
+
+``python eval/calibration.py task=parity decoder=ideal bias.beta=B bias.gamma=G out_dir=DIR``
+
+The round-k speaker is an ideal decoder (:mod:`jaxcollab.collab.ideal`): it knows
+``S_1..S_{k−1}`` from the message history plus its own bit, forms ``q_k``, and sends the biased
+report ``r_k`` (:mod:`jaxcollab.collab.bias`). Self and conversation calibrators are fitted per
+round (``fit=exact``: population optimum over the 2^K sign patterns; ``fit=samples``:
+``n_fit`` held-out draws with true labels, scored on ``n_eval`` other draws).
+
+Writes ``DIR/results.json`` with (lists indexed by round, ``rounds = [1..K]``):
+
+* ``raw_mse``, ``self_mse``, ``conversation_mse`` — squared error vs p* of the round-k message
+  (probability units²) for raw reports and the two calibrated treatments;
+* ``conversation_weights`` — ``[w_k, w_{k−1}]`` per round (``w_{k−1}`` is ``null`` in round 1,
+  where ``r_0`` is uniform and the weight is unidentifiable); ``expected_conversation_weights``
+  ``[1/β, −γ/β]``; ``self_weights`` ``[w_k]``; ``*_bias`` the fitted bias of class 1;
+* ``<treatment>_ece`` / ``<treatment>_cce`` — binned self- and conversation-calibration errors
+  (:mod:`jaxcollab.collab.metrics`, ``n_bins`` bins per axis);
+* ``unbiased_mse`` — the exact unbiased curve Σ_{j>k} α_j² (theory);
+* ``reference_check`` — only for the spec's seed α, ``fit=exact`` and a (β, γ) in the spec
+  table: each printed entry, the computed value and whether it rounds to the printed digits;
+* ``config`` — the resolved configuration.
+
+and the plots ``mse.png``, ``reliability.png`` (self) and ``conversation_cells.png``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hydra
+import jax
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from jaxcollab.collab.bias import validate_bias
+from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
+from jaxcollab.collab.calibration_plots import (
+    plot_conversation_cells,
+    plot_error_by_round,
+    plot_reliability,
+)
+from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
+from jaxcollab.collab.metrics import round_metrics
+from jaxcollab.envs.parity import make_alphas
+
+DECODERS = ("ideal",)
+FITS = ("exact", "samples")
+#: Spec §4 reference table (seed α, ideal decoders), rounds 1..5, as printed.
+REFERENCE = {
+    (1.0, 0.5): {
+        "raw": (".03292", ".01661", ".00882", ".00854", ".00935"),
+        "self": (".03292", ".01260", ".00225", ".00046", ".00011"),
+        "conversation": (".03292", ".01042", ".00042", ".000015", ".000015"),
+    },
+    (2.0, 0.5): {"raw": (".05389", ".04556", ".02951", ".03031", ".03359")},
+}
+
+
+def check_config(cfg: DictConfig) -> tuple[float, float]:
+    """Validate task, decoder, fit and bias; return ``(beta, gamma)``.
+
+    Raises:
+        ValueError: naming the bad value and listing the valid ones.
+    """
+    if cfg.task.name != "parity":
+        raise ValueError(f"decoder=ideal needs task=parity, got task={cfg.task.name!r}")
+    if cfg.task.split != "alternate":
+        raise ValueError(f"the ideal decoder assumes task.split=alternate, got {cfg.task.split!r}")
+    if cfg.decoder not in DECODERS:
+        raise ValueError(f"unknown decoder {cfg.decoder!r}; expected one of {DECODERS}")
+    if cfg.fit not in FITS:
+        raise ValueError(f"unknown fit {cfg.fit!r}; expected one of {FITS}")
+    return validate_bias(cfg.bias.beta, cfg.bias.gamma)
+
+
+def reference_check(alphas: np.ndarray, cfg: DictConfig, beta: float, gamma: float, results):
+    """Compare with the spec table where it applies (see the module docstring); else ``None``."""
+    seed = make_alphas()
+    same_alpha = alphas.shape == seed.shape and np.allclose(alphas, seed, rtol=0, atol=1e-12)
+    table = REFERENCE.get((beta, gamma))
+    if not (same_alpha and cfg.fit == "exact" and table and int(cfg.n_rounds) >= 5):
+        return None
+    check = {}
+    for treatment, printed in table.items():
+        computed = results[f"{treatment}_mse"][:5]
+        check[treatment] = [
+            {"printed": p, "computed": c, "match": round(c, len(p) - 1) == float(p)}
+            for p, c in zip(printed, computed, strict=True)
+        ]
+    return check
+
+
+def analyse(cfg: DictConfig) -> dict:
+    """Run the analysis; returns ``(results, metrics)`` (results.json dict, per-treatment
+    :func:`~jaxcollab.collab.metrics.round_metrics`), nothing written."""
+    beta, gamma = check_config(cfg)
+    alphas = make_alphas(list(cfg.task.alphas), int(cfg.task.n_bits), cfg.task.alpha_sum)
+    k = int(cfg.n_rounds)
+    if cfg.fit == "exact":
+        evals = fits = exact_reports(alphas, k, beta, gamma)
+    else:
+        key_fit, key_eval = jax.random.split(jax.random.key(int(cfg.seed)))
+        fits = sampled_reports(key_fit, alphas, k, beta, gamma, int(cfg.n_fit))
+        evals = sampled_reports(key_eval, alphas, k, beta, gamma, int(cfg.n_eval))
+    messages, cals = treatment_messages(
+        fits.log_r, fits.targets, evals.log_r, fits.weight, int(cfg.newton_steps)
+    )
+    conv_w = np.asarray(cals["conversation"].weights, float).tolist()
+    conv_w[0][1] = None  # log r_0 is constant: its weight is unidentifiable in round 1
+    results = {
+        "rounds": list(range(1, k + 1)),
+        "beta": beta,
+        "gamma": gamma,
+        "unbiased_mse": [float((alphas[j:] ** 2).sum()) for j in range(1, k + 1)],
+        "conversation_weights": conv_w,
+        "expected_conversation_weights": [1.0 / beta, -gamma / beta],
+        "self_weights": np.asarray(cals["self"].weights, float).tolist(),
+        "self_bias": np.asarray(cals["self"].bias[:, 1], float).tolist(),
+        "conversation_bias": np.asarray(cals["conversation"].bias[:, 1], float).tolist(),
+    }
+    metrics = {}
+    for t in TREATMENTS:
+        results[f"{t}_mse"] = np.asarray(message_mse(evals, messages[t]), float).tolist()
+        metrics[t] = round_metrics(messages[t], evals.targets, evals.weight, int(cfg.n_bins))
+        results[f"{t}_ece"] = metrics[t]["ece"]
+        results[f"{t}_cce"] = metrics[t]["cce"]
+    results["reference_check"] = reference_check(alphas, cfg, beta, gamma, results)
+    results["config"] = OmegaConf.to_container(cfg, resolve=True)
+    return results, metrics
+
+
+def write(results: dict, metrics: dict, out: Path) -> None:
+    """Write ``results.json`` and the three PNG plots into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    rounds, tag = results["rounds"], f"β={results['beta']:g}, γ={results['gamma']:g}"
+    curves = {t: results[f"{t}_mse"] for t in TREATMENTS}
+    curves["unbiased"] = results["unbiased_mse"]
+    plot_error_by_round(out / "mse.png", rounds, curves, "E[(p* − m_k)²]", f"Parity, {tag}")
+    plot_reliability(out / "reliability.png", rounds, metrics, f"Self reliability, {tag}")
+    plot_conversation_cells(
+        out / "conversation_cells.png", rounds, metrics, f"Conversation calibration gap, {tag}"
+    )
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="calibration")
+def main(cfg: DictConfig) -> None:
+    results, metrics = analyse(cfg)
+    out = Path(cfg.out_dir)
+    write(results, metrics, out)
+    print("round " + "".join(f"{t + '_mse':>18}" for t in TREATMENTS) + "   conversation_weights")
+    for i, k in enumerate(results["rounds"]):
+        row = "".join(f"{results[f'{t}_mse'][i]:18.6g}" for t in TREATMENTS)
+        print(f"{k:5d} {row}   {results['conversation_weights'][i]}")
+    check = results["reference_check"]
+    if check is not None:
+        ok = all(e["match"] for entries in check.values() for e in entries)
+        print(f"spec §4 reference table: {'all entries match' if ok else 'MISMATCH'}")
+    print(f"-> {out}/results.json, mse.png, reliability.png, conversation_cells.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""Post-hoc calibrators for probability reports (spec ``collab-learning.md`` §4).
+
+A calibrator is one linear layer on log-probability inputs followed by a softmax:
+
+    log c = log_softmax( Σ_f w_f · log x_f + b )          x_f ∈ {r_k} or {r_k, r_{k−1}}
+
+with one scalar weight per input report and a bias vector ``b`` (``b_0 = 0``). For two
+classes this is logistic regression on ``logit r_k`` (and ``logit r_{k−1}``).
+
+* **self-calibration** (:data:`SELF`): input ``log r_k`` only;
+* **conversation calibration** (:data:`CONVERSATION`): inputs ``log r_k`` and ``log r_{k−1}``.
+
+Under the bias model of :mod:`jaxcollab.collab.bias` the conversation calibrator's population
+optimum is exactly ``w = (1/β, −γ/β)``, ``b = 0``: it inverts the report back to ``q_k``.
+Calibrators are fitted by minimising the cross-entropy against the true label (one-hot, or a
+soft target ``E[Y | …]`` for exact expectations) on held-out data, one per round; the fit is a
+jitted damped Newton method (pseudo-inverse steps with a vectorised line search), which is
+exact to float precision on these convex problems in a few steps.
+
+Inputs are centred across classes before fitting; this leaves every softmax unchanged and makes
+a constant input (``log r_0`` of a uniform ``r_0`` in round 1) exactly zero, so its weight stays
+at 0: it is unidentifiable there and is reported as such by callers.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import chex
+import jax
+import jax.numpy as jnp
+
+SELF = "self"
+CONVERSATION = "conversation"
+KINDS = (SELF, CONVERSATION)
+#: Step sizes tried by the line search of each Newton step.
+_STEP_SIZES = 2.0 ** -jnp.arange(12)
+
+
+@chex.dataclass(frozen=True)
+class Calibrator:
+    """Fitted calibrator parameters.
+
+    Attributes:
+        weights: float ``[F]`` — one weight per input report (``[w_k]`` self,
+            ``[w_k, w_{k−1}]`` conversation).
+        bias: float ``[C]`` — per-class bias, ``bias[0] == 0``.
+        loss: float ``[]`` — the final weighted mean cross-entropy on the fit data (nats).
+    """
+
+    weights: jax.Array
+    bias: jax.Array
+    loss: jax.Array
+
+
+def check_kind(kind: str) -> str:
+    """Return ``kind`` if it is a calibrator kind. Raises ValueError listing :data:`KINDS`."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown calibrator kind {kind!r}; expected one of {KINDS}")
+    return kind
+
+
+def features(kind: str, log_r: jax.Array, log_r_prev: jax.Array) -> jax.Array:
+    """Calibrator inputs ``[..., F, C]`` from ``log r_k`` and ``log r_{k−1}`` (both ``[..., C]``).
+
+    Raises:
+        ValueError: unknown ``kind``.
+    """
+    inputs = (log_r,) if check_kind(kind) == SELF else (log_r, log_r_prev)
+    return jnp.stack(inputs, axis=-2)
+
+
+def _design(feats: jax.Array) -> jax.Array:
+    """Design tensor ``[N, C, F + C − 1]``: centred features, then class indicators 1..C−1."""
+    n, _, c = feats.shape
+    centred = feats - feats.mean(axis=-1, keepdims=True)
+    onehot = jnp.broadcast_to(jnp.eye(c, dtype=feats.dtype)[:, 1:], (n, c, c - 1))
+    return jnp.concatenate([jnp.swapaxes(centred, -1, -2), onehot], axis=-1)
+
+
+def _loss(theta, design, targets, weight):
+    logits = design @ theta
+    nll = jax.nn.logsumexp(logits, axis=-1) - jnp.sum(targets * logits, axis=-1)
+    return jnp.sum(weight * nll) / jnp.sum(weight)
+
+
+def _loss_change(theta, step, design, targets, weight):
+    """``loss(theta + step) − loss(theta)``, computed without cancellation near the optimum."""
+    delta = design @ step
+    probs = jax.nn.softmax(design @ theta, axis=-1)
+    change = jnp.log1p(jnp.sum(probs * jnp.expm1(delta), axis=-1)) - jnp.sum(targets * delta, -1)
+    return jnp.sum(weight * change) / jnp.sum(weight)
+
+
+@partial(jax.jit, static_argnames=("n_steps",))
+def fit_calibrator(
+    feats: jax.Array, targets: jax.Array, weight: jax.Array | None = None, n_steps: int = 30
+) -> Calibrator:
+    """Fit one calibrator by weighted cross-entropy.
+
+    Args:
+        feats: inputs ``[N, F, C]`` from :func:`features` (log-probabilities).
+        targets: ``[N, C]`` one-hot true labels, or soft targets (rows sum to 1).
+        weight: ``[N]`` non-negative example weights (``None``: all 1).
+        n_steps: Newton steps (static).
+
+    Returns:
+        The fitted :class:`Calibrator`.
+    """
+    design = _design(feats)
+    n_feats = feats.shape[-2]
+    weight = jnp.ones(feats.shape[0], feats.dtype) if weight is None else weight
+    loss = partial(_loss, design=design, targets=targets, weight=weight)
+    change = partial(_loss_change, design=design, targets=targets, weight=weight)
+
+    def newton(theta, _):
+        step = -jnp.linalg.pinv(jax.hessian(loss)(theta)) @ jax.grad(loss)(theta)
+        trial = jax.vmap(lambda t: change(theta, t * step))(_STEP_SIZES)
+        best = jnp.argmin(trial)
+        return theta + jnp.where(trial[best] < 0, _STEP_SIZES[best], 0.0) * step, None
+
+    theta, _ = jax.lax.scan(newton, jnp.zeros(design.shape[-1], feats.dtype), None, n_steps)
+    bias = jnp.concatenate([jnp.zeros(1, feats.dtype), theta[n_feats:]])
+    return Calibrator(weights=theta[:n_feats], bias=bias, loss=loss(theta))
+
+
+def apply_calibrator(cal: Calibrator, feats: jax.Array) -> jax.Array:
+    """Calibrated log-probabilities ``[..., C]`` from inputs ``[..., F, C]``."""
+    return jax.nn.log_softmax(jnp.einsum("...fc,f->...c", feats, cal.weights) + cal.bias, axis=-1)
+
+
+def previous_reports(log_r: jax.Array) -> jax.Array:
+    """``log r_{k−1}`` for each round: ``[K, ..., C]`` → ``[K, ..., C]`` with a uniform ``r_0``."""
+    log_r0 = jnp.full_like(log_r[:1], -jnp.log(log_r.shape[-1]))
+    return jnp.concatenate([log_r0, log_r[:-1]], axis=0)
+
+
+def fit_rounds(
+    kind: str,
+    log_r: jax.Array,
+    targets: jax.Array,
+    weight: jax.Array | None = None,
+    n_steps: int = 30,
+) -> Calibrator:
+    """Fit one calibrator per round (vmapped over rounds).
+
+    Args:
+        kind: :data:`SELF` or :data:`CONVERSATION`.
+        log_r: reports of rounds 1..K, ``[K, N, C]``.
+        targets: ``[K, N, C]`` or ``[N, C]`` (the same label for every round).
+        weight: ``[N]`` example weights or ``None``.
+
+    Returns:
+        A :class:`Calibrator` whose fields have a leading round axis ``K``.
+
+    Raises:
+        ValueError: unknown ``kind``.
+    """
+    feats = features(kind, log_r, previous_reports(log_r))
+    targets = jnp.broadcast_to(targets, log_r.shape)
+    weight = jnp.ones(log_r.shape[1], log_r.dtype) if weight is None else weight
+    fit = partial(fit_calibrator, n_steps=n_steps)
+    return jax.vmap(fit, in_axes=(0, 0, None))(feats, targets, weight)
+
+
+def calibrate_rounds(kind: str, cals: Calibrator, log_r: jax.Array) -> jax.Array:
+    """Apply per-round calibrators from :func:`fit_rounds` to reports ``[K, N, C]``.
+
+    Returns:
+        Calibrated log-probabilities ``[K, N, C]``. Raises ValueError on an unknown ``kind``.
+    """
+    feats = features(kind, log_r, previous_reports(log_r))
+    return jax.vmap(apply_calibrator)(cals, feats)
+
+
+TREATMENTS = ("raw", SELF, CONVERSATION)
+
+
+def treatment_messages(
+    fit_log_r: jax.Array,
+    fit_targets: jax.Array,
+    log_r: jax.Array,
+    fit_weight: jax.Array | None = None,
+    n_steps: int = 30,
+) -> tuple[dict, dict]:
+    """Fit self and conversation calibrators per round on held-out reports and apply them.
+
+    Args:
+        fit_log_r: held-out reports ``[K, M, C]``; fit_targets: ``[K, M, C]`` or ``[M, C]``;
+        log_r: reports to calibrate ``[K, N, C]``; fit_weight: ``[M]`` or ``None``.
+
+    Returns:
+        ``(messages, calibrators)``: ``messages[t]`` log-probabilities ``[K, N, C]`` for each
+        treatment ``t`` in :data:`TREATMENTS` (``raw`` is ``log_r``); ``calibrators[t]`` the
+        fitted :class:`Calibrator` (leading round axis) for ``self`` and ``conversation``.
+    """
+    messages, cals = {"raw": log_r}, {}
+    for kind in KINDS:
+        cals[kind] = fit_rounds(kind, fit_log_r, fit_targets, fit_weight, n_steps)
+        messages[kind] = calibrate_rounds(kind, cals[kind], log_r)
+    return messages, cals
