@@ -73,9 +73,21 @@ def features(kind: str, log_r: jax.Array, log_r_prev: jax.Array) -> jax.Array:
 def _design(feats: jax.Array) -> jax.Array:
     """Design tensor ``[N, C, F + C − 1]``: centred features, then class indicators 1..C−1."""
     n, _, c = feats.shape
-    centred = feats - feats.mean(axis=-1, keepdims=True)
+    centred = feats - feats[..., :1]  # a per-example shift: exact zeros for a constant input
     onehot = jnp.broadcast_to(jnp.eye(c, dtype=feats.dtype)[:, 1:], (n, c, c - 1))
     return jnp.concatenate([jnp.swapaxes(centred, -1, -2), onehot], axis=-1)
+
+
+def _newton_direction(theta, design, targets, weight):
+    """``−H⁺ g`` of the weighted mean cross-entropy (closed-form gradient and Hessian)."""
+    probs = jax.nn.softmax(design @ theta, axis=-1)  # [N, C]
+    weight = weight / jnp.sum(weight)
+    grad = jnp.einsum("n,nc,ncp->p", weight, probs - targets, design)
+    mean_x = jnp.einsum("nc,ncp->np", probs, design)
+    hess = jnp.einsum("n,nc,ncp,ncq->pq", weight, probs, design, design) - jnp.einsum(
+        "n,np,nq->pq", weight, mean_x, mean_x
+    )
+    return -jnp.linalg.pinv(hess) @ grad
 
 
 def _loss(theta, design, targets, weight):
@@ -114,7 +126,7 @@ def fit_calibrator(
     change = partial(_loss_change, design=design, targets=targets, weight=weight)
 
     def newton(theta, _):
-        step = -jnp.linalg.pinv(jax.hessian(loss)(theta)) @ jax.grad(loss)(theta)
+        step = _newton_direction(theta, design, targets, weight)
         trial = jax.vmap(lambda t: change(theta, t * step))(_STEP_SIZES)
         best = jnp.argmin(trial)
         return theta + jnp.where(trial[best] < 0, _STEP_SIZES[best], 0.0) * step, None
