@@ -1,0 +1,66 @@
+"""Batched play: ``vmap`` over episodes (mixed variants and turn orders allowed), a
+``lax.while_loop`` over turns that stops when every episode has ended, one compile per
+(team, batch size, message caps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from jaxcollab.agents.bomb.teams import oracle_hint
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.generate import generate
+from jaxcollab.envs.bomb.observe import Layout, observe
+from jaxcollab.envs.bomb.params import BombParams
+from jaxcollab.envs.bomb.rules import turn
+from jaxcollab.envs.bomb.state import BombState
+
+MAX_TURNS = T.N_AGENTS * T.MAX_ROUNDS
+
+
+def team_turn(team: Callable, privileged: bool, layout: Layout, key, state: BombState,
+              params: BombParams) -> BombState:
+    """One turn of one episode: observe, let ``team`` choose, apply the current role's row."""
+    hint = oracle_hint(state, params) if privileged else jnp.zeros(2, jnp.int32)
+    action = team(key, observe(state, params), hint, layout)
+    return turn(state, action, params)[0]
+
+
+@partial(jax.jit, static_argnames=("team", "privileged", "layout"))
+def play(keys: jax.Array, params: BombParams, team: Callable, privileged: bool,
+         layout: Layout) -> BombState:
+    """Play a batch of episodes to the end.
+
+    Args:
+        keys: PRNG keys ``[B]`` (episode ``b`` is drawn from ``keys[b]``).
+        params: :class:`BombParams` with a leading batch axis ``[B]``.
+        team / privileged / layout: the policy, whether it gets the oracle hint, message caps.
+
+    Returns:
+        The final states, leading axis ``[B]``.
+    """
+    k_reset, k_play = jax.vmap(lambda k: tuple(jax.random.split(k)), out_axes=0)(keys)
+    gen = partial(generate, speech_bytes=layout.speech_bytes,
+                  gesture_symbols=layout.gesture_symbols)
+    states = jax.vmap(gen)(k_reset, params)
+    step = jax.vmap(partial(team_turn, team, privileged, layout))
+
+    def cond(carry):
+        t, s = carry
+        return (t < MAX_TURNS) & (s.ending == T.RUNNING).any()
+
+    def body(carry):
+        t, s = carry
+        ks = jax.vmap(lambda k: jax.random.fold_in(k, t))(k_play)
+        return t + 1, step(ks, s, params)
+
+    return jax.lax.while_loop(cond, body, (jnp.int32(0), states))[1]
+
+
+def rounds_used(state: BombState) -> jax.Array:
+    """Rounds begun by the end of each episode (a round ended mid-way counts)."""
+    return state.round + (state.turn > 0)

@@ -1,0 +1,75 @@
+"""Bomb families: Deaf / Mute / Blind, seven families, 24 variants (spec ``bomb-families.md``).
+
+Importing this package registers ``bomb/<variant>`` for every row of
+:data:`~jaxcollab.envs.bomb.tables.VARIANTS`, with groups ``bomb/<family>`` and ``bomb/all``.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from jaxcollab.core.registry import register
+from jaxcollab.envs.bomb import tables
+from jaxcollab.envs.bomb.env import BombAction, BombEnv, ending_counts, is_done
+from jaxcollab.envs.bomb.params import BombParams, make_params, stack_params
+from jaxcollab.envs.bomb.state import BombState
+
+#: Instances per variant in the bank, and the bank seed (spec "The 24 variants").
+BANK_SIZE = 5
+BANK_SEED = 2026
+
+
+def _state_record(state: BombState) -> dict:
+    """A generated state as JSON-ready lists (message buffers omitted: empty at reset)."""
+    skip = {"speech", "gesture", "speech_to", "gesture_to", "bounced", "act_rejected"}
+    return {k: np.asarray(v).tolist() for k, v in state.items() if k not in skip}
+
+
+def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
+    """Instances of ``env_name`` as JSON-ready dicts, instance ``i`` drawn from
+    ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (variant index in the table).
+
+    Schema (one dict per instance): ``env`` (name), ``variant`` (the variant-table row as a
+    dict), ``seed``, ``index``, ``state`` (every :class:`BombState` field at reset as nested
+    lists: ``wire_colour`` colour ids, -1 = no wire; ``manual_a``/``manual_b``/``manual_val``
+    the manual; ``key_seq`` the deciding manual entry per stage or cycle slot; ...),
+    ``colours`` (colour names by id), ``plate_glyphs``, ``solution`` (0-based wire positions to
+    cut, or key positions to press, in order; flashing: cut ``i`` lands in round ``i``) and
+    ``solution_kind`` (``"cut"`` or ``"press"``).
+
+    Raises:
+        KeyError: unknown variant (lists the valid ones).
+    """
+    env = BombEnv(env_name)
+    params = env.default_params
+    base = jax.random.fold_in(jax.random.PRNGKey(int(seed)), tables.VARIANTS.index(env.variant))
+    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(int(n)))
+    _, states = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
+    states = jax.device_get(states)
+    records = []
+    for i in range(int(n)):
+        state = jax.tree.map(lambda x, i=i: x[i], states)
+        records.append({
+            "env": env.name, "variant": env.variant._asdict(), "seed": int(seed), "index": i,
+            "state": _state_record(state), "colours": list(tables.COLOURS),
+            "plate_glyphs": tables.PLATE_GLYPHS, "solution": env.solution(state, params),
+            "solution_kind": "press" if env.variant.task == tables.TASK_CODE else "cut",
+        })
+    return records
+
+
+def instance_bank() -> list[dict]:
+    """The bank: :data:`BANK_SIZE` instances of each of the 24 variants from :data:`BANK_SEED`."""
+    return [r for v in tables.VARIANTS for r in export_instances(v.name, BANK_SIZE, BANK_SEED)]
+
+
+for _v in tables.VARIANTS:
+    register(f"bomb/{_v.name}", lambda v=_v.name: BombEnv(v),
+             groups=(f"bomb/{_v.family}", "bomb/all"))
+
+__all__ = [
+    "BANK_SEED", "BANK_SIZE", "BombAction", "BombEnv", "BombParams", "BombState",
+    "ending_counts", "export_instances", "instance_bank", "is_done", "make_params",
+    "stack_params", "tables",
+]

@@ -1,0 +1,162 @@
+"""One turn of the bomb game: channel delivery, acting, family mechanics, endings.
+
+A round is three turns, one per role, in ``params.turn_order``; :func:`turn` plays the turn of
+the role whose turn it is and ignores the other rows of the joint action (spec "Roles and
+channels": a message is delivered at the recipient's next turn, so later agents in the same round
+see it this round).
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.params import BombParams
+from jaxcollab.envs.bomb.state import BombState, display_now, light_now, required_value
+
+_CAN_SEND = jnp.asarray(T.CAN_SEND)
+_CAN_RECV = jnp.asarray(T.CAN_RECV)
+
+
+@chex.dataclass(frozen=True)
+class BombAction:
+    """A joint action, leading agent axis (only the acting role's row is read each turn).
+
+    Attributes:
+        act: int32 ``[3]``: ``WAIT``, ``CUT`` or ``PRESS``; arg: int32 ``[3]`` the wire
+            position (0-based) or key position (0-based).
+        speak_to / gesture_to: int32 ``[3]`` recipient role, or ``NO_TARGET`` (-1).
+        speech: uint8 ``[3, S]`` UTF-8 bytes, 0-terminated; gesture: uint8 ``[3, G]`` symbol
+            ids 1..42, 0 = empty.
+    """
+
+    act: jax.Array
+    arg: jax.Array
+    speak_to: jax.Array
+    speech: jax.Array
+    gesture_to: jax.Array
+    gesture: jax.Array
+
+
+def noop_action(speech_bytes: int, gesture_symbols: int) -> BombAction:
+    """Everyone waits and sends nothing."""
+    none = jnp.full(T.N_AGENTS, T.NO_TARGET, jnp.int32)
+    return BombAction(
+        act=jnp.zeros(T.N_AGENTS, jnp.int32), arg=jnp.zeros(T.N_AGENTS, jnp.int32),
+        speak_to=none, speech=jnp.zeros((T.N_AGENTS, speech_bytes), jnp.uint8),
+        gesture_to=none, gesture=jnp.zeros((T.N_AGENTS, gesture_symbols), jnp.uint8),
+    )
+
+
+def deliverable(sender: jax.Array, to: jax.Array, channel: int) -> jax.Array:
+    """Whether a call from ``sender`` to ``to`` on ``channel`` is delivered (else it bounces).
+
+    The delivery matrix is data (:data:`~jaxcollab.envs.bomb.tables.CAN_SEND`, ``CAN_RECV``):
+    the sender must have the channel, the recipient must perceive it, and it must be another
+    role (spec "Roles and channels").
+    """
+    valid = (to >= 0) & (to < T.N_AGENTS) & (to != sender)
+    return valid & _CAN_SEND[sender, channel] & _CAN_RECV[jnp.clip(to, 0, 2), channel]
+
+
+def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:
+    """Shuffle family: each surviving wire moves to the next surviving position (wrapping).
+
+    Args:
+        colour: int32 ``[7]`` wire colours; alive: bool ``[7]`` present and uncut.
+    """
+    rank = jnp.cumsum(alive) - 1
+    dest = (rank + 1) % jnp.maximum(alive.sum(), 1)
+    move = alive[:, None] & alive[None, :] & (dest[:, None] == rank[None, :])  # [from, to]
+    return jnp.where(alive, (move * colour[:, None]).sum(0), colour)
+
+
+def _send(state: BombState, actions: BombAction, actor, active):
+    """Channel delivery for the actor's speech and gesture; returns updated message fields."""
+    row = jnp.arange(T.N_AGENTS) == actor
+    out, bounced = {}, []
+    for ch, (to_f, body_f) in enumerate((("speak_to", "speech"), ("gesture_to", "gesture"))):
+        to = getattr(actions, to_f)[actor]
+        ok = deliverable(actor, to, ch) & active
+        bounced.append((to != T.NO_TARGET) & ~ok & active)
+        write = row & ok
+        out[body_f] = jnp.where(write[:, None], getattr(actions, body_f),
+                                getattr(state, body_f))
+        field = to_f.replace("speak_to", "speech_to")
+        out[field] = jnp.where(row & active, jnp.where(ok, to, T.NO_TARGET), getattr(state, field))
+    flags = jnp.stack(bounced)
+    out["bounced"] = jnp.where((row & active)[:, None], flags[None, :], state.bounced)
+    out["bounces"] = state.bounces + flags.sum()
+    return out
+
+
+def _act(state: BombState, params: BombParams, actions: BombAction, actor, active):
+    """Blind's cut/press (others' attempts are rejected); returns updated fields and flags."""
+    act, arg = actions.act[actor], actions.arg[actor]
+    trying = (act != T.WAIT) & active
+    acting = trying & (actor == T.BLIND)
+    req = required_value(state, params)
+    pos = jnp.clip(arg, 0, T.MAX_WIRES - 1)
+    colour = state.wire_colour[pos]
+    wire_ok = (arg >= 0) & (arg < T.MAX_WIRES) & (colour >= 0) & ~state.wire_cut[pos]
+    cut = acting & (act == T.CUT)
+    cut_right = cut & wire_ok & (params.task == T.TASK_CUT) & (colour == req)
+    key = jnp.clip(arg, 0, T.N_KEYS - 1)
+    press_right = (acting & (act == T.PRESS) & (arg >= 0) & (arg < T.N_KEYS)
+                   & (params.keypad == T.KEYPAD_REAL) & (params.task == T.TASK_CODE)
+                   & ~state.pressed[key] & (state.keypad[key] == req))
+    right = cut_right | press_right
+    wrong = acting & ~right
+    earlier = (state.seen_colours >> jnp.clip(colour, 0, 31)) & 1
+    wire_cut = state.wire_cut | ((jnp.arange(T.MAX_WIRES) == pos) & cut_right)
+    alive = (state.wire_colour >= 0) & ~wire_cut
+    rotated = rotate_survivors(state.wire_colour, alive)
+    seen = state.seen_colours | jnp.where(params.task == T.TASK_CUT, 1 << jnp.clip(req, 0, 30), 0)
+    return dict(
+        wire_cut=wire_cut,
+        wire_colour=jnp.where(cut_right & (params.shuffle == 1), rotated, state.wire_colour),
+        pressed=state.pressed | ((jnp.arange(T.N_KEYS) == key) & press_right),
+        progress=state.progress + right,
+        acts=state.acts + acting,
+        rejected=state.rejected + (trying & ~acting),
+        act_rejected=jnp.where((jnp.arange(T.N_AGENTS) == actor) & active, trying & ~acting,
+                               state.act_rejected),
+        wrong_round=state.wrong_round | (wrong & cut & wire_ok & (earlier == 1)),
+        seen_colours=jnp.where(active, seen, state.seen_colours),
+    ), wrong
+
+
+def turn(state: BombState, actions: BombAction, params: BombParams):
+    """Play the current role's turn.
+
+    Args:
+        state: the episode state; actions: the joint :class:`BombAction`; params: the variant.
+
+    Returns:
+        ``(state, reward, terminated, truncated)``: reward float32 ``[3]`` is +1 for every
+        agent on the turn the bomb is defused, -1 on a wrong action, else 0; ``terminated``
+        (defused or wrong action) and ``truncated`` (round budget spent) are bool scalars.
+        Once an episode has ended, further turns change nothing.
+    """
+    actor = params.turn_order[state.turn]
+    active = state.ending == T.RUNNING
+    msg = _send(state, actions, actor, active)
+    acted, wrong = _act(state, params, actions, actor, active)
+    state = state.replace(**msg, **acted)
+    defused = active & (state.progress >= params.steps)
+    end_round = active & (state.turn == T.N_AGENTS - 1)
+    r = jnp.arange(T.MAX_ROUNDS) == state.round
+    state = state.replace(
+        hist_light=jnp.where(r & end_round, light_now(state, params), state.hist_light),
+        hist_disp=jnp.where(r & end_round, display_now(state, params), state.hist_disp),
+        turn=jnp.where(active, (state.turn + 1) % T.N_AGENTS, state.turn),
+        round=state.round + end_round,
+    )
+    timed_out = active & ~defused & ~wrong & (state.round >= params.rounds)
+    ending = jnp.select([wrong, defused, timed_out], [T.WRONG_ACTION, T.DEFUSED, T.TIMED_OUT],
+                        state.ending)
+    state = state.replace(ending=ending.astype(jnp.int32))
+    reward = jnp.full(T.N_AGENTS, defused.astype(jnp.float32) - wrong.astype(jnp.float32))
+    return state, reward, active & (defused | wrong), timed_out
