@@ -1,0 +1,44 @@
+"""Keep Talking and Nobody Explodes-style bombs: a Defuser and an Expert (spec ``ktane-rules.md``).
+
+Registers ``ktane/<module>`` for each module type (group ``ktane/all``): one module on the
+front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets.
+"""
+
+from jaxcollab.core.registry import register
+from jaxcollab.envs.ktane.engine import (
+    GPTNT_TIME_LIMIT_S,
+    BombState,
+    KtaneEnv,
+    KtaneParams,
+    Mission,
+)
+from jaxcollab.envs.ktane.export import export_instances
+from jaxcollab.envs.ktane.modules import MODULE_TYPES
+
+__all__ = [
+    "BombState",
+    "KtaneEnv",
+    "KtaneParams",
+    "Mission",
+    "export_instances",
+    "single_module_mission",
+]
+
+
+def single_module_mission(module: str) -> Mission:
+    """The default one-module mission of ``module`` (GPTNT time limit, 3 strikes, 5 widgets).
+
+    Raises:
+        KeyError: unknown module (lists valid names).
+    """
+    if module not in GPTNT_TIME_LIMIT_S:
+        raise KeyError(f"unknown Keep-Talking module {module!r}; valid: {', '.join(MODULE_TYPES)}")
+    return Mission(modules=(module,), time_limit_s=GPTNT_TIME_LIMIT_S[module])
+
+
+def _factory(module: str):
+    return lambda: KtaneEnv(single_module_mission(module), f"ktane/{module}")
+
+
+for _module in MODULE_TYPES:
+    register(f"ktane/{_module}", _factory(_module), groups=("ktane/all",))

@@ -1,0 +1,32 @@
+"""The rule-reading Defuser: solves every module of a bomb without a strike.
+
+It reads the full state (including hidden fields such as the wire to cut), so it is a solver,
+not a player: it selects the first unsolved module on the visible face (flipping the bomb when
+that face is done), then plays each module's ``oracle`` move. Agents build on it in
+:mod:`jaxcollab.agents.ktane`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxcollab.envs.ktane.engine import BombState, KtaneEnv
+from jaxcollab.envs.ktane.modules.base import FLIP, SELECT
+
+
+def oracle_defuser(env: KtaneEnv, state: BombState) -> jax.Array:
+    """The oracle's Defuser action ``(verb, target, word)``, int32 ``[3]`` (jit/vmap-safe)."""
+    verb, target = env.module_oracle(state)
+    z = jnp.maximum(state.zoom, 0)
+    working = (state.zoom >= 0) & ~state.solved[z]
+    here = (jnp.asarray(env.slot_face) == state.face) & ~state.solved
+    nav_verb = jnp.where(jnp.any(here), SELECT, FLIP)
+    nav_target = jnp.argmax(here).astype(jnp.int32)
+    return jnp.stack(
+        [
+            jnp.where(working, verb, nav_verb),
+            jnp.where(working, target, nav_target),
+            jnp.int32(0),
+        ]
+    ).astype(jnp.int32)
