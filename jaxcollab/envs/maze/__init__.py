@@ -1,0 +1,61 @@
+"""Split-mask 6×6 mazes (spec ``collab-learning.md`` §2–§3; Davidson et al. 2025).
+
+Modules: :mod:`.generator` (vectorised rejection sampler, unique-path test, paths),
+:mod:`.text` (vocabulary, views, examples, dataset builder), :mod:`.env` (``maze/split-6x6``),
+:mod:`.success` (maze success with any predictors), :mod:`.reference` (exact Bayes first move).
+
+Export schema (:func:`export_instances`, ``python eval/export.py env=maze/split-6x6 n=N
+out=FILE.jsonl``), one JSON object per maze:
+
+* ``grid``: list of H strings of W characters, ``#`` wall, ``.`` open (row 0 first);
+* ``masks``: two lists of H·W ints (row-major), 1 = the cell is seen by that agent; the lists
+  are complementary with H·W/2 ones each;
+* ``path``: list of ``[row, col]`` from the start ``[0, 0]`` to the goal ``[H-1, W-1]``
+  (the unique simple path);
+* ``moves``: string over ``d r u l`` (down, right, up, left), one per path step, so
+  ``len(moves) == len(path) - 1``.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from jaxcollab.core.registry import register
+from jaxcollab.envs.maze.env import MazeEnv
+from jaxcollab.envs.maze.generator import MOVE_CHARS
+from jaxcollab.envs.maze.text import make_mazes, positions
+
+ENVS = {"maze/split-6x6": {"shape": (6, 6)}}
+
+
+def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
+    """``n`` mazes of ``env_name`` as JSON-ready dicts (schema in the module docstring).
+
+    Raises:
+        KeyError: unknown maze environment (lists the valid ones).
+    """
+    if env_name not in ENVS:
+        raise KeyError(f"unknown maze environment {env_name!r}; valid: {sorted(ENVS)}")
+    shape = ENVS[env_name]["shape"]
+    h, w = shape
+    mazes, _ = make_mazes(jax.random.key(seed), n, shape=shape)
+    cells = np.asarray(positions(mazes.moves.astype(np.int32), w))
+    records = []
+    grids = np.where(mazes.open_.reshape(n, h, w), ".", "#")
+    for i in range(n):
+        k = int(mazes.n_moves[i])
+        path = [divmod(int(c), w) for c in cells[i, :k]] + [(h - 1, w - 1)]
+        records.append(
+            {
+                "grid": ["".join(row) for row in grids[i]],
+                "masks": mazes.masks[i].astype(int).tolist(),
+                "path": [list(p) for p in path],
+                "moves": "".join(MOVE_CHARS[m] for m in mazes.moves[i, :k]),
+            }
+        )
+    return records
+
+
+for _name, _kw in ENVS.items():
+    register(_name, lambda kw=_kw: MazeEnv(**kw), groups=("maze/all",))
