@@ -90,7 +90,8 @@ def oracle(m, ctx):
 
 
 def view(m):
-    """``[1] button colour label ; held|idle ; strip colour|none``."""
+    """``[1] button colour label ; held|idle ; strip colour|none`` (the strip shows only while
+    held)."""
     held = m["held"] == 1
     return view_tokens(
         [
@@ -102,7 +103,7 @@ def view(m):
             jnp.where(held, V.tok("held"), V.tok("idle")),
             V.tok(";"),
             V.tok("strip"),
-            jnp.asarray(_COLOR_TOK)[m["strip"]],
+            jnp.asarray(_COLOR_TOK)[jnp.where(held, m["strip"], -1)],
         ]
     )
 
