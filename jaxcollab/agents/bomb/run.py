@@ -64,3 +64,40 @@ def play(keys: jax.Array, params: BombParams, team: Callable, privileged: bool,
 def rounds_used(state: BombState) -> jax.Array:
     """Rounds begun by the end of each episode (a round ended mid-way counts)."""
     return state.round + (state.turn > 0)
+
+
+@partial(jax.jit, static_argnames=("team", "privileged", "layout", "n_rounds"))
+def play_continuous(key: jax.Array, params: BombParams, team: Callable, privileged: bool,
+                    layout: Layout, n_rounds: int) -> tuple[jax.Array, jax.Array]:
+    """Keep a batch busy for ``n_rounds`` rounds: every episode that ends is replaced by a fresh
+    instance at the next round boundary, so every round played is a live round of some episode.
+
+    Args:
+        key: PRNG key; params: :class:`BombParams` with leading batch axis ``[B]``.
+
+    Returns:
+        (episodes finished, episodes defused), int32 scalars.
+    """
+    batch = params.rounds.shape[0]
+    gen = jax.vmap(partial(generate, speech_bytes=layout.speech_bytes,
+                           gesture_symbols=layout.gesture_symbols))
+    step = jax.vmap(partial(team_turn, team, privileged, layout))
+    fresh_keys = lambda k: jax.random.split(k, batch)  # noqa: E731
+
+    def one_round(carry, k):
+        s, done, won = carry
+        k_turns, k_new = jax.random.split(k)
+        for t in range(T.N_AGENTS):
+            s = step(fresh_keys(jax.random.fold_in(k_turns, t)), s, params)
+        ended = s.ending != T.RUNNING
+        won = won + (s.ending == T.DEFUSED).sum()
+        new = gen(fresh_keys(k_new), params)
+        s = jax.tree.map(lambda a, b: jnp.where(ended.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+                         new, s)
+        return (s, done + ended.sum(), won), None
+
+    k0, k_rounds = jax.random.split(key)
+    start = gen(fresh_keys(k0), params)
+    (_, done, won), _ = jax.lax.scan(one_round, (start, jnp.int32(0), jnp.int32(0)),
+                                     jax.random.split(k_rounds, n_rounds))
+    return done, won
