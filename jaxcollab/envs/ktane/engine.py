@@ -465,7 +465,9 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
 
         if role not in (DEFUSER, EXPERT):
             raise ValueError(f"role must be 0 (defuser) or 1 (expert), got {role!r}")
-        text = tokens_to_text(np.asarray(jax.device_get(self.observe(state)))[role])
+        if not hasattr(self, "_observe_jit"):
+            self._observe_jit = jax.jit(self.observe)
+        text = tokens_to_text(np.asarray(jax.device_get(self._observe_jit(state)))[role])
         return text if role == DEFUSER else manual_text() + "\n\n" + text
 
 
