@@ -1,0 +1,68 @@
+"""Task builders for the round trainer: config → :class:`~jaxcollab.collab.data.CollabTask`.
+
+``TASKS`` maps a task name to its builder ``(cfg, key) -> CollabTask``; other tasks (the maze)
+add theirs here. :func:`make_task` fails with the list of valid names on an unknown one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import jax
+import numpy as np
+
+from jaxcollab.collab.data import CollabTask, TaskSplit
+from jaxcollab.envs import parity
+
+PARITY_VIEWS = ("masked", "own")
+
+
+def _parity_split(data: parity.ParityDataset, masks: np.ndarray, view: str) -> TaskSplit:
+    if view == "masked":
+        views = tuple(np.where(m, data.bits, parity.MASK).astype(np.uint8) for m in masks)
+    else:
+        views = tuple(np.ascontiguousarray(data.bits[:, m]) for m in masks)
+    pstar = data.pstar.astype(np.float32)
+    return TaskSplit(views, data.label.astype(np.int32), np.stack([1 - pstar, pstar], axis=1))
+
+
+def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
+    """Chained parity (spec §1) from a ``configs/task/parity.yaml``-style mapping.
+
+    Keys: ``alphas, n_bits, alpha_sum, split, n_examples, test_fraction`` and ``view``:
+    ``"masked"`` (the agent's n-character string with ``?`` where unseen, as in the paper) or
+    ``"own"`` (only the agent's own bits, spec §6: far easier to learn on a CPU budget).
+
+    Raises:
+        ValueError: unknown view or split, or invalid coefficients.
+    """
+    view = cfg.get("view", "masked")
+    if view not in PARITY_VIEWS:
+        raise ValueError(f"unknown parity view {view!r}; expected one of {PARITY_VIEWS}")
+    alphas = parity.make_alphas(cfg["alphas"], cfg["n_bits"], cfg.get("alpha_sum"))
+    masks = parity.split_masks(cfg["n_bits"], cfg.get("split", "alternate"))
+    train, test = parity.build_dataset(
+        key, cfg["n_examples"], alphas, cfg.get("split", "alternate"), cfg["test_fraction"]
+    )
+    return CollabTask(
+        name="parity",
+        vocab=parity.VOCAB,
+        class_chars="01",
+        train=_parity_split(train, masks, view),
+        test=_parity_split(test, masks, view),
+    )
+
+
+TASKS: dict[str, Callable[[Mapping, jax.Array], CollabTask]] = {"parity": parity_task}
+
+
+def make_task(cfg: Mapping, key: jax.Array) -> CollabTask:
+    """Build the task named ``cfg["name"]``.
+
+    Raises:
+        ValueError: unknown task name (lists the valid ones).
+    """
+    name = cfg.get("name")
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASKS)}")
+    return TASKS[name](cfg, key)

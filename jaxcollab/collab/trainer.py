@@ -1,0 +1,231 @@
+"""Round-by-round collaborative training (spec ``collab-learning.md`` §1, §3; DESIGN.md).
+
+In round r (1-based here and in every output) agent ``(r − 1) mod K`` trains a **fresh** model
+on its own view plus all earlier messages (:func:`jaxcollab.collab.data.build_prefix`), keeps
+the best-validation parameters (saved with orbax), and emits one message per example
+(:class:`~jaxcollab.collab.messages.MessageCodec`) onto the later rounds' training chunks and
+the test set (cross-fitting, see :mod:`jaxcollab.collab.data`).
+
+Run directory of one protocol::
+
+    round_<r>/checkpoint/   orbax, best-validation parameters
+    round_<r>/round.npz     train_messages uint8 [N_train, w] (rows of chunks <= r unused),
+                            test_messages uint8 [N_test, w], test_probs float32 [N_test, C],
+                            test_labels int32 [N_test], test_target float32 [N_test, C]
+    round_<r>/metrics.json  the round's metrics (see :func:`test_metrics`)
+
+``round.npz`` is written last; a round whose ``round.npz`` exists is finished, and a resumed run
+loads it and starts at the first unfinished round (from fresh weights, as every round does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxcollab.collab.data import CollabTask, build_prefix, round_chunks
+from jaxcollab.collab.fit import FitResult, TrainConfig, fit, predict_probs
+from jaxcollab.collab.messages import MessageCodec, decide
+from jaxcollab.io.checkpoints import save_params
+from jaxcollab.models.gpt import GPTConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelShape:
+    """Model hyperparameters other than the task-given vocabulary and context length.
+
+    ``block_size=None`` sizes the context to the longest prefix + 1; a given value must be at
+    least that (checked by :func:`required_context` callers before training).
+    """
+
+    n_layer: int = 4
+    n_head: int = 6
+    n_embd: int = 240
+    dropout: float = 0.0
+    bias: bool = True
+    dtype: str = "float32"
+    block_size: int | None = None
+
+
+def required_context(task: CollabTask, codec: MessageCodec, n_rounds: int) -> int:
+    """Context length the last round needs: its prefix plus the answer token."""
+    return max(
+        task.prefix_length(r % task.n_agents, r, codec.width) + 1 for r in range(n_rounds)
+    )
+
+
+def model_config(task: CollabTask, codec: MessageCodec, shape: ModelShape, n_rounds: int):
+    """The :class:`GPTConfig` for this task/protocol.
+
+    Raises:
+        ValueError: ``shape.block_size`` shorter than :func:`required_context`.
+    """
+    need = required_context(task, codec, n_rounds)
+    if shape.block_size is not None and shape.block_size < need:
+        raise ValueError(
+            f"context too long for the model: round {n_rounds} needs {need} tokens "
+            f"(prefix + answer) but model.block_size={shape.block_size}"
+        )
+    fields = dataclasses.asdict(shape)
+    block = fields.pop("block_size") or need
+    return GPTConfig(vocab_size=len(task.vocab), block_size=block, **fields)
+
+
+def test_metrics(probs: np.ndarray, labels: np.ndarray, target: np.ndarray) -> dict:
+    """Per-round test metrics from class probabilities ``probs [N, C]``.
+
+    Returns:
+        ``test_mse_vs_pstar``: mean over examples and classes of ``(probs − target)²`` (for two
+        classes exactly E[(p − p*)²], the spec's excess MSE); ``test_accuracy``: fraction where
+        the decision (:func:`~jaxcollab.collab.messages.decide`) equals the label;
+        ``test_ce``: mean −ln probs[label] (nats).
+    """
+    picked = np.clip(probs[np.arange(len(labels)), labels], 1e-12, 1.0)
+    return {
+        "test_mse_vs_pstar": float(np.mean((probs - target) ** 2)),
+        "test_accuracy": float(np.mean(np.asarray(decide(probs)) == labels)),
+        "test_ce": float(-np.mean(np.log(picked))),
+    }
+
+
+def _no_update(step: int, loss: float) -> None:
+    """Progress callback that shows nothing."""
+
+
+def _save_npz(path: Path, **arrays) -> None:
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+@dataclasses.dataclass
+class RoundOutput:
+    """What later rounds and the caller need from a finished round."""
+
+    train_messages: np.ndarray
+    test_messages: np.ndarray
+    metrics: dict
+
+
+def _load_round(rdir: Path) -> RoundOutput:
+    with np.load(rdir / "round.npz") as z:
+        train, test = z["train_messages"], z["test_messages"]
+    return RoundOutput(train, test, json.loads((rdir / "metrics.json").read_text()))
+
+
+class RoundTrainer:
+    """Runs the rounds of one protocol on one task into ``run_dir`` (resumable).
+
+    Args:
+        task: the task's data. codec: the protocol's message encoding.
+        shape, train: model shape and per-round optimisation.
+        n_rounds: rounds to play (spec §1: 5 for parity).
+        run_dir: this protocol's directory. key: PRNG key for initialisation and batches.
+        progress: ``progress(description, total)`` context manager yielding
+            ``update(step, loss)`` (e.g. :meth:`jaxcollab.io.logging.RunLogger.progress`).
+
+    Raises:
+        ValueError: ``n_rounds < 1``, too few training examples for the round chunks,
+            ``val_examples`` not below half a chunk, ``batch_size`` not divisible by the device
+            count, or a context too long for the model — all before any training.
+    """
+
+    def __init__(self, task: CollabTask, codec: MessageCodec, shape: ModelShape,
+                 train: TrainConfig, n_rounds: int, run_dir: str | Path, key: jax.Array,
+                 progress: Callable | None = None):
+        if n_rounds < 1:
+            raise ValueError(f"n_rounds={n_rounds} must be >= 1")
+        self.task, self.codec, self.train, self.n_rounds = task, codec, train, n_rounds
+        self.model_cfg = model_config(task, codec, shape, n_rounds)
+        self.chunks = round_chunks(len(task.train), n_rounds)
+        smallest = min(c.stop - c.start for c in self.chunks)
+        if train.val_examples * 2 > smallest:
+            raise ValueError(
+                f"val_examples={train.val_examples} must be at most half of the smallest round "
+                f"chunk ({smallest} examples = {len(task.train)} train / {n_rounds} rounds)"
+            )
+        if train.batch_size % jax.device_count():
+            raise ValueError(
+                f"batch_size={train.batch_size} is not divisible by the {jax.device_count()} "
+                "devices of the data axis"
+            )
+        self.run_dir, self.key = Path(run_dir), key
+        self.progress = progress or (lambda desc, total: contextlib.nullcontext(_no_update))
+
+    def round_dir(self, r: int) -> Path:
+        return self.run_dir / f"round_{r}"
+
+    def run(self, on_round: Callable[[int, dict], None] = lambda r, m: None) -> list[dict]:
+        """Play every round (skipping finished ones); returns each round's metrics.
+
+        ``on_round(r, metrics)`` is called as each round finishes or is loaded.
+        """
+        outputs: list[RoundOutput] = []
+        for r in range(1, self.n_rounds + 1):
+            rdir = self.round_dir(r)
+            done = (rdir / "round.npz").exists()
+            outputs.append(_load_round(rdir) if done else self._play(r, outputs))
+            on_round(r, outputs[-1].metrics)
+        return [o.metrics for o in outputs]
+
+    def prefixes(self, r: int, rows: slice | None, outputs: list[RoundOutput]) -> np.ndarray:
+        """Round r's prefixes for training ``rows`` (or the test set when ``rows`` is None)."""
+        split = self.task.test if rows is None else self.task.train
+        rows = slice(None) if rows is None else rows
+        agent = (r - 1) % self.task.n_agents
+        field = "test_messages" if split is self.task.test else "train_messages"
+        messages = [getattr(o, field)[rows] for o in outputs[: r - 1]]
+        return build_prefix(self.task, split.views[agent][rows], messages)
+
+    def _fit(self, r: int, outputs: list[RoundOutput]) -> FitResult:
+        chunk = self.chunks[r - 1]
+        tokens = self.prefixes(r, chunk, outputs)
+        targets = self.task.class_tokens[self.task.train.labels[chunk]]
+        n_val = self.train.val_examples
+        desc = f"{self.codec.kind} round {r}/{self.n_rounds}"
+        key = jax.random.fold_in(self.key, r)
+        with self.progress(desc, self.train.steps) as update:
+            return fit(self.model_cfg, self.train, tokens[:-n_val], targets[:-n_val],
+                       tokens[-n_val:], targets[-n_val:], key, update)
+
+    def _play(self, r: int, outputs: list[RoundOutput]) -> RoundOutput:
+        result = self._fit(r, outputs)
+        rdir = self.round_dir(r)
+        rdir.mkdir(parents=True, exist_ok=True)
+        save_params(rdir / "checkpoint", result.params)
+
+        def probs(rows):
+            tokens = self.prefixes(r, rows, outputs)
+            return predict_probs(result.graphdef, result.params, tokens,
+                                 self.task.class_tokens, self.train.eval_batch)
+
+        n_train = len(self.task.train)
+        labelled = slice(self.chunks[r - 1].stop, n_train)
+        train_messages = np.zeros((n_train, self.codec.width), np.uint8)
+        if labelled.start < n_train:
+            train_messages[labelled] = np.asarray(self.codec.encode(probs(labelled)))
+        test = self.task.test
+        test_probs = probs(None)
+        test_messages = np.asarray(self.codec.encode(test_probs), np.uint8)
+        metrics = {
+            "round": r,
+            "agent": (r - 1) % self.task.n_agents,
+            **test_metrics(test_probs, test.labels, test.target),
+            "best_val_loss": result.best_val_loss,
+            "best_step": result.best_step,
+            "final_train_loss": result.final_train_loss,
+            "train_seconds": result.seconds,
+            "fit_rows": [self.chunks[r - 1].start, self.chunks[r - 1].stop],
+            "labelled_train_rows": [labelled.start, labelled.stop],
+        }
+        (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        _save_npz(rdir / "round.npz", train_messages=train_messages, test_messages=test_messages,
+                  test_probs=test_probs, test_labels=test.labels, test_target=test.target)
+        return RoundOutput(train_messages, test_messages, metrics)

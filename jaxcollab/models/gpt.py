@@ -1,0 +1,172 @@
+"""nanoGPT-style character transformer in Flax NNX (DESIGN.md "Training and collaboration").
+
+Pre-LN blocks (LayerNorm → causal self-attention → residual, LayerNorm → GELU MLP → residual),
+learned positional embeddings, a final LayerNorm and weight tying (the output projection is the
+token embedding transposed). Parameters are float32; ``dtype="bfloat16"`` runs the matmuls in
+bf16. Dropout is active only when the call is given ``rngs`` (training); without them the model
+is deterministic.
+
+Defaults follow the paper's nanoGPT set-up: 4 blocks, 6 heads, embedding 240.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+@dataclasses.dataclass(frozen=True)
+class GPTConfig:
+    """Static model shape.
+
+    Attributes:
+        vocab_size: number of token ids V.
+        block_size: context length T_max (the longest prefix plus the answer token).
+        n_layer, n_head, n_embd: depth, heads, width (``n_embd % n_head == 0``).
+        dropout: dropout rate on attention weights and residual branches (training only).
+        bias: biases in linear layers and LayerNorms.
+        dtype: compute dtype, ``"float32"`` or ``"bfloat16"`` (parameters stay float32).
+
+    Raises:
+        ValueError: a non-positive size, ``n_embd`` not divisible by ``n_head``, dropout outside
+            [0, 1), or an unknown dtype.
+    """
+
+    vocab_size: int
+    block_size: int
+    n_layer: int = 4
+    n_head: int = 6
+    n_embd: int = 240
+    dropout: float = 0.0
+    bias: bool = True
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        sizes = {k: getattr(self, k) for k in ("vocab_size", "block_size", "n_layer", "n_head")}
+        bad = {k: v for k, v in sizes.items() if v < 1}
+        if bad:
+            raise ValueError(f"model sizes must be >= 1, got {bad}")
+        if self.n_embd < 1 or self.n_embd % self.n_head:
+            raise ValueError(
+                f"n_embd={self.n_embd} must be a positive multiple of n_head={self.n_head}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}; expected one of {sorted(DTYPES)}")
+
+    @property
+    def compute_dtype(self):
+        return DTYPES[self.dtype]
+
+
+def _linear(cfg: GPTConfig, d_in: int, d_out: int, rngs: nnx.Rngs, std: float = 0.02) -> nnx.Linear:
+    return nnx.Linear(
+        d_in,
+        d_out,
+        use_bias=cfg.bias,
+        dtype=cfg.compute_dtype,
+        kernel_init=nnx.initializers.normal(std),
+        rngs=rngs,
+    )
+
+
+def _layer_norm(cfg: GPTConfig, rngs: nnx.Rngs) -> nnx.LayerNorm:
+    return nnx.LayerNorm(cfg.n_embd, use_bias=cfg.bias, dtype=cfg.compute_dtype, rngs=rngs)
+
+
+def _dropout(x: jax.Array, rate: float, rngs: nnx.Rngs | None) -> jax.Array:
+    if rngs is None or rate == 0.0:
+        return x
+    keep = jax.random.bernoulli(rngs.dropout(), 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), 0).astype(x.dtype)
+
+
+class CausalSelfAttention(nnx.Module):
+    """Multi-head causal self-attention: ``[B, T, C] → [B, T, C]``."""
+
+    def __init__(self, cfg: GPTConfig, rngs: nnx.Rngs):
+        self.cfg = cfg
+        self.qkv = _linear(cfg, cfg.n_embd, 3 * cfg.n_embd, rngs)
+        # nanoGPT: residual projections scaled by 1/sqrt(2 · n_layer)
+        self.proj = _linear(cfg, cfg.n_embd, cfg.n_embd, rngs, 0.02 / (2 * cfg.n_layer) ** 0.5)
+
+    def __call__(self, x: jax.Array, rngs: nnx.Rngs | None = None, n_query: int | None = None):
+        """Attend from the last ``n_query`` positions (all when None) → ``[B, n_query, C]``."""
+        b, t, c = x.shape
+        h = self.cfg.n_head
+        q, k, v = jnp.split(self.qkv(x).reshape(b, t, 3 * h, c // h), 3, axis=2)
+        n_query = t if n_query is None else n_query
+        q = q[:, t - n_query :]
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(c // h).astype(x.dtype)
+        causal = jnp.arange(t)[None, :] <= jnp.arange(t - n_query, t)[:, None]
+        scores = jnp.where(causal, scores.astype(jnp.float32), -jnp.inf)
+        weights = _dropout(jax.nn.softmax(scores, axis=-1).astype(x.dtype), self.cfg.dropout, rngs)
+        out = jnp.einsum("bhqk,bkhd->bqhd", weights, v).reshape(b, n_query, c)
+        return _dropout(self.proj(out), self.cfg.dropout, rngs)
+
+
+class Block(nnx.Module):
+    """Pre-LN transformer block: ``x + attn(ln(x))`` then ``x + mlp(ln(x))``."""
+
+    def __init__(self, cfg: GPTConfig, rngs: nnx.Rngs):
+        self.cfg = cfg
+        self.ln1 = _layer_norm(cfg, rngs)
+        self.attn = CausalSelfAttention(cfg, rngs)
+        self.ln2 = _layer_norm(cfg, rngs)
+        self.fc = _linear(cfg, cfg.n_embd, 4 * cfg.n_embd, rngs)
+        self.out = _linear(cfg, 4 * cfg.n_embd, cfg.n_embd, rngs, 0.02 / (2 * cfg.n_layer) ** 0.5)
+
+    def __call__(self, x: jax.Array, rngs: nnx.Rngs | None = None, n_query: int | None = None):
+        """``[B, T, C] → [B, n_query, C]``: only the last ``n_query`` positions (all when None)
+        are computed; earlier positions still serve as keys and values."""
+        n_query = x.shape[1] if n_query is None else n_query
+        x = x[:, x.shape[1] - n_query :] + self.attn(self.ln1(x), rngs, n_query)
+        mlp = self.out(jax.nn.gelu(self.fc(self.ln2(x))))
+        return x + _dropout(mlp, self.cfg.dropout, rngs)
+
+
+class GPT(nnx.Module):
+    """Character transformer: int tokens ``[B, T]`` (T ≤ block_size) → float32 logits ``[B, T, V]``.
+
+    With ``last_only=True`` the output is ``[B, 1, V]``, the logits at the last position only,
+    and the final block skips every other position's query and MLP (the answer position is the
+    only one with a loss, so training and prediction use this).
+
+    Raises:
+        ValueError: (at call) a sequence longer than ``block_size``.
+    """
+
+    def __init__(self, cfg: GPTConfig, rngs: nnx.Rngs):
+        self.cfg = cfg
+        kw = dict(dtype=cfg.compute_dtype, embedding_init=nnx.initializers.normal(0.02), rngs=rngs)
+        self.wte = nnx.Embed(cfg.vocab_size, cfg.n_embd, **kw)
+        self.wpe = nnx.Embed(cfg.block_size, cfg.n_embd, **kw)
+        self.blocks = nnx.List([Block(cfg, rngs) for _ in range(cfg.n_layer)])
+        self.ln_f = _layer_norm(cfg, rngs)
+
+    def __call__(self, tokens: jax.Array, rngs: nnx.Rngs | None = None, last_only: bool = False):
+        t = tokens.shape[-1]
+        if t > self.cfg.block_size:
+            raise ValueError(f"sequence length {t} exceeds block_size={self.cfg.block_size}")
+        x = self.wte(tokens) + self.wpe(jnp.arange(t))
+        x = _dropout(x, self.cfg.dropout, rngs)
+        for i, block in enumerate(self.blocks):
+            x = block(x, rngs, 1 if last_only and i == len(self.blocks) - 1 else None)
+        return self.wte.attend(self.ln_f(x)).astype(jnp.float32)  # weight tying
+
+
+def n_params(model: nnx.Module, embeddings: bool = True) -> int:
+    """Number of parameters; ``embeddings=False`` leaves out the positional table (nanoGPT)."""
+    total = sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    return total if embeddings else total - model.wpe.embedding.value.size
+
+
+def flops_per_token(cfg: GPTConfig, n_non_embedding: int, seq_len: int) -> float:
+    """Training FLOPs per token (forward + backward), nanoGPT/PaLM estimate ``6N + 12·L·T·C``."""
+    return 6.0 * n_non_embedding + 12.0 * cfg.n_layer * seq_len * cfg.n_embd
