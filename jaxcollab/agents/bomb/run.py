@@ -24,10 +24,14 @@ MAX_TURNS = T.N_AGENTS * T.MAX_ROUNDS
 
 def team_turn(team: Callable, privileged: bool, layout: Layout, key, state: BombState,
               params: BombParams) -> BombState:
-    """One turn of one episode: observe, let ``team`` choose, apply the current role's row."""
+    """One turn of one episode: observe, let ``team`` choose, apply the current role's row.
+
+    A team whose ``talks`` attribute is ``False`` never sends messages, so the turn skips the
+    message buffers (same result, cheaper; see :func:`~jaxcollab.envs.bomb.rules.turn`).
+    """
     hint = oracle_hint(state, params) if privileged else jnp.zeros(2, jnp.int32)
     action = team(key, observe(state, params), hint, layout)
-    return turn(state, action, params)[0]
+    return turn(state, action, params, messages=getattr(team, "talks", True))[0]
 
 
 @partial(jax.jit, static_argnames=("team", "privileged", "layout"))

@@ -223,11 +223,19 @@ def onebit_team(key, obs, hint, layout: Layout) -> BombAction:
 # ---- baselines -------------------------------------------------------------------------------
 
 
+def silent(policy: Callable) -> Callable:
+    """Mark a team that never sends a message (lets the turn skip the message buffers)."""
+    policy.talks = False
+    return policy
+
+
+@silent
 def oracle_team(key, obs, hint, layout: Layout) -> BombAction:
     """Blind plays the privileged hint; nobody talks (upper bound)."""
     return stack([quiet(layout), quiet(layout), quiet(layout, hint[0], hint[1])])
 
 
+@silent
 def solo_team(key, obs, hint, layout: Layout) -> BombAction:
     """One agent holding all three views acts as Blind with no messages (no-communication
     baseline): it reads Deaf's board, Mute's manual and Blind's plate directly."""

@@ -30,7 +30,8 @@ class BombEnv(Environment[BombState, BombParams]):
 
     Raises:
         KeyError: unknown variant (lists the valid ones).
-        ValueError: a cap below 1 or above 4096.
+        ValueError: a cap below 4, above 4096 or not a multiple of 4 (messages are packed
+            four bytes / symbols per word).
     """
 
     n_agents = T.N_AGENTS
@@ -40,8 +41,8 @@ class BombEnv(Environment[BombState, BombParams]):
                  gesture_symbols: int = T.DEFAULT_GESTURE_SYMBOLS):
         self.variant = T.variant(variant)
         for label, cap in (("speech_bytes", speech_bytes), ("gesture_symbols", gesture_symbols)):
-            if not 1 <= int(cap) <= 4096:
-                raise ValueError(f"{label}={cap!r} must be between 1 and 4096")
+            if not 4 <= int(cap) <= 4096 or int(cap) % 4:
+                raise ValueError(f"{label}={cap!r} must be a multiple of 4 in 4..4096")
         self.speech_bytes, self.gesture_symbols = int(speech_bytes), int(gesture_symbols)
         self.layout = Layout(self.speech_bytes, self.gesture_symbols)
         self.name = f"bomb/{self.variant.name}"

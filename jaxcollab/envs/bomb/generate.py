@@ -5,7 +5,7 @@ Guarantees (tested): every required wire colour is unique among the wires still 
 required; wires the manual never names avoid every named colour; in bait variants the light's
 own colour is on an uncut wire that is *not* the answer at every cut; flashing cycles name
 distinct wires; keypad codes use two distinct digits present on the keypad. All random numbers
-come from one ``jax.random.bits`` draw.
+come from one ``jax.random.bits`` word expanded by an integer hash.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.params import BombParams
-from jaxcollab.envs.bomb.state import BombState
+from jaxcollab.envs.bomb.state import BombState, mix
 
 _SIZES = {"key": T.MANUAL_ENTRIES, "light": T.N_LIGHTS, "colour": T.N_COLOURS,
           "pos": T.MAX_WIRES, "flash": T.SEQ, "glyph": len(T.PLATE_GLYPHS), "digit": 10,
@@ -24,20 +24,40 @@ _SIZES = {"key": T.MANUAL_ENTRIES, "light": T.N_LIGHTS, "colour": T.N_COLOURS,
 
 
 def _uniforms(key: jax.Array) -> tuple[dict[str, jax.Array], jax.Array]:
-    """Named slices of one uniform draw in [0, 1), and a uint32 seed for the noise parts."""
+    """Named slices of uniform numbers in [0, 1), and a uint32 seed for the noise parts.
+
+    One 32-bit word comes from ``jax.random.bits``; the rest are a counter-based integer hash
+    of it (:func:`~jaxcollab.envs.bomb.state.mix`), which is far cheaper than a threefry
+    draw per number and plenty for board generation.
+    """
     total = sum(_SIZES.values())
-    bits = jax.random.bits(key, (total + 1,), jnp.uint32)
-    u = (bits[:total] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
+    seed = jax.random.bits(key, (), jnp.uint32)
+    words = mix(mix(seed + jnp.arange(total + 1, dtype=jnp.uint32) * jnp.uint32(0x9E3779B9)))
+    u = (words[:total] >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
     out, at = {}, 0
     for name, n in _SIZES.items():
         out[name] = u[at : at + n]
         at += n
-    return out, bits[total]
+    return out, words[total]
 
 
 def _perm(u: jax.Array, valid: jax.Array) -> jax.Array:
-    """A random permutation whose first ``valid`` entries are a shuffle of ``range(valid)``."""
-    return jnp.argsort(u + 2.0 * (jnp.arange(u.shape[0]) >= valid))
+    """A random permutation whose first ``valid`` entries are a shuffle of ``range(valid)``.
+
+    Sort-free (pairwise ranks), which vectorises far better than ``argsort`` on small rows.
+    """
+    n = u.shape[0]
+    x = u + 2.0 * (jnp.arange(n) >= valid)
+    i = jnp.arange(n)
+    less = (x[None, :] < x[:, None]) | ((x[None, :] == x[:, None]) & (i[None, :] < i[:, None]))
+    rank = less.sum(1)  # rank[i] = position of i in sorted order
+    return (jnp.arange(n)[None, :] * (rank[None, :] == i[:, None])).sum(1)
+
+
+def _perm_inverse(perm: jax.Array) -> jax.Array:
+    """``inverse[perm[k]] = k``."""
+    k = jnp.arange(perm.shape[0])
+    return (k[None, :] * (perm[None, :] == k[:, None])).sum(1)
 
 
 def _pick_by_onehot(index: jax.Array, values: jax.Array, active: jax.Array, n: int):
@@ -63,10 +83,10 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
     s = jnp.arange(T.SEQ)
     key_perm = _perm(u["key"], p.rows * p.cols)
     light_perm = _perm(u["light"], p.rows)
-    colour_perm = jnp.argsort(u["colour"])
+    colour_perm = _perm(u["colour"], T.N_COLOURS)
     pos_perm = _perm(u["pos"], p.wires)
-    glyph_perm = jnp.argsort(u["glyph"])
-    digit_perm = jnp.argsort(u["digit"])
+    glyph_perm = _perm(u["glyph"], len(T.PLATE_GLYPHS))
+    digit_perm = _perm(u["digit"], 10)
     disp0 = (u["misc"][0] * p.cols).astype(jnp.int32)
 
     # Manual entry deciding each stage / cycle slot (distinct across stages and slots).
@@ -95,7 +115,7 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
 
     # Keypad and code (carving-2).
     keypad = digit_perm[: T.N_KEYS]
-    kp_perm = jnp.argsort(u["kp"])
+    kp_perm = _perm(u["kp"], T.N_KEYS)
     code = keypad[kp_perm[0]] * 10 + keypad[kp_perm[1]]
 
     # Manual: random entries, overwritten at the named keys.
@@ -118,7 +138,7 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
     named_mask = ((named[:, None] == jnp.arange(T.N_COLOURS)) & (s < n_named)[:, None]).any(0)
     other_u = u["other"].reshape(T.MAX_WIRES, T.N_COLOURS)
     other = jnp.argmax(jnp.where(named_mask, -1.0, other_u), axis=1)
-    rank = jnp.argsort(pos_perm)
+    rank = _perm_inverse(pos_perm)
     colour = jnp.where(rank < n_named, named[jnp.minimum(rank, T.SEQ - 1)], other)
     colour = jnp.where((p.bait == 1) & (rank == n_named), bait_wire, colour)
     colour = jnp.where(jnp.arange(T.MAX_WIRES) < p.wires, colour, -1)
@@ -136,9 +156,9 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
         hist_light=jnp.full(T.MAX_ROUNDS, -1, i32), hist_disp=jnp.full(T.MAX_ROUNDS, -1, i32),
         seen_colours=i32(0), bounces=i32(0), rejected=i32(0), acts=i32(0),
         wrong_round=jnp.bool_(False),
-        speech=jnp.zeros((T.N_AGENTS, speech_bytes), jnp.uint8),
+        speech=jnp.zeros((T.N_AGENTS, speech_bytes // 4), jnp.uint32),
         speech_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
-        gesture=jnp.zeros((T.N_AGENTS, gesture_symbols), jnp.uint8),
+        gesture=jnp.zeros((T.N_AGENTS, gesture_symbols // 4), jnp.uint32),
         gesture_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
         bounced=jnp.zeros((T.N_AGENTS, 2), bool), act_rejected=jnp.zeros(T.N_AGENTS, bool),
     )

@@ -22,6 +22,7 @@ from jaxcollab.envs.bomb.state import (
     keys_shown,
     light_now,
     noise_parts,
+    unpack,
 )
 
 
@@ -129,12 +130,13 @@ def _manual(state: BombState, params: BombParams) -> jax.Array:
 
 
 def _inbox(to: jax.Array, body: jax.Array, base: int) -> tuple[jax.Array, jax.Array]:
-    """Per-recipient (meta ``[3, 3]``, body ``[3, 3 * L]``) for one channel."""
+    """Per-recipient (meta ``[3, 3]``, body ``[3, 3 * L]``) for one channel (packed body)."""
     me = jnp.arange(T.N_AGENTS)[:, None]
     sender = jnp.arange(T.N_AGENTS)[None, :]
     shown = ((to[None, :] == me) | (sender == me)) & (to[None, :] >= 0)
     meta = jnp.where(shown, T.ROLE_TOK + to[None, :], T.PAD)
-    tokens = jnp.where(body > 0, base + body.astype(jnp.int32), T.PAD)
+    body = unpack(body).astype(jnp.int32)
+    tokens = jnp.where(body > 0, base + body, T.PAD)
     return meta, jnp.where(shown[:, :, None], tokens[None], T.PAD).reshape(T.N_AGENTS, -1)
 
 

@@ -14,7 +14,13 @@ import jax.numpy as jnp
 
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.params import BombParams
-from jaxcollab.envs.bomb.state import BombState, display_now, light_now, required_value
+from jaxcollab.envs.bomb.state import (
+    BombState,
+    display_now,
+    light_now,
+    pack,
+    required_value,
+)
 
 _CAN_SEND = jnp.asarray(T.CAN_SEND)
 _CAN_RECV = jnp.asarray(T.CAN_RECV)
@@ -67,10 +73,19 @@ def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:
     Args:
         colour: int32 ``[7]`` wire colours; alive: bool ``[7]`` present and uncut.
     """
-    rank = jnp.cumsum(alive) - 1
-    dest = (rank + 1) % jnp.maximum(alive.sum(), 1)
-    move = alive[:, None] & alive[None, :] & (dest[:, None] == rank[None, :])  # [from, to]
-    return jnp.where(alive, (move * colour[:, None]).sum(0), colour)
+    idx = jnp.arange(colour.shape[0])
+    last_alive = jax.lax.cummax(jnp.where(alive, idx, -1))  # last survivor at or before q
+    before = jnp.concatenate([jnp.full(1, -1), last_alive[:-1]])  # strictly before q
+    source = jnp.where(before >= 0, before, last_alive[-1])  # wrap to the last survivor
+    return jnp.where(alive, colour[jnp.clip(source, 0, colour.shape[0] - 1)], colour)
+
+
+def _silent(state: BombState, actor, active):
+    """:func:`_send` for a joint action known (statically) to carry no messages."""
+    row = (jnp.arange(T.N_AGENTS) == actor) & active
+    return dict(speech_to=jnp.where(row, T.NO_TARGET, state.speech_to),
+                gesture_to=jnp.where(row, T.NO_TARGET, state.gesture_to),
+                bounced=state.bounced & ~row[:, None])
 
 
 def _send(state: BombState, actions: BombAction, actor, active):
@@ -82,7 +97,7 @@ def _send(state: BombState, actions: BombAction, actor, active):
         ok = deliverable(actor, to, ch) & active
         bounced.append((to != T.NO_TARGET) & ~ok & active)
         write = row & ok
-        out[body_f] = jnp.where(write[:, None], getattr(actions, body_f),
+        out[body_f] = jnp.where(write[:, None], pack(getattr(actions, body_f)),
                                 getattr(state, body_f))
         field = to_f.replace("speak_to", "speech_to")
         out[field] = jnp.where(row & active, jnp.where(ok, to, T.NO_TARGET), getattr(state, field))
@@ -128,11 +143,14 @@ def _act(state: BombState, params: BombParams, actions: BombAction, actor, activ
     ), wrong
 
 
-def turn(state: BombState, actions: BombAction, params: BombParams):
+def turn(state: BombState, actions: BombAction, params: BombParams, messages: bool = True):
     """Play the current role's turn.
 
     Args:
         state: the episode state; actions: the joint :class:`BombAction`; params: the variant.
+        messages: static; ``False`` promises that every ``speak_to``/``gesture_to`` is
+            ``NO_TARGET`` (a team that never talks, e.g. the oracle), so the message buffers are
+            left untouched — the result is identical, only cheaper.
 
     Returns:
         ``(state, reward, terminated, truncated)``: reward float32 ``[3]`` is +1 for every
@@ -142,7 +160,7 @@ def turn(state: BombState, actions: BombAction, params: BombParams):
     """
     actor = params.turn_order[state.turn]
     active = state.ending == T.RUNNING
-    msg = _send(state, actions, actor, active)
+    msg = _send(state, actions, actor, active) if messages else _silent(state, actor, active)
     acted, wrong = _act(state, params, actions, actor, active)
     state = state.replace(**msg, **acted)
     defused = active & (state.progress >= params.steps)

@@ -38,8 +38,9 @@ class BombState:
         seen_colours: bitmask of wire colours that were required in some earlier round.
         bounces, rejected, acts: counts of undeliverable calls, act attempts by non-Blind roles,
             and Blind's act attempts; wrong_round: bool.
-        speech: uint8 ``[3, S]`` each agent's last speech (0-terminated); speech_to: ``[3]``
-            its recipient or ``-1``; gesture: uint8 ``[3, G]`` symbol ids (0 = empty);
+        speech: uint32 ``[3, S/4]`` each agent's last speech, UTF-8 bytes packed four per
+            word (:func:`pack`; 0-terminated); speech_to: ``[3]`` its recipient or ``-1``;
+            gesture: uint32 ``[3, G/4]`` packed symbol ids (0 = empty);
             gesture_to: ``[3]``; bounced: bool ``[3, 2]`` each agent's last speech/gesture
             bounced; act_rejected: bool ``[3]``.
     """
@@ -76,6 +77,17 @@ class BombState:
     act_rejected: jax.Array
 
 
+def pack(data: jax.Array) -> jax.Array:
+    """uint8 ``[..., n]`` (n a multiple of 4) → uint32 ``[..., n/4]`` (bit-for-bit)."""
+    return jax.lax.bitcast_convert_type(data.reshape(data.shape[:-1] + (-1, 4)), jnp.uint32)
+
+
+def unpack(words: jax.Array) -> jax.Array:
+    """Inverse of :func:`pack`: uint32 ``[..., m]`` → uint8 ``[..., 4m]``."""
+    data = jax.lax.bitcast_convert_type(words, jnp.uint8)
+    return data.reshape(words.shape[:-1] + (-1,))
+
+
 def seq_index(state: BombState, params: BombParams) -> jax.Array:
     """Index into ``key_seq``/``light_seq`` now: the light-cycle slot (flashing) or the stage."""
     cyc = state.round % jnp.maximum(params.period, 1)
@@ -102,7 +114,7 @@ def required_value(state: BombState, params: BombParams) -> jax.Array:
     return jnp.where(params.task == T.TASK_CODE, digit, val)
 
 
-def _mix(x: jax.Array) -> jax.Array:
+def mix(x: jax.Array) -> jax.Array:
     """A 32-bit integer hash (xorshift-multiply), used for parts that change every round."""
     x = x ^ (x >> 16)
     x = x * jnp.uint32(0x7FEB352D)
@@ -119,8 +131,8 @@ def noise_parts(state: BombState, params: BombParams) -> dict[str, jax.Array]:
     (spec "Families": haystack); otherwise they are fixed for the episode.
     """
     r = jnp.where(params.haystack == 1, state.round, 0).astype(jnp.uint32)
-    h = _mix(state.noise ^ _mix(r + jnp.uint32(0x9E3779B9)) + jnp.arange(11, dtype=jnp.uint32))
-    h = _mix(h)
+    h = mix(state.noise ^ mix(r + jnp.uint32(0x9E3779B9)) + jnp.arange(11, dtype=jnp.uint32))
+    h = mix(h)
     hay, strip = params.haystack == 1, params.strip == 1
     decoy_keys = (h[7:11] % 10).astype(jnp.int32)
     return {
