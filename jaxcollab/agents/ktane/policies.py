@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.envs.ktane.draw import randint, uniforms
 from jaxcollab.envs.ktane.engine import BombState, KtaneEnv
 from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
 from jaxcollab.envs.ktane.oracle import oracle_defuser
@@ -31,19 +32,19 @@ def oracle_team(env: KtaneEnv, key: jax.Array, state: BombState) -> jax.Array:
 
 def random_defuser(env: KtaneEnv, key: jax.Array, state: BombState) -> jax.Array:
     """Uniform over the zoomed module's (verb, target) pairs; selects a slot when idle."""
-    k_verb, k_target, k_slot = jax.random.split(key, 3)
+    u = uniforms(key, 3)
     verbs = np.zeros((len(env.kinds), 4), np.int32)
     for i, t in enumerate(env.kinds):
         verbs[i] = np.resize(t.verbs, 4)  # cycle each type's verbs to 4 entries (uniform)
     z = jnp.maximum(state.zoom, 0)
     kind = jnp.asarray(env.slot_kind)[z]
-    verb = jnp.asarray(verbs)[kind, jax.random.randint(k_verb, (), 0, 4)]
-    target = jax.random.randint(k_target, (), 0, jnp.asarray(env.n_targets)[kind])
+    verb = jnp.asarray(verbs)[kind, randint(u[0], 0, 4)]
+    target = randint(u[1], 0, jnp.asarray(env.n_targets)[kind])
     on_face = jnp.flatnonzero(
         jnp.asarray(env.slot_face) == state.face, size=env.n_slots, fill_value=0
     )
     n_here = jnp.maximum(jnp.sum(jnp.asarray(env.slot_face) == state.face), 1)
-    slot = on_face[jax.random.randint(k_slot, (), 0, n_here)]
+    slot = on_face[randint(u[2], 0, n_here)]
     working = (state.zoom >= 0) & ~state.solved[z]
     return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, slot), 0])
 

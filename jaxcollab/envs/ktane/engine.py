@@ -30,6 +30,7 @@ from jaxcollab.core.env import Environment
 from jaxcollab.core.spaces import Discrete
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.edgework import Edgework, display_digits, facts, sample_edgework
 from jaxcollab.envs.ktane.modules import module_type
 from jaxcollab.envs.ktane.modules.base import (
@@ -193,14 +194,10 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
     def init_state(self, key, params=None) -> BombState:
         """:meth:`reset` without the observation: a fresh bomb (edgework, then each module)."""
         params = self._params(params)
-        k_edge, k_mod = jax.random.split(key)
-        edge = sample_edgework(k_edge, params.n_widgets)
+        edge = sample_edgework(fold_in(key, 0), params.n_widgets)
         f = facts(edge)
         modules = jnp.stack(
-            [
-                t.layout.pack(t.generate(jax.random.fold_in(k_mod, i), f))
-                for i, t in enumerate(self.types)
-            ]
+            [t.layout.pack(t.generate(fold_in(key, i + 1), f)) for i, t in enumerate(self.types)]
         )
         zero = jnp.int32(0)
         return BombState(

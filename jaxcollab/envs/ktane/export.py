@@ -15,6 +15,7 @@ import numpy as np
 
 from jaxcollab.core.registry import make
 from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.edgework import display_text
 from jaxcollab.envs.ktane.engine import DEFUSER, KtaneEnv
 from jaxcollab.envs.ktane.modules.base import VERBS, WAIT
@@ -22,17 +23,17 @@ from jaxcollab.envs.ktane.oracle import oracle_defuser
 
 
 def episode_keys(seed: int, n: int) -> jax.Array:
-    """Per-episode keys shared by rollouts and exports: ``split(key(seed), n)``."""
-    return jax.random.split(jax.random.key(seed), n)
+    """Per-episode keys shared by rollouts and exports: ``fold_in(key(seed), i)`` for i < n."""
+    return jax.vmap(fold_in, (None, 0))(jax.random.key(seed), jnp.arange(n))
 
 
 def _trajectory(env: KtaneEnv, key: jax.Array):
     """Play one episode with the oracle for ``env.max_turns`` turns; per-turn records."""
-    k_reset, k_play = jax.random.split(key)
+    k_reset, k_play = fold_in(key, 0), fold_in(key, 1)
     state = env.init_state(k_reset)
 
     def turn(state, t):
-        k = jax.random.fold_in(k_play, t)
+        k = fold_in(k_play, t)
         action = jnp.stack([oracle_defuser(env, state), jnp.array([WAIT, 0, 0], jnp.int32)])
         z = jnp.maximum(state.zoom, 0)
         before = {
