@@ -1,0 +1,53 @@
+"""Biased messages for the round trainer and post-hoc calibration of a run (spec §3, §4)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcollab.collab.biased_rounds import bias_messages
+from jaxcollab.collab.ideal import sampled_reports
+from jaxcollab.collab.messages import MessageCodec
+from jaxcollab.collab.posthoc import calibrate_run, load_messages
+from jaxcollab.envs.parity import VOCAB, make_alphas
+
+CODEC = MessageCodec("probability", VOCAB, "01", 2)
+
+
+def tokens(*texts):
+    return np.stack([np.array([VOCAB.index(c) for c in t], np.uint8) for t in texts])
+
+
+def test_bias_messages_hand_computed():
+    # Round 1, β = 2: 0.70 → 0.49 / 0.58 = 0.8448 → "84"; 0.50 stays "50".
+    assert CODEC.serialise(bias_messages(CODEC, tokens("70", "50"), None, 2.0, 0.0)) == ["84", "50"]
+    # β = 1, γ = 0.5, previous report 0.60: r ∝ 0.7 · sqrt(0.6) → 0.7407 → "74".
+    got = bias_messages(CODEC, tokens("70"), tokens("60"), 1.0, 0.5)
+    assert CODEC.serialise(got) == ["74"]
+    # No bias leaves messages unchanged.
+    same = tokens("03", "97", "41")
+    assert np.array_equal(bias_messages(CODEC, same, tokens("10", "20", "90"), 1.0, 0.0), same)
+
+
+def test_bias_messages_reject_action_codec():
+    with pytest.raises(ValueError, match="kind='action'"):
+        bias_messages(MessageCodec("action", VOCAB, "01"), tokens("1"), None, 2.0, 0.5)
+
+
+def test_calibrate_run_recovers_bias_from_quantised_messages():
+    # Ideal-decoder parity speakers with β = 1, γ = 0.5; reports sent as two-digit messages.
+    reports = sampled_reports(jax.random.key(8), make_alphas(), 4, 1.0, 0.5, 16_000)
+    messages = np.stack([CODEC.decode(CODEC.encode(jnp.exp(r))) for r in reports.log_r])
+    labels = np.asarray(reports.targets[0, :, 1], np.int32)
+    pstar = np.asarray(reports.truth[0])
+    scores, weights = calibrate_run(messages, labels, np.stack([1 - pstar, pstar], 1))
+    np.testing.assert_allclose(weights["conversation"]["weights"][1:], [[1.0, -0.5]] * 3,
+                               atol=0.1)
+    raw, conv = scores["raw"]["mse_vs_pstar"], scores["conversation"]["mse_vs_pstar"]
+    assert conv[2] < 0.002 < 0.006 < raw[2]  # ideal: conversation .00042, raw .00882
+    assert scores["conversation"]["ece"][2] < scores["raw"]["ece"][2]
+
+
+def test_load_messages_names_missing_round(tmp_path):
+    with pytest.raises(FileNotFoundError, match="round 1 has not finished"):
+        load_messages(tmp_path, CODEC, 2)

@@ -1,0 +1,154 @@
+"""Trained conversations with biased reports and post-hoc calibration (spec §4, paper R2).
+
+    python train/calibration.py experiment=parity_calibration preset=cpu [out_dir=DIR]
+
+Composes ``configs/collab.yaml`` (task, model, train, presets) plus the experiment's ``bias``
+and ``calibration`` blocks. Trains two probability conversations with the round trainer —
+``unbiased`` (plain messages) and ``biased`` (every message passed through the bias model before
+it is appended, :class:`~jaxcollab.collab.biased_rounds.BiasedRoundTrainer`) — then fits self
+and conversation calibrators per round on half of the test set and scores the other half
+(:mod:`jaxcollab.collab.posthoc`). Rerunning with the same ``out_dir`` resumes finished rounds.
+
+``results.json`` keys (lists by round, ``rounds`` = 1..K):
+    ``treatments.<t>`` for t in ``unbiased`` (the unbiased run's messages),
+    ``speaker_posterior`` (the biased run's speakers' own posteriors, before the bias),
+    ``biased_raw``, ``self``, ``conversation`` (the biased run's reports, raw or calibrated):
+    ``mse_vs_pstar`` (probability², vs the true class probabilities), ``accuracy`` (fraction),
+    ``ece`` and ``cce`` (binned self / conversation calibration errors);
+    ``calibrator_weights.{self,conversation}``: fitted weights ``[w_k]`` / ``[w_k, w_{k−1}]``
+    and per-class ``bias`` by round (the bias model predicts ``[1/β, −γ/β]``);
+    ``expected_conversation_weights``; ``theory_mse_vs_pstar`` (parity, unbiased exact);
+    ``ideal_decoder`` (parity: the exact ideal-decoder raw / self / conversation curves for the
+    same β, γ); ``runs.<name>``: the trainer's per-round metrics of the speakers' posteriors;
+    ``config``; ``wall_seconds``. Plots: ``mse.png``, ``reliability.png``,
+    ``conversation_cells.png``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import hydra
+import jax
+from omegaconf import DictConfig, OmegaConf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jaxcollab.collab import tasks, theory  # noqa: E402
+from jaxcollab.collab.bias import validate_bias  # noqa: E402
+from jaxcollab.collab.biased_rounds import BiasedRoundTrainer  # noqa: E402
+from jaxcollab.collab.calibration import treatment_messages  # noqa: E402
+from jaxcollab.collab.calibration_plots import (  # noqa: E402
+    plot_conversation_cells,
+    plot_error_by_round,
+    plot_reliability,
+)
+from jaxcollab.collab.fit import TrainConfig  # noqa: E402
+from jaxcollab.collab.ideal import exact_reports, message_mse  # noqa: E402
+from jaxcollab.collab.messages import MessageCodec  # noqa: E402
+from jaxcollab.collab.posthoc import calibrate_run, load_messages  # noqa: E402
+from jaxcollab.collab.trainer import ModelShape, RoundTrainer  # noqa: E402
+from jaxcollab.envs.parity import make_alphas  # noqa: E402
+from jaxcollab.io.logging import RunLogger  # noqa: E402
+from jaxcollab.io.results import ResultsFile  # noqa: E402
+
+SCALARS = ("mse_vs_pstar", "accuracy", "ece", "cce")
+
+
+def trainers(cfg: DictConfig, task, out: Path, beta: float, gamma: float) -> dict:
+    """The ``unbiased`` and ``biased`` round trainers (validated before any training)."""
+    codec = MessageCodec("probability", task.vocab, task.class_chars, cfg.protocol.digits)
+    key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 1)
+    common = (task, codec, ModelShape(**cfg.model), TrainConfig(**cfg.train), cfg.n_rounds)
+    return {
+        "unbiased": RoundTrainer(*common, out / "unbiased", jax.random.fold_in(key, 0)),
+        "biased": BiasedRoundTrainer(*common, out / "biased", jax.random.fold_in(key, 1),
+                                     beta=beta, gamma=gamma),
+    }
+
+
+def ideal_decoder(cfg: DictConfig, beta: float, gamma: float) -> dict:
+    """Exact ideal-decoder curves for the same task and bias (parity only)."""
+    alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.get("alpha_sum"))
+    reports = exact_reports(alphas, cfg.n_rounds, beta, gamma)
+    messages, _ = treatment_messages(reports.log_r, reports.targets, reports.log_r, reports.weight)
+    return {f"{t}_mse": message_mse(reports, m).tolist() for t, m in messages.items()}
+
+
+def analyse(cfg: DictConfig, out: Path, codec: MessageCodec) -> tuple[dict, dict, dict]:
+    """Post-hoc calibration of both runs: ``(treatments, weights, metrics for plots)``."""
+    c = cfg.calibration
+    args = (c.fit_fraction, c.n_bins, c.newton_steps)
+    unbiased, _ = calibrate_run(*load_messages(out / "unbiased", codec, cfg.n_rounds), *args)
+    biased, weights = calibrate_run(*load_messages(out / "biased", codec, cfg.n_rounds), *args)
+    posterior = load_messages(out / "biased", codec, cfg.n_rounds, "test_posterior_messages")
+    posterior, _ = calibrate_run(*posterior, *args)
+    metrics = {"unbiased": unbiased["raw"], "speaker_posterior": posterior["raw"],
+               "biased_raw": biased["raw"], "self": biased["self"],
+               "conversation": biased["conversation"]}
+    treatments = {t: {k: m[k] for k in SCALARS} for t, m in metrics.items()}
+    return treatments, weights, metrics
+
+
+def plots(results: dict, metrics: dict, out: Path) -> None:
+    rounds = results["rounds"]
+    tag = f"{results['config']['task']['name']}, β={results['beta']:g}, γ={results['gamma']:g}"
+    curves = {t: m["mse_vs_pstar"] for t, m in results["treatments"].items()}
+    if "theory_mse_vs_pstar" in results:
+        curves["theory (unbiased)"] = results["theory_mse_vs_pstar"]
+    plot_error_by_round(out / "mse.png", rounds, curves, "E[(m_k − p*)²]", f"Trained, {tag}")
+    plot_reliability(out / "reliability.png", rounds, metrics, f"Self reliability, {tag}")
+    plot_conversation_cells(out / "conversation_cells.png", rounds, metrics,
+                            f"Conversation calibration gap, {tag}")
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="collab")
+def main(cfg: DictConfig) -> None:
+    start = time.perf_counter()
+    if "bias" not in cfg or "calibration" not in cfg:
+        raise ValueError("train/calibration.py needs experiment=parity_calibration (bias and "
+                         "calibration blocks)")
+    beta, gamma = validate_bias(cfg.bias.beta, cfg.bias.gamma)
+    out = Path(cfg.out_dir)
+    results = ResultsFile(out / "results.json")
+    results.set(("config",), OmegaConf.to_container(cfg, resolve=True))
+    results.set(("beta",), beta)
+    results.set(("gamma",), gamma)
+    results.set(("rounds",), list(range(1, cfg.n_rounds + 1)))
+    results.set(("expected_conversation_weights",), [1 / beta, -gamma / beta])
+    task = tasks.make_task(OmegaConf.to_container(cfg.task, resolve=True),
+                           jax.random.split(jax.random.PRNGKey(cfg.seed))[0])
+    runs = trainers(cfg, task, out, beta, gamma)
+    if task.name == "parity":
+        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.get("alpha_sum"))
+        curve = theory.parity_curves(alphas, cfg.n_rounds)["prob_excess_mse"][1:]
+        results.set(("theory_mse_vs_pstar",), curve)
+        results.set(("ideal_decoder",), ideal_decoder(cfg, beta, gamma))
+    logger = RunLogger(cfg.logger.mode, cfg.logger.project, cfg.experiment_name,
+                       OmegaConf.to_container(cfg, resolve=True), str(out))
+    for name, trainer in runs.items():
+        trainer.progress = logger.progress
+        done: list[dict] = []
+
+        def on_round(r: int, metrics: dict, name=name, done=done) -> None:
+            done.append(metrics)
+            results.set(("runs", name), done)
+            mse = metrics["test_mse_vs_pstar"]
+            print(f"{name} round {r}: speaker posterior test_mse_vs_pstar={mse:.5g}")
+
+        trainer.run(on_round)
+    treatments, weights, metrics = analyse(cfg, out, runs["biased"].codec)
+    results.set(("treatments",), treatments)
+    results.set(("calibrator_weights",), weights)
+    results.set(("wall_seconds",), time.perf_counter() - start)
+    plots(results.data, metrics, out)
+    logger.finish()
+    for t, m in treatments.items():
+        print(f"{t:>14}: mse_vs_pstar " + " ".join(f"{v:.5f}" for v in m["mse_vs_pstar"]))
+    print(f"wrote {out / 'results.json'}, mse.png, reliability.png, conversation_cells.png")
+
+
+if __name__ == "__main__":
+    main()
