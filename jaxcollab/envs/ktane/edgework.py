@@ -118,6 +118,7 @@ def display_digits(time_left_cs: jax.Array) -> jax.Array:
 
 def display_text(time_left_cs: int) -> str:
     """Host-side ``MM:SS`` / ``SS.cc`` string of a time in centiseconds."""
-    d = [int(x) for x in display_digits(jnp.int32(time_left_cs))]
-    sep = ":" if time_left_cs >= 6000 else "."
-    return f"{d[0]}{d[1]}{sep}{d[2]}{d[3]}"
+    t = max(int(time_left_cs), 0)
+    if t >= 6000:
+        return f"{t // 6000 % 100:02d}:{t // 100 % 60:02d}"
+    return f"{t // 100:02d}.{t % 100:02d}"

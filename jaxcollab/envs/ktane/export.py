@@ -72,10 +72,10 @@ def describe_edgework(edge) -> dict:
 
 def _module_dict(env: KtaneEnv, slot: int, vec) -> dict:
     t = env.types[slot]
-    return t.describe({k: np.asarray(v) for k, v in t.layout.unpack(jnp.asarray(vec)).items()})
+    return t.describe(t.layout.unpack(np.asarray(vec)))
 
 
-def _record(env, name, seed, i, start, final, steps) -> dict:
+def _record(env, seed, i, start, final, steps) -> dict:
     actions = []
     for t in range(env.max_turns):
         if not steps["running"][t] or steps["role"][t] != DEFUSER:
@@ -87,6 +87,7 @@ def _record(env, name, seed, i, start, final, steps) -> dict:
                 "time": display_text(int(steps["time_left_cs"][t])),
                 "time_left_cs": int(steps["time_left_cs"][t]),
                 "strikes": int(steps["strikes"][t]),
+                "slot": zoom if zoom >= 0 else None,
                 "verb": VERBS[verb],
                 "target": target,
                 "module": _module_dict(env, zoom, steps["module"][t]) if zoom >= 0 else None,
@@ -94,7 +95,7 @@ def _record(env, name, seed, i, start, final, steps) -> dict:
         )
     m = env.mission
     return {
-        "env": name,
+        "env": env.name,
         "index": i,
         "seed": seed,
         "mission": {
@@ -137,9 +138,10 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
       ``buttons`` (TL, TR, ML, MR, BL, BR); memory ``stage`` (1-based), ``display``, ``labels``
       (left to right), ``history`` (``position`` and ``label`` of earlier stages, 1-based));
     * ``oracle_actions``: the Defuser's turns in order, each with the timer ``time`` shown and
-      ``time_left_cs`` before the turn, ``strikes`` before it, ``verb``, ``target`` (0-based
-      target id: slot, wire slot, key position, colour, button position) and ``module`` (the
-      zoomed module as it was before the turn, same fields as ``initial``; null if none);
+      ``time_left_cs`` before the turn, ``strikes`` before it, ``slot`` (the zoomed slot, null
+      if none), ``verb``, ``target`` (0-based target id: slot, wire slot, key position, colour,
+      button position) and ``module`` (the zoomed module as it was before the turn, same
+      fields as ``initial``; null if none);
     * ``outcome`` (solved / strikeout / timeout / running), ``strikes``, ``time_left_s``.
 
     Raises:
@@ -149,12 +151,18 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
     env = make(env_name)
     if not isinstance(env, KtaneEnv):
         raise ValueError(f"{env_name!r} is not a ktane environment")
+    return export_env(env, n, seed)
+
+
+def export_env(env: KtaneEnv, n: int, seed: int) -> list[dict]:
+    """:func:`export_instances` for an environment object (e.g. a custom :class:`Mission`).
+
+    Raises:
+        ValueError: ``n < 1``.
+    """
     if n < 1:
         raise ValueError(f"n must be positive, got {n!r}")
     play = jax.jit(jax.vmap(partial(_trajectory, env)))
     start, final, steps = jax.device_get(play(episode_keys(seed, n)))
     pick = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
-    return [
-        _record(env, env_name, seed, i, pick(start, i), pick(final, i), pick(steps, i))
-        for i in range(n)
-    ]
+    return [_record(env, seed, i, pick(start, i), pick(final, i), pick(steps, i)) for i in range(n)]
