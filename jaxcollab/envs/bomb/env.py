@@ -62,6 +62,35 @@ class BombEnv(Environment[BombState, BombParams]):
         """A joint action where everyone waits and sends nothing."""
         return noop_action(self.speech_bytes, self.gesture_symbols)
 
+    def action(self, role: int | str, act: str = "wait", arg: int = 0,
+               speak_to: int | str | None = None, text: str = "",
+               gesture_to: int | str | None = None, symbols: tuple[str, ...] = ()) -> BombAction:
+        """Host side: a joint action where ``role`` does the given turn and the others wait.
+
+        ``text`` is UTF-8 encoded and cut to the speech cap; ``symbols`` are gesture names from
+        :data:`~jaxcollab.envs.bomb.tables.GESTURES`, cut to the gesture cap. Roles may be
+        given by index or name.
+
+        Raises:
+            ValueError: unknown role, act or symbol name (lists the valid ones).
+        """
+        row = _role(role)
+        if act not in T.ACT_NAMES:
+            raise ValueError(f"unknown act {act!r}; valid: {', '.join(T.ACT_NAMES)}")
+        bad = [s for s in symbols if s not in T.SYMBOL_IDS]
+        if bad:
+            raise ValueError(f"unknown gesture symbol(s) {bad}; valid: {', '.join(T.SYMBOL_IDS)}")
+        a = jax.device_get(self.noop())
+        a = {k: np.array(v) for k, v in a.items()}
+        a["act"][row], a["arg"][row] = T.ACT_NAMES.index(act), arg
+        data = text.encode("utf-8")[: self.speech_bytes]
+        a["speech"][row, : len(data)] = np.frombuffer(data, np.uint8)
+        ids = [T.SYMBOL_IDS[s] for s in symbols][: self.gesture_symbols]
+        a["gesture"][row, : len(ids)] = ids
+        a["speak_to"][row] = T.NO_TARGET if speak_to is None else _role(speak_to)
+        a["gesture_to"][row] = T.NO_TARGET if gesture_to is None else _role(gesture_to)
+        return BombAction(**a)
+
     def reset(self, key, params=None):
         params = self._params(params)
         state = generate(key, params, self.speech_bytes, self.gesture_symbols)
@@ -105,6 +134,15 @@ class BombEnv(Environment[BombState, BombParams]):
         return solve(jax.device_get(state), jax.device_get(self._params(params)))
 
 
+def _role(role: int | str) -> int:
+    """A role index from an index or a name. Raises ValueError naming the valid roles."""
+    if isinstance(role, str) and role in T.ROLE_NAMES:
+        return T.ROLE_NAMES.index(role)
+    if not isinstance(role, str) and int(role) in range(T.N_AGENTS):
+        return int(role)
+    raise ValueError(f"unknown role {role!r}; valid: 0..2 or {', '.join(T.ROLE_NAMES)}")
+
+
 def is_done(state: BombState) -> jax.Array:
     """Whether the episode has ended (any ending but ``RUNNING``)."""
     return state.ending != T.RUNNING
@@ -116,4 +154,13 @@ def ending_counts(endings: np.ndarray) -> dict[str, int]:
     return {name: int((endings == i).sum()) for i, name in enumerate(T.ENDING_NAMES) if i}
 
 
-__all__ = ["BombEnv", "BombAction", "ending_counts", "is_done"]
+
+#: Jitted pure functions shared by every variant with the same caps (params are arguments), so
+#: hosts that step single episodes (tests, LLM drivers) compile each once per process.
+reset_jit = jax.jit(generate, static_argnames=("speech_bytes", "gesture_symbols"))
+turn_jit = jax.jit(turn, static_argnames=("messages",))
+observe_jit = jax.jit(observe)
+
+
+__all__ = ["BombEnv", "BombAction", "ending_counts", "is_done", "observe_jit", "reset_jit",
+           "turn_jit"]

@@ -143,7 +143,7 @@ def _inbox(to: jax.Array, body: jax.Array, base: int) -> tuple[jax.Array, jax.Ar
 def observe(state: BombState, params: BombParams) -> jax.Array:
     """Every role's observation: int32 ``[3, Layout(S, G).length]`` tokens."""
     role = jnp.arange(T.N_AGENTS)
-    your_turn = jnp.where(params.turn_order[state.turn] == role, T.YES, T.NO)
+    your_turn = jnp.where(jnp.asarray(params.turn_order)[state.turn] == role, T.YES, T.NO)
     header = jnp.stack([T.ROLE_TOK + role, jnp.full(3, T.NUM_TOK + state.round),
                         jnp.full(3, T.NUM_TOK + params.rounds), your_turn], 1)
     s_meta, s_body = _inbox(state.speech_to, state.speech, T.BYTE_TOK)

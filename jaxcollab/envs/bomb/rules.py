@@ -158,7 +158,7 @@ def turn(state: BombState, actions: BombAction, params: BombParams, messages: bo
         (defused or wrong action) and ``truncated`` (round budget spent) are bool scalars.
         Once an episode has ended, further turns change nothing.
     """
-    actor = params.turn_order[state.turn]
+    actor = jnp.asarray(params.turn_order)[state.turn]
     active = state.ending == T.RUNNING
     msg = _send(state, actions, actor, active) if messages else _silent(state, actor, active)
     acted, wrong = _act(state, params, actions, actor, active)
