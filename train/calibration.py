@@ -3,14 +3,16 @@
     python train/calibration.py experiment=parity_calibration preset=cpu [out_dir=DIR]
 
 Composes ``configs/collab.yaml`` (task, model, train, presets) plus the experiment's ``bias``
-and ``calibration`` blocks. Trains two probability conversations with the round trainer —
-``unbiased`` (plain messages) and ``biased`` (every message passed through the bias model before
-it is appended, :class:`~jaxcollab.collab.biased_rounds.BiasedRoundTrainer`) — then fits self
+and ``calibration`` blocks. Trains a ``biased`` probability conversation with the round trainer
+(every message passed through the bias model before it is appended,
+:class:`~jaxcollab.collab.biased_rounds.BiasedRoundTrainer`) and, with
+``calibration.unbiased_run=true``, an ``unbiased`` one (plain messages) — then fits self
 and conversation calibrators per round on half of the test set and scores the other half
 (:mod:`jaxcollab.collab.posthoc`). Rerunning with the same ``out_dir`` resumes finished rounds.
 
 ``results.json`` keys (lists by round, ``rounds`` = 1..K):
-    ``treatments.<t>`` for t in ``unbiased`` (the unbiased run's messages),
+    ``treatments.<t>`` for t in ``unbiased`` (the unbiased run's messages; only with
+    ``calibration.unbiased_run=true``),
     ``speaker_posterior`` (the biased run's speakers' own posteriors, before the bias),
     ``biased_raw``, ``self``, ``conversation`` (the biased run's reports, raw or calibrated):
     ``mse_vs_pstar`` (probability², vs the true class probabilities), ``accuracy`` (fraction),
@@ -62,11 +64,11 @@ def trainers(cfg: DictConfig, task, out: Path, beta: float, gamma: float) -> dic
     codec = MessageCodec("probability", task.vocab, task.class_chars, cfg.protocol.digits)
     key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 1)
     common = (task, codec, ModelShape(**cfg.model), TrainConfig(**cfg.train), cfg.n_rounds)
-    return {
-        "unbiased": RoundTrainer(*common, out / "unbiased", jax.random.fold_in(key, 0)),
-        "biased": BiasedRoundTrainer(*common, out / "biased", jax.random.fold_in(key, 1),
-                                     beta=beta, gamma=gamma),
-    }
+    runs = {"biased": BiasedRoundTrainer(*common, out / "biased", jax.random.fold_in(key, 1),
+                                         beta=beta, gamma=gamma)}
+    if cfg.calibration.unbiased_run:
+        runs["unbiased"] = RoundTrainer(*common, out / "unbiased", jax.random.fold_in(key, 0))
+    return runs
 
 
 def ideal_decoder(cfg: DictConfig, beta: float, gamma: float) -> dict:
@@ -81,13 +83,14 @@ def analyse(cfg: DictConfig, out: Path, codec: MessageCodec) -> tuple[dict, dict
     """Post-hoc calibration of both runs: ``(treatments, weights, metrics for plots)``."""
     c = cfg.calibration
     args = (c.fit_fraction, c.n_bins, c.newton_steps)
-    unbiased, _ = calibrate_run(*load_messages(out / "unbiased", codec, cfg.n_rounds), *args)
     biased, weights = calibrate_run(*load_messages(out / "biased", codec, cfg.n_rounds), *args)
     posterior = load_messages(out / "biased", codec, cfg.n_rounds, "test_posterior_messages")
-    posterior, _ = calibrate_run(*posterior, *args)
-    metrics = {"unbiased": unbiased["raw"], "speaker_posterior": posterior["raw"],
-               "biased_raw": biased["raw"], "self": biased["self"],
-               "conversation": biased["conversation"]}
+    metrics = {"speaker_posterior": calibrate_run(*posterior, *args)[0]["raw"]}
+    if cfg.calibration.unbiased_run:
+        unbiased = load_messages(out / "unbiased", codec, cfg.n_rounds)
+        metrics["unbiased"] = calibrate_run(*unbiased, *args)[0]["raw"]
+    metrics.update(biased_raw=biased["raw"], self=biased["self"],
+                   conversation=biased["conversation"])
     treatments = {t: {k: m[k] for k in SCALARS} for t, m in metrics.items()}
     return treatments, weights, metrics
 

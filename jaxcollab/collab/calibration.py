@@ -114,7 +114,8 @@ def fit_calibrator(
         feats: inputs ``[N, F, C]`` from :func:`features` (log-probabilities).
         targets: ``[N, C]`` one-hot true labels, or soft targets (rows sum to 1).
         weight: ``[N]`` non-negative example weights (``None``: all 1).
-        n_steps: Newton steps (static).
+        n_steps: at most this many Newton steps (static); the fit stops early once no step
+            size lowers the loss (converged to float precision).
 
     Returns:
         The fitted :class:`Calibrator`.
@@ -125,13 +126,20 @@ def fit_calibrator(
     loss = partial(_loss, design=design, targets=targets, weight=weight)
     change = partial(_loss_change, design=design, targets=targets, weight=weight)
 
-    def newton(theta, _):
+    def newton(carry):
+        theta, i, _ = carry
         step = _newton_direction(theta, design, targets, weight)
         trial = jax.vmap(lambda t: change(theta, t * step))(_STEP_SIZES)
         best = jnp.argmin(trial)
-        return theta + jnp.where(trial[best] < 0, _STEP_SIZES[best], 0.0) * step, None
+        improved = trial[best] < 0
+        return theta + jnp.where(improved, _STEP_SIZES[best], 0.0) * step, i + 1, improved
 
-    theta, _ = jax.lax.scan(newton, jnp.zeros(design.shape[-1], feats.dtype), None, n_steps)
+    def going(carry):
+        _, i, improved = carry
+        return (i < n_steps) & improved
+
+    start = (jnp.zeros(design.shape[-1], feats.dtype), jnp.int32(0), jnp.bool_(True))
+    theta, _, _ = jax.lax.while_loop(going, newton, start)
     bias = jnp.concatenate([jnp.zeros(1, feats.dtype), theta[n_feats:]])
     return Calibrator(weights=theta[:n_feats], bias=bias, loss=loss(theta))
 
