@@ -8,7 +8,7 @@ import pytest
 from jaxcollab.collab.biased_rounds import bias_messages
 from jaxcollab.collab.ideal import sampled_reports
 from jaxcollab.collab.messages import MessageCodec
-from jaxcollab.collab.posthoc import calibrate_run, load_messages
+from jaxcollab.collab.posthoc import calibrate_run, load_messages, naive_rare_action
 from jaxcollab.envs.parity import VOCAB, make_alphas
 
 CODEC = MessageCodec("probability", VOCAB, "01", 2)
@@ -51,3 +51,11 @@ def test_calibrate_run_recovers_bias_from_quantised_messages():
 def test_load_messages_names_missing_round(tmp_path):
     with pytest.raises(FileNotFoundError, match="round 1 has not finished"):
         load_messages(tmp_path, CODEC, 2)
+
+
+def test_naive_rare_action_baseline():
+    probs = np.array([[0.1, 0.2, 0.6, 0.1], [0.7, 0.1, 0.1, 0.1], [0.2, 0.2, 0.1, 0.5]])
+    got = naive_rare_action(probs, "drul")
+    np.testing.assert_allclose(got, [[0.5, 0.5, 0, 0], [0.7, 0.1, 0.1, 0.1], [0.5, 0.5, 0, 0]])
+    with pytest.raises(ValueError, match="'x'"):
+        naive_rare_action(probs, "drul", rare="x")

@@ -86,3 +86,28 @@ def calibrate_run(probs, labels, target, fit_fraction: float = 0.5, n_bins: int 
     weights = {t: {"weights": np.asarray(c.weights).tolist(), "bias": np.asarray(c.bias).tolist()}
                for t, c in cals.items()}
     return scores, weights
+
+
+def naive_rare_action(probs, class_chars: str, rare: str = "ul", fallback: str = "dr"):
+    """The naive rare-action baseline for maze messages (spec §4).
+
+    Wherever the arg-max class is a rare move (``rare``, default up or left), the vector is
+    replaced by a uniform split over ``fallback`` (default 0.5 down / 0.5 right).
+
+    Args:
+        probs: float ``[..., C]`` probability vectors in ``class_chars`` order.
+
+    Returns:
+        float32 ``[..., C]``.
+
+    Raises:
+        ValueError: a ``rare`` or ``fallback`` character that is not a class.
+    """
+    missing = sorted(set(rare + fallback) - set(class_chars))
+    if missing:
+        raise ValueError(f"classes {missing} are not in class_chars={class_chars!r}")
+    probs = np.asarray(probs, np.float32)
+    replace = np.isin(np.argmax(probs, -1), [class_chars.index(c) for c in rare])
+    split = np.zeros(len(class_chars), np.float32)
+    split[[class_chars.index(c) for c in fallback]] = 1.0 / len(fallback)
+    return np.where(replace[..., None], split, probs)
