@@ -12,8 +12,10 @@ import jaxcollab
 from jaxcollab.envs.bomb import BombEnv, export_instances, make_params, reset_batch
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import observe_jit, reset_jit, turn_jit
-from jaxcollab.envs.bomb.rules import deliverable
+from jaxcollab.envs.bomb.rules import deliverable, rotate_survivors
+from jaxcollab.envs.bomb.solve import rotate as solve_rotate
 from jaxcollab.envs.bomb.solve import solve
+from jaxcollab.envs.bomb.state import required_value
 
 CAPS = dict(speech_bytes=T.DEFAULT_SPEECH_BYTES, gesture_symbols=T.DEFAULT_GESTURE_SYMBOLS)
 ENV = BombEnv("base-1")  # shared helper for building actions (caps are the defaults)
@@ -307,6 +309,30 @@ def test_text_matches_state():
 # ---- determinism, jit, export ------------------------------------------------------------------
 
 
+def test_jit_matches_no_jit_on_rule_helpers():
+    state, params = fresh("shuffle-3", seed=4)
+    cut = jnp.asarray([True, False, False, True, False, False, False])
+    with jax.disable_jit():
+        eager = (rotate_survivors(state.wire_colour, (state.wire_colour >= 0) & ~cut),
+                 required_value(state, params))
+    jitted = (jax.jit(rotate_survivors)(state.wire_colour, (state.wire_colour >= 0) & ~cut),
+              jax.jit(required_value)(state, params))
+    for a, b in zip(eager, jitted, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    expected = solve_rotate([int(c) for c in state.wire_colour], [bool(c) for c in cut])
+    assert np.asarray(jitted[0]).tolist() == expected
+
+
+def test_reset_is_deterministic_under_a_fixed_key():
+    params = make_params(T.variant("flashback-3"))
+    a, b = (reset_jit(jax.random.PRNGKey(5), params, **CAPS) for _ in range(2))
+    jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
+    other = reset_jit(jax.random.PRNGKey(6), params, **CAPS)
+    assert any((np.asarray(getattr(other, f)) != np.asarray(getattr(a, f))).any()
+               for f in ("wire_colour", "key_seq", "light_seq", "plate"))
+
+
+@pytest.mark.slow
 def test_determinism_and_jit_matches_no_jit():
     env = BombEnv("shuffle-2")
     key = jax.random.PRNGKey(11)

@@ -1,0 +1,104 @@
+"""Protocol experiment: every scripted bomb team on every variant.
+
+``python eval/protocols.py [teams=[onebit,symbol,counting]] [episodes=60] [out_dir=DIR]`` writes
+``results.json`` (``teams.<team>`` holds that team's full rollout results, including endings per
+variant), ``protocols.md`` (team x variant success-rate table, and a timed-out table) and
+``protocols.png`` (heatmap of success rates). Results are written after each team, so an
+interrupted run keeps the teams it finished.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import hydra
+import matplotlib
+import numpy as np
+from omegaconf import DictConfig
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import jaxcollab  # noqa: E402
+from jaxcollab.agents.bomb import rollout, team  # noqa: E402
+
+
+def table(results: dict[str, dict], key) -> tuple[list[str], np.ndarray]:
+    """(variant names, array ``[team, variant]`` of ``key(per-variant results)``)."""
+    variants = list(next(iter(results.values()))["variants"])
+    rows = [[key(r["variants"][v]) for v in variants] for r in results.values()]
+    return variants, np.array(rows, float)
+
+
+def markdown(results: dict[str, dict]) -> str:
+    """Success-rate and timed-out-fraction tables (teams as rows, variants as columns)."""
+    out = []
+    for title, key in (("Success rate", lambda v: v["success_rate"]),
+                       ("Timed out (fraction)",
+                        lambda v: v["endings"]["timed_out"] / v["episodes"])):
+        variants, values = table(results, key)
+        short = [v.removeprefix("bomb/") for v in variants]
+        out += [f"### {title}", "", "| team | " + " | ".join(short) + " |",
+                "|---|" + "---|" * len(short)]
+        out += [f"| {name} | " + " | ".join(f"{x:.2f}" for x in row) + " |"
+                for name, row in zip(results, values, strict=True)]
+        out.append("")
+    return "\n".join(out)
+
+
+def heatmap(results: dict[str, dict], path: Path) -> None:
+    """PNG heatmap of success rates, teams x variants."""
+    variants, values = table(results, lambda v: v["success_rate"])
+    fig, ax = plt.subplots(figsize=(0.45 * len(variants) + 2, 0.5 * len(results) + 1.5))
+    im = ax.imshow(values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(variants)), [v.removeprefix("bomb/") for v in variants],
+                  rotation=70, fontsize=8)
+    ax.set_yticks(range(len(results)), list(results))
+    for (i, j), x in np.ndenumerate(values):
+        ax.text(j, i, f"{x:.1f}", ha="center", va="center", fontsize=6,
+                color="white" if x < 0.5 else "black")
+    fig.colorbar(im, ax=ax, label="success rate")
+    ax.set_title("bomb: scripted team x variant success rate")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(env: str, teams: list[str], episodes: int, seed: int, out_dir: str | Path) -> dict:
+    """Run every team in ``teams`` on every variant in ``env``; write the outputs.
+
+    Raises:
+        KeyError: unknown team or environment (lists the valid ones).
+        ValueError: ``episodes < 1`` or no teams.
+    """
+    if not teams:
+        raise ValueError("teams is empty; give at least one team name")
+    for name in teams:
+        team(name)  # fail fast on a typo, before any long run
+    names = jaxcollab.resolve(env)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict] = {}
+    for name in teams:
+        results[name] = rollout(names, name, int(episodes), int(seed))
+        print(f"{name}: success {results[name]['success_rate']:.3f}")
+        summary = {"env": env, "episodes_per_variant": int(episodes), "seed": int(seed),
+                   "teams": results}
+        (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (out / "protocols.md").write_text(markdown(results))
+        heatmap(results, out / "protocols.png")
+    return results
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="protocols")
+def main(cfg: DictConfig) -> None:
+    run(cfg.env, list(cfg.teams), cfg.episodes, cfg.seed, cfg.out_dir)
+    print(f"wrote {cfg.out_dir}/protocols.md, protocols.png, results.json")
+
+
+if __name__ == "__main__":
+    main()
