@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -116,7 +117,9 @@ def make_train_step(graphdef, tx: optax.GradientTransformation, batch_size: int,
 
 
 def _batched(fn: Callable, tokens: np.ndarray, batch: int) -> np.ndarray:
-    """Apply jitted ``fn`` to fixed-size row batches (last one padded, so one compile)."""
+    """Apply jitted ``fn`` to row batches of ``min(batch, N)`` rows (last one padded, so one
+    compile per call site)."""
+    batch = min(batch, len(tokens))
     out = []
     for start in range(0, len(tokens), batch):
         chunk = tokens[start : start + batch]
@@ -127,18 +130,26 @@ def _batched(fn: Callable, tokens: np.ndarray, batch: int) -> np.ndarray:
     return np.concatenate(out)
 
 
+@partial(jax.jit, static_argnums=0)
+def _class_probs(graphdef, params, tokens, class_tokens):
+    return jax.nn.softmax(answer_logits(graphdef, params, tokens)[:, class_tokens], axis=-1)
+
+
+@partial(jax.jit, static_argnums=0)
+def _log_probs(graphdef, params, tokens):
+    return jax.nn.log_softmax(answer_logits(graphdef, params, tokens), axis=-1)
+
+
 def predict_probs(graphdef, params, tokens: np.ndarray, class_tokens, batch: int) -> np.ndarray:
     """Class probabilities float32 ``[N, C]``: softmax at the answer position over the class
     characters only (mass on other characters is dropped and the rest renormalised)."""
     cls = jnp.asarray(class_tokens)
-    fn = jax.jit(lambda t: jax.nn.softmax(answer_logits(graphdef, params, t)[:, cls], axis=-1))
-    return _batched(fn, tokens, batch).astype(np.float32)
+    return _batched(lambda t: _class_probs(graphdef, params, t, cls), tokens, batch)
 
 
 def mean_loss(graphdef, params, tokens: np.ndarray, targets: np.ndarray, batch: int) -> float:
     """Mean answer-position cross-entropy (nats, over the full vocabulary) on ``tokens``."""
-    fn = jax.jit(lambda t: jax.nn.log_softmax(answer_logits(graphdef, params, t), axis=-1))
-    logp = _batched(fn, tokens, batch)
+    logp = _batched(lambda t: _log_probs(graphdef, params, t), tokens, batch)
     return float(-logp[np.arange(len(targets)), targets].mean())
 
 

@@ -12,14 +12,14 @@ token message and back:
   sends one two-digit number.
 
 Tokens are ids into the task's vocabulary string, which must contain the digits ``0``–``9``
-(probability) or the class characters (action).
+(probability) or the class characters (action). Encoding runs on the host in NumPy (messages
+are made once per round from the predictions), so it never compiles.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-import jax.numpy as jnp
 import numpy as np
 
 KINDS = ("action", "probability")
@@ -29,36 +29,36 @@ def quantize(probs, digits: int = 2):
     """Probabilities ``[..., C]`` → int32 counts ``[..., C]`` summing to ``10**digits``.
 
     Largest-remainder rounding; each count is capped at ``10**digits - 1`` (the excess unit goes
-    to the largest other entry), so every entry fits in ``digits`` digits. Jittable.
+    to the largest other entry), so every entry fits in ``digits`` digits.
 
     Raises:
         ValueError: ``digits < 1`` or fewer than two classes.
     """
     if digits < 1:
         raise ValueError(f"digits={digits} must be >= 1")
-    probs = jnp.asarray(probs, jnp.float32)
+    probs = np.asarray(probs, np.float32)
     n_classes = probs.shape[-1]
     if n_classes < 2:
         raise ValueError(f"need at least two classes, got {n_classes}")
     total = 10**digits
-    p = probs / jnp.sum(probs, axis=-1, keepdims=True)
+    p = probs / np.sum(probs, axis=-1, keepdims=True)
     scaled = p * total
-    base = jnp.floor(scaled).astype(jnp.int32)
-    missing = total - jnp.sum(base, axis=-1, keepdims=True)
+    base = np.floor(scaled).astype(np.int32)
+    missing = total - np.sum(base, axis=-1, keepdims=True)
     # rank of each entry by fractional part, largest first (stable: lower index wins ties)
-    order = jnp.argsort(-(scaled - base), axis=-1, stable=True)
-    rank = jnp.argsort(order, axis=-1, stable=True)
-    counts = base + (rank < missing).astype(jnp.int32)
+    order = np.argsort(-(scaled - base), axis=-1, kind="stable")
+    rank = np.argsort(order, axis=-1, kind="stable")
+    counts = base + (rank < missing).astype(np.int32)
     full = counts >= total  # at most one entry, then all others are 0
-    others = jnp.where(full, -1.0, p)
-    runner_up = jnp.argmax(others, axis=-1)[..., None] == jnp.arange(n_classes)
-    return counts - full + (jnp.any(full, axis=-1, keepdims=True) & runner_up)
+    others = np.where(full, -1.0, p)
+    runner_up = np.argmax(others, axis=-1)[..., None] == np.arange(n_classes)
+    return counts - full + (np.any(full, axis=-1, keepdims=True) & runner_up)
 
 
 def decide(probs):
     """Class index ``[...]`` int32 of the largest probability; ties go to the higher index."""
-    probs = jnp.asarray(probs)
-    return (probs.shape[-1] - 1 - jnp.argmax(probs[..., ::-1], axis=-1)).astype(jnp.int32)
+    probs = np.asarray(probs)
+    return (probs.shape[-1] - 1 - np.argmax(probs[..., ::-1], axis=-1)).astype(np.int32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,13 +110,13 @@ class MessageCodec:
     def encode(self, probs):
         """Class probabilities float ``[..., C]`` → message tokens int32 ``[..., width]``."""
         if self.kind == "action":
-            return jnp.asarray(self._table(self.class_chars))[decide(probs)][..., None]
+            return self._table(self.class_chars)[decide(probs)][..., None]
         counts = quantize(probs, self.digits)
         if self.n_classes == 2:
             counts = counts[..., 1:]
-        powers = 10 ** jnp.arange(self.digits - 1, -1, -1)
+        powers = 10 ** np.arange(self.digits - 1, -1, -1)
         digits = (counts[..., None] // powers) % 10  # [..., E, digits]
-        tokens = jnp.asarray(self._table("0123456789"))[digits]
+        tokens = self._table("0123456789")[digits]
         return tokens.reshape(*tokens.shape[:-2], self.width)
 
     def decode(self, tokens) -> np.ndarray:
