@@ -49,6 +49,7 @@ def shows_digit(display: jax.Array, strip: jax.Array) -> jax.Array:
 
 
 def generate(key, facts):
+    """Colour and label uniform; the hold/tap decision fixed from the edgework; idle."""
     u = uniforms(key, 2)
     color = randint(u[0], 0, len(T.BUTTON_COLORS))
     label = randint(u[1], 0, len(T.BUTTON_LABELS))
@@ -83,6 +84,7 @@ def act(key, m, verb, target, ctx):
 
 
 def oracle(m, ctx):
+    """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
     held = m["held"] == 1
     idle_verb = jnp.where(m["hold"] == 1, HOLD, PRESS)
     held_verb = jnp.where(shows_digit(ctx.display, jnp.maximum(m["strip"], 0)), RELEASE, WAIT)
@@ -109,6 +111,7 @@ def view(m):
 
 
 def describe(m):
+    """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     strip = int(m["strip"])
     return {
         "color": T.BUTTON_COLORS[int(m["color"])],
@@ -132,6 +135,7 @@ def _rule(color, label, batteries, indicator) -> str:
 
 
 def manual() -> str:
+    """The Expert's manual page, written from the rule tables."""
     lines = ["THE BUTTON. Take the first rule that applies:"]
     for color, label, batteries, indicator, hold in np.asarray(T.BUTTON_RULES):
         what = "hold the button down (see below)" if hold else "press and release it at once"

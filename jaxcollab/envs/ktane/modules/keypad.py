@@ -53,6 +53,7 @@ def act(key, m, verb, target, ctx):
 
 
 def oracle(m, ctx):
+    """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
     return jnp.int32(PRESS), next_key(m)
 
 
@@ -73,6 +74,7 @@ def view(m):
 
 
 def describe(m):
+    """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     return {
         "symbols": [T.KEYPAD_SYMBOLS[s] for s in m["symbols"]],
         "pressed": [bool(p) for p in m["pressed"]],
@@ -80,6 +82,7 @@ def describe(m):
 
 
 def manual() -> str:
+    """The Expert's manual page, written from the rule tables."""
     lines = [
         "KEYPAD. Four keys carry symbols. Exactly one column below holds all four; press the",
         "keys in the order their symbols appear in that column, top to bottom. A key pressed",

@@ -51,6 +51,7 @@ def draw(key) -> tuple[jax.Array, jax.Array]:
 
 
 def generate(key, facts):
+    """Stage 1 with a uniform display and label permutation, empty history."""
     display, labels = draw(key)
     empty = jnp.full(N_STAGES, -1, jnp.int32)
     return {
@@ -83,6 +84,7 @@ def act(key, m, verb, target, ctx):
 
 
 def oracle(m, ctx):
+    """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
     return jnp.int32(PRESS), answer(m)
 
 
@@ -106,6 +108,7 @@ def view(m):
 
 
 def describe(m):
+    """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     done = int(m["stage"])
     return {
         "stage": done + 1,
@@ -127,6 +130,7 @@ _STEP = {
 
 
 def manual() -> str:
+    """The Expert's manual page, written from the rule tables."""
     lines = [
         "MEMORY. A display shows 1-4 above four buttons labelled 1-4 (positions 1-4, left to",
         "right). Five stages; remember the position and label you press at each stage.",

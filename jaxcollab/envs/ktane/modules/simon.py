@@ -30,6 +30,7 @@ def expected(m, ctx) -> jax.Array:
 
 
 def generate(key, facts):
+    """Sequence length uniform in 3-5, colours uniform; stage 1, nothing entered."""
     u = uniforms(key, 1 + T.SIMON_MAX_LEN)
     return {
         "seq": randint(u[1:], 0, N_BUTTONS),
@@ -53,6 +54,7 @@ def act(key, m, verb, target, ctx):
 
 
 def oracle(m, ctx):
+    """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
     return jnp.int32(PRESS), expected(m, ctx)
 
 
@@ -75,6 +77,7 @@ def view(m):
 
 
 def describe(m):
+    """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     length = int(m["length"])
     return {
         "sequence": [T.SIMON_COLORS[c] for c in m["seq"][:length]],
@@ -84,6 +87,7 @@ def describe(m):
 
 
 def manual() -> str:
+    """The Expert's manual page, written from the rule tables."""
     cols = " | ".join(f"{c} flash" for c in T.SIMON_COLORS)
     lines = [
         "SIMON SAYS. Four coloured buttons flash a sequence that grows by one each stage. Press",

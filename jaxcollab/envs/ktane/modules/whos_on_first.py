@@ -39,6 +39,7 @@ def draw(key) -> tuple[jax.Array, jax.Array]:
 
 
 def generate(key, facts):
+    """Stage 1 with a fresh display and buttons (:func:`draw`)."""
     display, buttons = draw(key)
     return {"stage": jnp.int32(0), "display": display, "buttons": buttons}
 
@@ -58,6 +59,7 @@ def act(key, m, verb, target, ctx):
 
 
 def oracle(m, ctx):
+    """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
     return jnp.int32(PRESS), answer(m["display"], m["buttons"])
 
 
@@ -87,6 +89,7 @@ def view(m):
 
 
 def describe(m):
+    """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     return {
         "stage": int(m["stage"]) + 1,
         "display": T.WOF_DISPLAYS[int(m["display"])],
@@ -95,6 +98,7 @@ def describe(m):
 
 
 def manual() -> str:
+    """The Expert's manual page, written from the rule tables."""
     lines = [
         "WHO'S ON FIRST. A display shows a word and six buttons show words (positions TL, TR,",
         "ML, MR, BL, BR). Step 1: the display word tells you which button to read:",

@@ -73,6 +73,7 @@ def act(key, m, verb, target, ctx):
 
 
 def oracle(m, ctx):
+    """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
     return jnp.int32(CUT), m["answer"]
 
 
@@ -92,6 +93,7 @@ def view(m):
 
 
 def describe(m):
+    """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     colors = [T.WIRE_COLORS[c] if c >= 0 else None for c in m["colors"]]
     return {"colors": colors, "cut": [bool(c) for c in m["cut"]]}
 
@@ -117,6 +119,7 @@ def _answer(kind: int, arg: int) -> str:
 
 
 def manual() -> str:
+    """The Expert's manual page, written from the rule tables."""
     lines = [
         "WIRES. A panel of 3 to 6 wires. Number the wires from the top, skipping empty slots.",
         "Find the section for the number of wires and follow the first instruction whose",
