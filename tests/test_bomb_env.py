@@ -3,6 +3,7 @@ channel delivery, information asymmetry, rendering, determinism, jit vs no-jit, 
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,6 +13,7 @@ import jaxcollab
 from jaxcollab.envs.bomb import BombEnv, export_instances, make_params, reset_batch
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import observe_jit, reset_jit, turn_jit
+from jaxcollab.envs.bomb.observe import observe
 from jaxcollab.envs.bomb.rules import deliverable, rotate_survivors
 from jaxcollab.envs.bomb.solve import rotate as solve_rotate
 from jaxcollab.envs.bomb.solve import solve
@@ -321,6 +323,13 @@ def test_jit_matches_no_jit_on_rule_helpers():
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     expected = solve_rotate([int(c) for c in state.wire_colour], [bool(c) for c in cut])
     assert np.asarray(jitted[0]).tolist() == expected
+
+
+def test_one_trace_serves_every_variant():
+    traced = jax.jit(chex.assert_max_traces(observe, n=1))
+    for v in T.VARIANTS:
+        state, params = fresh(v.name)
+        assert traced(state, params).shape == (T.N_AGENTS, ENV.layout.length)
 
 
 def test_reset_is_deterministic_under_a_fixed_key():

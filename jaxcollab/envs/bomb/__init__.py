@@ -40,7 +40,8 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
     the manual; ``key_seq`` the deciding manual entry per stage or cycle slot; ...),
     ``colours`` (colour names by id), ``plate_glyphs``, ``solution`` (0-based wire positions to
     cut, or key positions to press, in order; flashing: cut ``i`` lands in round ``i``) and
-    ``solution_kind`` (``"cut"`` or ``"press"``).
+    ``solution_kind`` (``"cut"`` or ``"press"``), and ``text`` (each role's rendered
+    observation at the start, keyed by role name).
 
     Raises:
         KeyError: unknown variant (lists the valid ones).
@@ -58,6 +59,7 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
             "state": _state_record(state), "colours": list(tables.COLOURS),
             "plate_glyphs": tables.PLATE_GLYPHS, "solution": env.solution(state, params),
             "solution_kind": "press" if env.variant.task == tables.TASK_CODE else "cut",
+            "text": {name: env.render_text(state, r) for r, name in enumerate(tables.ROLE_NAMES)},
         })
     return records
 

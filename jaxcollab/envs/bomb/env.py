@@ -123,7 +123,7 @@ class BombEnv(Environment[BombState, BombParams]):
 
         if role not in range(T.N_AGENTS):
             raise ValueError(f"role must be 0 (deaf), 1 (mute) or 2 (blind), got {role!r}")
-        tokens = np.asarray(jax.device_get(self.observe(state, params)))[role]
+        tokens = np.asarray(jax.device_get(observe_jit(state, self._params(params))))[role]
         return render_tokens(tokens, self.layout)
 
     def solution(self, state: BombState, params=None) -> list[int]:
