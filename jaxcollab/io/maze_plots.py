@@ -21,8 +21,9 @@ def maze_success_plot(results: dict, path: str | Path) -> None:
     lines = dict(baselines.get("half_view", {}))
     if "solo" in baselines:
         lines["solo"] = baselines["solo"]
-    for ax, key, title in zip(axes, ("maze_success", "step_accuracy"),
-                              ("maze success", "step accuracy"), strict=True):
+    for ax, key, title in zip(
+        axes, ("maze_success", "step_accuracy"), ("maze success", "step accuracy"), strict=True
+    ):
         for name, res in results.get("protocols", {}).items():
             ax.plot(res["rounds"], res[key], "o-", color=COLORS.get(name), label=name)
         for name, value in lines.items():

@@ -18,7 +18,14 @@ from jaxcollab.envs.maze.generator import WALL_PROB, path_of, unique_path
 from jaxcollab.envs.maze.text import AT, OPEN, UNSEEN, WALL
 
 MAX_UNSEEN = 22  # 4M completions; refuse larger enumerations
-_MIN_BATCH = 1 << 12
+
+
+def _pad(grids: np.ndarray) -> np.ndarray:
+    """Pad a batch of flat grids with open grids to a power of two (≥ 1024): few compiles."""
+    size = max(1 << 10, 1 << (len(grids) - 1).bit_length())
+    out = np.ones((size, grids.shape[1]), bool)
+    out[: len(grids)] = grids
+    return out
 
 
 def bayes_first_move(
@@ -56,12 +63,10 @@ def bayes_first_move(
     grids[:, [0, h * w - 1]] = True
     walls = combos.sum(1)
     prior = wall_prob**walls * (1 - wall_prob) ** (unseen.size - walls)
-    padded = np.ones((max(_MIN_BATCH, len(grids)), h * w), bool)  # few distinct shapes to compile
-    padded[: len(grids)] = grids
-    padded = jnp.asarray(padded.reshape(-1, h, w))
-    accept = np.asarray(unique_path(padded))[: len(grids)]
+    accept = np.asarray(unique_path(jnp.asarray(_pad(grids).reshape(-1, h, w))))[: len(grids)]
     if not accept.any():
         raise ValueError("no completion of this view has exactly one path")
-    first = np.asarray(path_of(padded)[0])[: len(grids), 0][accept]
+    kept = grids[accept]
+    first = np.asarray(path_of(jnp.asarray(_pad(kept).reshape(-1, h, w)))[0])[: len(kept), 0]
     mass = np.bincount(first, weights=prior[accept], minlength=4)
     return mass / mass.sum(), float(mass.sum())

@@ -167,10 +167,12 @@ def make_mazes(
     k_maze, k_mask = jax.random.split(key)
     open_, accepted, draws = sample_mazes(k_maze, n, wall_prob, shape, chunk)
     moves, n_moves = [], []
-    for start in range(0, n, chunk):
-        m, k = jax.device_get(path_of(jnp.asarray(open_[start : start + chunk])))
-        moves.append(m.astype(np.int8))
-        n_moves.append(k)
+    for start in range(0, n, chunk):  # the last chunk is padded so one compile serves all
+        part = np.zeros((chunk, *shape), bool)
+        part[: min(chunk, n - start)] = open_[start : start + chunk]
+        m, k = jax.device_get(path_of(jnp.asarray(part)))
+        moves.append(m[: n - start].astype(np.int8))
+        n_moves.append(k[: n - start])
     masks = np.asarray(sample_masks(k_mask, n, shape[0] * shape[1]))
     mazes = MazeSet(
         open_.reshape(n, -1), masks, np.concatenate(moves), np.concatenate(n_moves), tuple(shape)

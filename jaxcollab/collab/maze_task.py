@@ -1,0 +1,72 @@
+"""The split-mask maze as a round-trainer task (spec ``collab-learning.md`` §2–§3, issue 4).
+
+Each example is one step of a maze's unique path: agent a reads its masked grid with ``@`` on the
+current position (:func:`jaxcollab.envs.maze.text.views`), the label is the next move in
+``d r u l``, and the target distribution is that move (the full maze determines it). Roles pick
+which views the trainer's agents read: ``(0, 1)`` for the two-agent conversation, ``(SOLO,)``
+for the full-maze baseline, ``(a,)`` for agent a alone on its half.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import jax
+import numpy as np
+
+from jaxcollab.collab.data import CollabTask, TaskSplit
+from jaxcollab.envs.maze import generator, text
+
+MAZE_VIEWS = ("masked",)
+
+
+def _split(mazes: text.MazeSet, roles: Sequence[int]) -> TaskSplit:
+    views = mazes.views()
+    labels = mazes.examples()["label"]
+    target = np.eye(4, dtype=np.float32)[labels]
+    return TaskSplit(tuple(np.ascontiguousarray(views[:, r]) for r in roles), labels, target)
+
+
+def collab_task(train: text.MazeSet, test: text.MazeSet, roles: Sequence[int] = (0, 1)):
+    """A :class:`CollabTask` over the examples of ``train`` / ``test`` read by ``roles``.
+
+    Raises:
+        ValueError: an unknown role (valid: 0, 1 and ``text.SOLO`` = 2).
+    """
+    bad = [r for r in roles if r not in (0, 1, text.SOLO)]
+    if not roles or bad:
+        raise ValueError(f"bad maze roles {list(roles)}; expected a non-empty list of 0, 1, 2")
+    return CollabTask(
+        name="maze",
+        vocab=text.VOCAB,
+        class_chars=generator.MOVE_CHARS,
+        train=_split(train, roles),
+        test=_split(test, roles),
+    )
+
+
+def maze_split(cfg: Mapping, key: jax.Array) -> tuple[text.MazeSet, text.MazeSet, dict]:
+    """Train/test mazes from a ``configs/task/maze.yaml``-style mapping.
+
+    Keys: ``height, width, wall_prob, n_examples, test_fraction, view`` (only ``"masked"``).
+
+    Raises:
+        ValueError: an unknown view or bad sizes (from the dataset builder).
+    """
+    view = cfg.get("view", "masked")
+    if view not in MAZE_VIEWS:
+        raise ValueError(f"unknown maze view {view!r}; expected one of {MAZE_VIEWS}")
+    shape = (int(cfg.get("height", 6)), int(cfg.get("width", 6)))
+    return text.build_dataset(
+        key,
+        int(cfg["n_examples"]),
+        float(cfg.get("test_fraction", 0.1)),
+        float(cfg.get("wall_prob", generator.WALL_PROB)),
+        shape,
+    )
+
+
+def maze_task(cfg: Mapping, key: jax.Array) -> CollabTask:
+    """The two-agent maze task (the round trainer's task-builder signature)."""
+    train, test, _ = maze_split(cfg, key)
+    return collab_task(train, test)

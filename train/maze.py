@@ -1,0 +1,188 @@
+"""Split-mask maze experiment (issue 4): ``python train/maze.py experiment=maze_messages
+preset=cpu|paper``.
+
+Trains the round-by-round conversation (``jaxcollab.collab.trainer.RoundTrainer``) for each
+protocol on the maze task, then one-round baselines — a solo agent on the full maze and each
+agent alone on its half — and compares the exact Bayes first move of each half view with the
+trained half-view models. Maze success of round r: a maze succeeds when the decision after r
+rounds is right at every step of its path (the trajectory advances one step per conversation
+and a wrong move ends the maze; :func:`jaxcollab.envs.maze.success.success_from_steps`).
+
+Writes into ``out_dir``: ``results.json`` (updated as each round ends), ``maze_success.png``,
+and the trainer's per-round directories under ``<protocol>/`` and ``baseline_<name>/``.
+Rerunning with the same ``out_dir`` resumes finished rounds; a changed config is refused.
+
+``results.json`` keys:
+    ``config``; ``dataset`` (mazes and examples per split, generator acceptance rate);
+    ``protocols.<name>``: lists by round — ``rounds`` (1-based), ``maze_success`` (fraction of
+    test mazes), ``step_accuracy`` (fraction of test steps), ``train_seconds``;
+    ``baselines.solo`` and ``baselines.half_view.agent0|agent1``: ``maze_success``,
+    ``step_accuracy``; ``bayes_first_move``: over the first ``bayes_mazes`` test mazes, per
+    agent the first-move accuracy of the exact Bayes posterior (the ceiling for one half view)
+    and of the trained half-view model; ``wall_seconds``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import hydra
+import jax
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from jaxcollab.collab import messages  # noqa: E402
+from jaxcollab.collab.fit import TrainConfig  # noqa: E402
+from jaxcollab.collab.maze_task import collab_task, maze_split  # noqa: E402
+from jaxcollab.collab.trainer import ModelShape, RoundTrainer  # noqa: E402
+from jaxcollab.envs.maze import reference, text  # noqa: E402
+from jaxcollab.envs.maze.success import success_from_steps  # noqa: E402
+from jaxcollab.io.logging import MODES, RunLogger  # noqa: E402
+from jaxcollab.io.maze_plots import maze_success_plot  # noqa: E402
+from jaxcollab.io.results import ResultsFile  # noqa: E402
+
+FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocols", "bayes_mazes")
+BASELINES = {"solo": (text.SOLO,), "agent0": (0,), "agent1": (1,)}
+
+
+def check_config(cfg: DictConfig, results: ResultsFile) -> list[str]:
+    """Validate before any work; returns the protocol names.
+
+    Raises:
+        ValueError: not the maze task, unknown protocol or logger mode, bad train values, or
+            an existing ``results.json`` written with a different config.
+    """
+    if cfg.task.name != "maze":
+        raise ValueError(f"train/maze.py runs the maze task, got task={cfg.task.name!r}")
+    if cfg.logger.mode not in MODES:
+        raise ValueError(f"unknown logger.mode {cfg.logger.mode!r}; expected one of {MODES}")
+    names = list(cfg.protocols) if cfg.protocols else [cfg.protocol.name]
+    bad = [n for n in names if n not in messages.KINDS]
+    if bad:
+        raise ValueError(f"unknown protocol(s) {bad}; expected one of {messages.KINDS}")
+    TrainConfig(**cfg.train)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    frozen = {k: resolved.get(k) for k in FROZEN}
+    old = results.data.get("config")
+    if old is not None and {k: old.get(k) for k in FROZEN} != frozen:
+        raise ValueError(f"{results.path} was written with a different config; use a new out_dir")
+    return names
+
+
+def round_scores(trainer: RoundTrainer, r: int, maze_ids: np.ndarray, n_mazes: int) -> dict:
+    """Maze success and step accuracy of round r's test predictions (decision = argmax)."""
+    with np.load(trainer.round_dir(r) / "round.npz") as z:
+        probs, labels = z["test_probs"], z["test_labels"]
+    correct = np.asarray(messages.decide(probs)) == labels
+    return {
+        "maze_success": success_from_steps(correct, maze_ids, n_mazes),
+        "step_accuracy": float(correct.mean()),
+    }
+
+
+def bayes_first_move(test: text.MazeSet, trainers: dict, n: int) -> dict:
+    """Exact Bayes vs trained first-move accuracy of each half view on the first n test mazes."""
+    head = test.subset(slice(0, n))  # the first n mazes' examples open the test set
+    ex = head.examples()
+    first = np.flatnonzero(ex["step"] == 0)
+    views = head.views()
+    out = {"n_mazes": len(first)}
+    for agent in (0, 1):
+        bayes = [reference.bayes_first_move(views[j, agent], test.shape)[0] for j in first]
+        with np.load(trainers[f"agent{agent}"].round_dir(1) / "round.npz") as z:
+            trained = z["test_probs"][first]
+        labels = ex["label"][first]
+        out[f"agent{agent}"] = {
+            "bayes_accuracy": float(np.mean(np.argmax(bayes, -1) == labels)),
+            "trained_accuracy": float(np.mean(np.asarray(messages.decide(trained)) == labels)),
+        }
+    return out
+
+
+def make_trainer(cfg, train, test, roles, codec_kind, n_rounds, run_dir, key) -> RoundTrainer:
+    task = collab_task(train, test, roles)
+    codec = messages.MessageCodec(codec_kind, task.vocab, task.class_chars, cfg.protocol.digits)
+    return RoundTrainer(
+        task, codec, ModelShape(**cfg.model), TrainConfig(**cfg.train), n_rounds, run_dir, key
+    )
+
+
+@hydra.main(version_base=None, config_path="../configs", config_name="collab")
+def main(cfg: DictConfig) -> None:
+    start = time.perf_counter()
+    out = Path(cfg.out_dir)
+    results = ResultsFile(out / "results.json")
+    names = check_config(cfg, results)
+    results.set(("config",), OmegaConf.to_container(cfg, resolve=True))
+    key_data, key_train = jax.random.split(jax.random.PRNGKey(cfg.seed))
+    train, test, stats = maze_split(OmegaConf.to_container(cfg.task, resolve=True), key_data)
+    maze_ids = test.examples()["maze"]
+    results.set(
+        ("dataset",),
+        {
+            "train_mazes": len(train),
+            "test_mazes": len(test),
+            "train_examples": int(train.n_moves.sum()),
+            "test_examples": int(test.n_moves.sum()),
+            **stats,
+        },
+    )
+    logger = RunLogger(
+        cfg.logger.mode,
+        cfg.logger.project,
+        cfg.experiment_name,
+        OmegaConf.to_container(cfg, resolve=True),
+        str(out),
+    )
+    jobs = [(name, (0, 1), name, cfg.n_rounds, ("protocols", name)) for name in names]
+    jobs += [
+        (f"baseline_{b}", roles, "action", 1, ("baselines", b)) for b, roles in BASELINES.items()
+    ]
+    trainers = {}
+    for i, (label, roles, kind, n_rounds, where) in enumerate(jobs):
+        trainer = make_trainer(
+            cfg, train, test, roles, kind, n_rounds, out / label, jax.random.fold_in(key_train, i)
+        )
+        trainer.progress = logger.progress
+        trainers[where[-1]] = trainer
+        done: list[dict] = []
+
+        def on_round(r, metrics, trainer=trainer, where=where, done=done, label=label):
+            done.append(
+                {
+                    "round": r,
+                    "train_seconds": metrics["train_seconds"],
+                    **round_scores(trainer, r, maze_ids, len(test)),
+                }
+            )
+            if where[0] == "protocols":
+                entry = {k: [d[k] for d in done] for k in done[0]}
+                entry["rounds"] = entry.pop("round")
+            else:
+                entry = {k: done[-1][k] for k in ("maze_success", "step_accuracy")}
+                where = ("baselines", "half_view", where[1]) if where[1] != "solo" else where
+            results.set(where, entry)
+            logger.log(
+                {f"{label}/{k}": done[-1][k] for k in ("maze_success", "step_accuracy")}, step=r
+            )
+            maze_success_plot(results.data, out / "maze_success.png")
+            print(
+                f"{label} round {r}: maze_success={done[-1]['maze_success']:.4f}, "
+                f"step_accuracy={done[-1]['step_accuracy']:.4f}"
+            )
+
+        trainer.run(on_round)
+    if cfg.bayes_mazes > 0:
+        results.set(("bayes_first_move",), bayes_first_move(test, trainers, cfg.bayes_mazes))
+        print(f"bayes first move: {results.data['bayes_first_move']}")
+    results.set(("wall_seconds",), time.perf_counter() - start)
+    logger.finish()
+    print(f"wrote {out / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
