@@ -430,3 +430,26 @@ def test_export_schema_verified_independently(tmp_path):
         assert cell == (5, 5) and len(rec["moves"]) == len(rec["path"]) - 1
     with pytest.raises(KeyError, match="maze/split-6x6"):
         maze.export_instances("maze/split-9x9", 1, 0)
+
+
+def test_success_by_round_uses_the_decision_after_each_round(mazes):
+    m, _ = mazes
+    sub = m.subset(slice(0, 8))
+    oracle = _solo_oracle()
+    full = np.where(sub.open_, text.OPEN, text.WALL)
+
+    def always_down(tokens):  # agent 0 alone: a fixed guess
+        return np.tile(np.eye(4)[0], (len(tokens), 1))
+
+    def informed(tokens):  # agent 1: knows the maze (side channel by row), reads '@' from its view
+        here = np.argmax(tokens[:, :36] == text.AT, axis=1)
+        solo = full.copy()
+        solo[np.arange(len(here)), here] = text.AT
+        return oracle(solo)
+
+    r = success.success_by_round(sub, {0: always_down, 1: informed}, 2, _one_hot)
+    # every path needs a right move, so deciding after round 1 fails at the first 'r'
+    first_r = np.argmax(sub.moves == 1, axis=1)
+    assert r["maze_success"] == [0.0, 1.0]
+    assert r["step_accuracy"][1] == 1.0
+    assert r["step_accuracy"][0] == pytest.approx(first_r.sum() / (first_r + 1).sum())
