@@ -20,9 +20,10 @@ from jaxcollab.collab.metrics import (
 )
 
 
-def synthetic_posteriors(key, n_rounds=3, n=8192, n_classes=3):
-    """Random true posteriors ``[K, N, C]`` (Dirichlet). One shape for every fit in this file
-    keeps compilation to one per calibrator kind."""
+def synthetic_posteriors(key, n_rounds=5, n=32, n_classes=3):
+    """Random true posteriors ``[K, N, C]`` (Dirichlet). Fits use two shapes only — exact
+    populations ``[5, 32, 3]`` and sampled labels ``[3, 8192, 2]`` (shared with
+    test_calibration_trained.py) — to keep compilation to a few kernels."""
     return jax.random.dirichlet(key, jnp.ones(n_classes), (n_rounds, n))
 
 
@@ -31,7 +32,7 @@ def test_conversation_calibrator_recovers_bias_exactly(beta, gamma):
     q = synthetic_posteriors(jax.random.key(1))
     log_r = bias_conversation(jnp.log(q), beta, gamma)
     cals = fit_rounds("conversation", log_r, q)
-    np.testing.assert_allclose(cals.weights[1:], [[1 / beta, -gamma / beta]] * 2, atol=1e-4)
+    np.testing.assert_allclose(cals.weights[1:], [[1 / beta, -gamma / beta]] * 4, atol=1e-4)
     np.testing.assert_allclose(cals.bias, 0.0, atol=1e-4)
     # Round 1: r_0 is uniform, so its weight is unidentifiable and stays at 0.
     assert abs(float(cals.weights[0, 1])) < 1e-6
@@ -50,8 +51,8 @@ def test_self_calibrator_inverts_pure_miscalibration_but_not_anchoring():
 
 def test_fit_from_sampled_labels_is_close_and_deterministic():
     key_q, key_y = jax.random.split(jax.random.key(3))
-    q = synthetic_posteriors(key_q)
-    onehot = jax.nn.one_hot(jax.random.categorical(key_y, jnp.log(q)), 3)
+    q = synthetic_posteriors(key_q, 3, 8192, 2)
+    onehot = jax.nn.one_hot(jax.random.categorical(key_y, jnp.log(q)), 2)
     log_r = bias_conversation(jnp.log(q), 2.0, 0.0)
     cals = fit_rounds("self", log_r, onehot)
     np.testing.assert_allclose(cals.weights, 0.5, atol=0.05)
@@ -115,13 +116,12 @@ def test_conversation_calibration_implies_self_calibration():
 
 def test_conversation_calibrated_samples_are_self_calibrated():
     key_q, key_y = jax.random.split(jax.random.key(6))
-    q = synthetic_posteriors(key_q, n=2 * 8192)
-    onehot = jax.nn.one_hot(jax.random.categorical(key_y, jnp.log(q)), 3)
+    q = synthetic_posteriors(key_q, 3, 2 * 8192, 2)
+    onehot = jax.nn.one_hot(jax.random.categorical(key_y, jnp.log(q)), 2)
     log_r = bias_conversation(jnp.log(q), 2.0, 0.5)
     fit, held = slice(0, 8192), slice(8192, None)
     messages, _ = treatment_messages(log_r[:, fit], onehot[:, fit], log_r[:, held])
     calibrated = round_metrics(messages["conversation"], onehot[:, held])
     raw = round_metrics(messages["raw"], onehot[:, held])
-    print(calibrated["ece"], calibrated["cce"], raw["ece"])
     assert max(calibrated["ece"]) < 0.035 and max(calibrated["cce"]) < 0.06
     assert min(raw["ece"]) > 0.08

@@ -36,12 +36,13 @@ def test_bias_messages_reject_action_codec():
 
 def test_calibrate_run_recovers_bias_from_quantised_messages():
     # Ideal-decoder parity speakers with β = 1, γ = 0.5; reports sent as two-digit messages.
-    reports = sampled_reports(jax.random.key(8), make_alphas(), 4, 1.0, 0.5, 16_000)
+    # [3, 8192, 2] fits, the shape test_calibration.py compiles too.
+    reports = sampled_reports(jax.random.key(8), make_alphas(), 3, 1.0, 0.5, 2 * 8192)
     messages = np.stack([CODEC.decode(CODEC.encode(jnp.exp(r))) for r in reports.log_r])
     labels = np.asarray(reports.targets[0, :, 1], np.int32)
     pstar = np.asarray(reports.truth[0])
     scores, weights = calibrate_run(messages, labels, np.stack([1 - pstar, pstar], 1))
-    np.testing.assert_allclose(weights["conversation"]["weights"][1:], [[1.0, -0.5]] * 3,
+    np.testing.assert_allclose(weights["conversation"]["weights"][1:], [[1.0, -0.5]] * 2,
                                atol=0.1)
     raw, conv = scores["raw"]["mse_vs_pstar"], scores["conversation"]["mse_vs_pstar"]
     assert conv[2] < 0.002 < 0.006 < raw[2]  # ideal: conversation .00042, raw .00882
@@ -59,3 +60,25 @@ def test_naive_rare_action_baseline():
     np.testing.assert_allclose(got, [[0.5, 0.5, 0, 0], [0.7, 0.1, 0.1, 0.1], [0.5, 0.5, 0, 0]])
     with pytest.raises(ValueError, match="'x'"):
         naive_rare_action(probs, "drul", rare="x")
+
+
+@pytest.mark.slow
+def test_train_calibration_end_to_end_tiny(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    cmd = [sys.executable, str(root / "train" / "calibration.py"), "experiment=parity_calibration",
+           "preset=cpu", "task.n_examples=20000", "train.steps=20", "train.warmup_steps=5",
+           "train.eval_every=10", "train.val_examples=256", "task.n_rounds=3",
+           f"out_dir={tmp_path}"]
+    subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert set(results["treatments"]) == {"unbiased", "speaker_posterior", "biased_raw", "self",
+                                          "conversation"}
+    assert results["rounds"] == [1, 2, 3]
+    assert len(results["calibrator_weights"]["conversation"]["weights"]) == 3
+    for name in ("mse.png", "reliability.png", "conversation_cells.png"):
+        assert (tmp_path / name).stat().st_size > 10_000
