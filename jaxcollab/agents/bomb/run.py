@@ -34,7 +34,32 @@ def team_turn(team: Callable, privileged: bool, layout: Layout, key, state: Bomb
     return turn(state, action, params, messages=getattr(team, "talks", True))[0]
 
 
+@partial(jax.jit, static_argnames=("speech_bytes", "gesture_symbols"))
+def reset_many(keys: jax.Array, params: BombParams, speech_bytes: int, gesture_symbols: int
+               ) -> BombState:
+    """Fresh episodes for keys ``[B]`` and params ``[B]`` (compiled once, shared by all teams)."""
+    gen = partial(generate, speech_bytes=speech_bytes, gesture_symbols=gesture_symbols)
+    return jax.vmap(gen)(keys, params)
+
+
 @partial(jax.jit, static_argnames=("team", "privileged", "layout"))
+def play_from(states: BombState, keys: jax.Array, params: BombParams, team: Callable,
+              privileged: bool, layout: Layout) -> BombState:
+    """Play started episodes ``states`` ``[B]`` to the end (``keys`` ``[B]`` drive the team)."""
+    step = jax.vmap(partial(team_turn, team, privileged, layout))
+
+    def cond(carry):
+        t, s = carry
+        return (t < MAX_TURNS) & (s.ending == T.RUNNING).any()
+
+    def body(carry):
+        t, s = carry
+        ks = jax.vmap(lambda k: jax.random.fold_in(k, t))(keys)
+        return t + 1, step(ks, s, params)
+
+    return jax.lax.while_loop(cond, body, (jnp.int32(0), states))[1]
+
+
 def play(keys: jax.Array, params: BombParams, team: Callable, privileged: bool,
          layout: Layout) -> BombState:
     """Play a batch of episodes to the end.
@@ -47,22 +72,9 @@ def play(keys: jax.Array, params: BombParams, team: Callable, privileged: bool,
     Returns:
         The final states, leading axis ``[B]``.
     """
-    k_reset, k_play = jax.vmap(lambda k: tuple(jax.random.split(k)), out_axes=0)(keys)
-    gen = partial(generate, speech_bytes=layout.speech_bytes,
-                  gesture_symbols=layout.gesture_symbols)
-    states = jax.vmap(gen)(k_reset, params)
-    step = jax.vmap(partial(team_turn, team, privileged, layout))
-
-    def cond(carry):
-        t, s = carry
-        return (t < MAX_TURNS) & (s.ending == T.RUNNING).any()
-
-    def body(carry):
-        t, s = carry
-        ks = jax.vmap(lambda k: jax.random.fold_in(k, t))(k_play)
-        return t + 1, step(ks, s, params)
-
-    return jax.lax.while_loop(cond, body, (jnp.int32(0), states))[1]
+    split = jax.vmap(jax.random.split)(keys)
+    states = reset_many(split[:, 0], params, layout.speech_bytes, layout.gesture_symbols)
+    return play_from(states, split[:, 1], params, team, privileged, layout)
 
 
 def rounds_used(state: BombState) -> jax.Array:

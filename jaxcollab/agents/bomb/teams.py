@@ -249,18 +249,21 @@ def solo_team(key, obs, hint, layout: Layout) -> BombAction:
 
 def random_team(key, obs, hint, layout: Layout) -> BombAction:
     """Every role: wait half the time, else cut a random position 0..6 or press a key 0..3;
-    send random bytes / symbols to a random role (or nobody)."""
-    ks = jax.random.split(key, 6)
-    item = jax.random.randint(ks[0], (T.N_AGENTS,), 0, N_ITEMS)
-    act = jnp.where(jax.random.bernoulli(ks[1], 0.5, (T.N_AGENTS,)), T.WAIT,
-                    jnp.where(item < T.MAX_WIRES, T.CUT, T.PRESS))
+    send 8 random printable bytes and 4 random symbols to a random role (or nobody).
+
+    All draws come from one ``jax.random.bits`` call (small compiled graph).
+    """
+    bits = jax.random.bits(key, (T.N_AGENTS, 12), jnp.uint32)
+    item = (bits[:, 0] % N_ITEMS).astype(jnp.int32)
+    act = jnp.where(bits[:, 1] % 2 == 0, T.WAIT, jnp.where(item < T.MAX_WIRES, T.CUT, T.PRESS))
     arg = jnp.where(item < T.MAX_WIRES, item, item - T.MAX_WIRES)
-    to = jax.random.randint(ks[2], (2, T.N_AGENTS), -1, T.N_AGENTS)
-    speech = jax.random.randint(ks[3], (T.N_AGENTS, layout.speech_bytes), 32, 127)
-    gesture = jax.random.randint(ks[4], (T.N_AGENTS, layout.gesture_symbols), 1, T.N_SYMBOLS + 1)
-    return BombAction(act=act.astype(jnp.int32), arg=arg, speak_to=to[0],
-                      speech=speech.astype(jnp.uint8), gesture_to=to[1],
-                      gesture=gesture.astype(jnp.uint8))
+    to = (bits[:, 2:4] % (T.N_AGENTS + 1)).astype(jnp.int32) - 1
+    text = 32 + jax.lax.bitcast_convert_type(bits[:, 4:6], jnp.uint8).reshape(T.N_AGENTS, 8) % 95
+    symbols = 1 + bits[:, 6:10] % T.N_SYMBOLS
+    pad = lambda x, n: jnp.pad(x.astype(jnp.uint8), ((0, 0), (0, n - x.shape[1])))  # noqa: E731
+    return BombAction(act=act.astype(jnp.int32), arg=arg, speak_to=to[:, 0],
+                      speech=pad(text, layout.speech_bytes), gesture_to=to[:, 1],
+                      gesture=pad(symbols, layout.gesture_symbols))
 
 
 #: name → (policy, privileged). Protocol teams are listed in :data:`PROTOCOL_TEAMS`.
