@@ -105,6 +105,10 @@ def run(quick: bool) -> list[dict]:
     step = jax.vmap(partial(team_turn, oracle_team, True, env.layout), in_axes=(None, 0, 0))
     one_round = jax.jit(lambda s: step(key, step(key, step(key, s, params), params), params))
     t_round = best_time(lambda: one_round(fresh))
+    cpu = time.process_time()
+    for _ in range(5):
+        jax.block_until_ready(one_round(fresh))
+    cpu_round = (time.process_time() - cpu) / 5
     defused = int((one_round(fresh).ending == T.DEFUSED).sum())
     t_play = best_time(lambda: play_continuous(key, params, oracle_team, True, env.layout,
                                                n_rounds), repeats=3)
@@ -115,6 +119,9 @@ def run(quick: bool) -> list[dict]:
          "value": jax_round, "unit": "team-rounds/s",
          "notes": f"3 turns on fresh episodes; {defused}/{batch} defused; target >= 1e6; "
                   f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"},
+        {"name": "bomb oracle base-1 team-rounds per CPU-second, round logic, JAX",
+         "value": batch / cpu_round, "unit": "team-rounds/CPU-s",
+         "notes": "process CPU time (all threads); load-independent work efficiency"},
         {"name": "bomb oracle base-1 team-rounds/s, round logic, pure Python",
          "value": py_round, "unit": "team-rounds/s", "notes": "one game at a time"},
         {"name": "bomb round logic JAX / pure-Python ratio", "value": jax_round / py_round,
