@@ -121,7 +121,7 @@ def run(quick: bool) -> list[dict]:
                   f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"},
         {"name": "bomb oracle base-1 team-rounds per CPU-second, round logic, JAX",
          "value": batch / cpu_round, "unit": "team-rounds/CPU-s",
-         "notes": "process CPU time (all threads); load-independent work efficiency"},
+         "notes": "per second of this process's CPU time (all threads)"},
         {"name": "bomb oracle base-1 team-rounds/s, round logic, pure Python",
          "value": py_round, "unit": "team-rounds/s", "notes": "one game at a time"},
         {"name": "bomb round logic JAX / pure-Python ratio", "value": jax_round / py_round,
