@@ -164,7 +164,7 @@ class GPT(nnx.Module):
 def n_params(model: nnx.Module, embeddings: bool = True) -> int:
     """Number of parameters; ``embeddings=False`` leaves out the positional table (nanoGPT)."""
     total = sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param)))
-    return total if embeddings else total - model.wpe.embedding.value.size
+    return total if embeddings else total - model.wpe.embedding[...].size
 
 
 def flops_per_token(cfg: GPTConfig, n_non_embedding: int, seq_len: int) -> float:
