@@ -117,10 +117,10 @@ def main(cfg: DictConfig) -> None:
             TrainConfig(**cfg.train),
             cfg.n_rounds,
             out / name,
-            jax.random.fold_in(key_train, i),
+            jax.random.fold_in(key_train, messages.KINDS.index(name)),  # same key in any mix
             None,
         )
-        for i, name in enumerate(protocol_names(cfg))
+        for name in protocol_names(cfg)
     }  # every trainer validates its configuration here, before any training
     logger = RunLogger(cfg.logger.mode, cfg.logger.project, cfg.experiment_name,
                        OmegaConf.to_container(cfg, resolve=True), str(out))
