@@ -27,8 +27,8 @@ from eval import benchmarks  # noqa: E402
 
 
 def available() -> list[str]:
-    """Names of the benchmark modules in ``eval/benchmarks/``."""
-    return sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__))
+    """Names of the benchmark modules in ``eval/benchmarks/`` (``_``-prefixed ones are helpers)."""
+    return sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name[0] != "_")
 
 
 def run(only: list[str] | None, quick: bool, out: str | Path) -> list[dict]:

@@ -15,7 +15,7 @@ from functools import partial
 import jax
 import numpy as np
 
-from eval.benchmarks.timing import best_time
+from eval.benchmarks._timing import best_time
 from jaxcollab.agents.bomb.run import play_continuous, team_turn
 from jaxcollab.agents.bomb.teams import oracle_team
 from jaxcollab.envs.bomb import BombEnv

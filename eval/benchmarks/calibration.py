@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from eval.benchmarks.timing import best_time
+from eval.benchmarks._timing import best_time
 from jaxcollab.collab.bias import bias_conversation
 from jaxcollab.collab.calibration import fit_rounds
 from jaxcollab.collab.metrics import self_calibration_error

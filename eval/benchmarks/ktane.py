@@ -14,7 +14,7 @@ from functools import partial
 import jax
 import numpy as np
 
-from eval.benchmarks.timing import best_time
+from eval.benchmarks._timing import best_time
 from jaxcollab.agents.ktane import oracle_team, play
 from jaxcollab.core.registry import make, resolve
 from jaxcollab.envs.ktane.export import episode_keys

@@ -8,7 +8,7 @@ import time
 import jax
 import jax.numpy as jnp
 
-from eval.benchmarks.timing import best_time
+from eval.benchmarks._timing import best_time
 from jaxcollab.envs.maze.env import MazeEnv
 from jaxcollab.envs.maze.generator import sample_mazes
 from jaxcollab.envs.maze.text import build_dataset

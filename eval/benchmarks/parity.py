@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from eval.benchmarks.timing import best_time
+from eval.benchmarks._timing import best_time
 from jaxcollab.envs.parity import MASK, build_dataset, make_alphas, sample_parity, split_masks
 
 
