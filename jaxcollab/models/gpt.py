@@ -18,6 +18,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+# GELU (tanh form) is nanoGPT's; ReLU is offered because XLA's CPU backend spends most of a small
+# model's backward pass in GELU's transcendental (eval/benchmarks/train.py measures both).
+ACTIVATIONS = {"gelu": jax.nn.gelu, "relu": jax.nn.relu}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,10 +34,11 @@ class GPTConfig:
         dropout: dropout rate on attention weights and residual branches (training only).
         bias: biases in linear layers and LayerNorms.
         dtype: compute dtype, ``"float32"`` or ``"bfloat16"`` (parameters stay float32).
+        activation: MLP nonlinearity, ``"gelu"`` (nanoGPT) or ``"relu"``.
 
     Raises:
         ValueError: a non-positive size, ``n_embd`` not divisible by ``n_head``, dropout outside
-            [0, 1), or an unknown dtype.
+            [0, 1), or an unknown dtype or activation.
     """
 
     vocab_size: int
@@ -45,6 +49,7 @@ class GPTConfig:
     dropout: float = 0.0
     bias: bool = True
     dtype: str = "float32"
+    activation: str = "gelu"
 
     def __post_init__(self):
         sizes = {k: getattr(self, k) for k in ("vocab_size", "block_size", "n_layer", "n_head")}
@@ -59,6 +64,10 @@ class GPTConfig:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}; expected one of {sorted(DTYPES)}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(
+                f"unknown activation {self.activation!r}; expected one of {sorted(ACTIVATIONS)}"
+            )
 
     @property
     def compute_dtype(self):
@@ -127,7 +136,7 @@ class Block(nnx.Module):
         are computed; earlier positions still serve as keys and values."""
         n_query = x.shape[1] if n_query is None else n_query
         x = x[:, x.shape[1] - n_query :] + self.attn(self.ln1(x), rngs, n_query)
-        mlp = self.out(jax.nn.gelu(self.fc(self.ln2(x))))
+        mlp = self.out(ACTIVATIONS[self.cfg.activation](self.fc(self.ln2(x))))
         return x + _dropout(mlp, self.cfg.dropout, rngs)
 
 
