@@ -191,7 +191,11 @@ def fit(
     k_init, k_steps = jax.random.split(key)
     graphdef, params = nnx.split(GPT(model_cfg, nnx.Rngs(k_init)))
     tx = make_optimizer(tc)
-    opt_state = tx.init(params)
+    # Replicated from the start: the step returns them replicated, and a changed input
+    # sharding on step 2 would compile the whole step a second time.
+    params, opt_state = jax.device_put(
+        (params, tx.init(params)), NamedSharding(data_mesh(), PartitionSpec())
+    )
     step_fn = make_train_step(graphdef, tx, tc.batch_size, model_cfg.dropout > 0)
     tokens_d, targets_d = jnp.asarray(tokens, jnp.int32), jnp.asarray(targets, jnp.int32)
     best = (float("inf"), 0, params)
