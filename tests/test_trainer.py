@@ -14,12 +14,12 @@ from jaxcollab.collab.data import CollabTask, TaskSplit, build_prefix, round_chu
 from jaxcollab.collab.fit import TrainConfig, predict_probs
 from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.tasks import make_task
-from jaxcollab.collab.trainer import ModelShape, RoundTrainer, _load_round
+from jaxcollab.collab.trainer import RoundTrainer, _load_round
 from jaxcollab.envs.parity import VOCAB, encode
 from jaxcollab.io.checkpoints import load_params
 from jaxcollab.models.gpt import GPT
 
-TINY = ModelShape(n_layer=1, n_head=1, n_embd=8)
+TINY = {"n_layer": 1, "n_head": 1, "n_embd": 8}
 FAST = TrainConfig(steps=3, batch_size=32, lr=1e-3, min_lr=1e-4, warmup_steps=1, eval_every=3,
                    val_examples=32, eval_batch=512)
 PARITY = {"name": "parity", "alphas": [0.2, 0.15, 0.1, 0.02], "n_bits": 8, "alpha_sum": 0.49,
@@ -44,7 +44,7 @@ def parity_task():
 
 def _trainer(task, run_dir, kind="probability", **kw):
     codec = MessageCodec(kind, task.vocab, task.class_chars)
-    return RoundTrainer(task, codec, kw.pop("shape", TINY), kw.pop("train", FAST),
+    return RoundTrainer(task, codec, kw.pop("model", TINY), kw.pop("train", FAST),
                         kw.pop("n_rounds", 2), run_dir, KEY, **kw)
 
 
@@ -165,15 +165,15 @@ def test_tiny_run_learns_a_trivially_learnable_task(tmp_path):
     task = CollabTask("copy", VOCAB, "01", split(3000), split(500))
     train = dataclasses.replace(FAST, steps=80, batch_size=64, lr=1e-2, min_lr=1e-3,
                                 warmup_steps=5, eval_every=40, val_examples=200)
-    shape = ModelShape(n_layer=1, n_head=2, n_embd=16)
-    (metrics,) = _trainer(task, tmp_path, "action", shape=shape, train=train, n_rounds=1).run()
+    model = {"n_layer": 1, "n_head": 2, "n_embd": 16}
+    (metrics,) = _trainer(task, tmp_path, "action", model=model, train=train, n_rounds=1).run()
     assert metrics["test_accuracy"] == 1.0
     assert metrics["test_ce"] < 0.05 and metrics["best_val_loss"] < 0.05
 
 
 def test_bad_input_fails_before_training(parity_task, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="context too long for the model: round 2 needs 9"):
-        _trainer(parity_task, tmp_path, shape=dataclasses.replace(TINY, block_size=8))
+        _trainer(parity_task, tmp_path, model={**TINY, "block_size": 8})
     with pytest.raises(ValueError, match="val_examples=300 must be at most half"):
         _trainer(parity_task, tmp_path, train=dataclasses.replace(FAST, val_examples=300))
     with pytest.raises(ValueError, match="n_rounds=0"):
@@ -188,3 +188,48 @@ def test_bad_input_fails_before_training(parity_task, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="batch_size=32 is not divisible by the 3 devices"):
         _trainer(parity_task, tmp_path)
     assert not any(tmp_path.iterdir())  # nothing was trained or written
+
+
+def test_message_transform_changes_what_is_sent_not_what_is_predicted(finished, parity_task,
+                                                                       tmp_path):
+    trainer, reference, _ = finished
+    calls = []
+
+    def flip(r, messages, previous):
+        calls.append((r, None if previous is None else previous.shape))
+        return 9 - messages + 2 * VOCAB.index("0")  # digit d -> 9 - d
+
+    metrics = _trainer(parity_task, tmp_path, message_transform=flip).run()
+    n_labelled = len(parity_task.train) - 400
+    n_test = len(parity_task.test)
+    assert calls == [(1, None), (1, None), (2, (n_test, 2))]  # round 1: train rows, test; round 2
+    assert metrics[0]["test_mse_vs_pstar"] == reference[0]["test_mse_vs_pstar"]
+    with np.load(tmp_path / "round_1" / "round.npz") as z:
+        sent, posterior = z["test_messages"], z["test_posterior_messages"]
+        train_sent = z["train_messages"][400:]
+    with np.load(trainer.round_dir(1) / "round.npz") as z:
+        np.testing.assert_array_equal(posterior, z["test_messages"])
+        np.testing.assert_array_equal(train_sent, flip(1, z["train_messages"][400:], None))
+    np.testing.assert_array_equal(sent, flip(1, posterior, None))
+    assert train_sent.shape == (n_labelled, 2)
+
+
+def test_first_round_is_shared_across_protocols(finished, parity_task, tmp_path):
+    trainer, reference, _ = finished
+    original, fit_module.GPT = fit_module.GPT, RecordingGPT
+    RecordingGPT.starts = []
+    try:
+        action = _trainer(parity_task, tmp_path, "action", first_round_from=trainer.run_dir)
+        metrics = action.run()
+    finally:
+        fit_module.GPT = original
+    assert len(RecordingGPT.starts) == 1  # round 2 only: round 1 came from the probability run
+    assert metrics[0]["shared_from"] == str(trainer.round_dir(1))
+    assert metrics[0]["test_mse_vs_pstar"] == reference[0]["test_mse_vs_pstar"]
+    with np.load(trainer.round_dir(1) / "round.npz") as src, \
+            np.load(action.round_dir(1) / "round.npz") as z:
+        np.testing.assert_array_equal(z["test_probs"], src["test_probs"])
+        decisions = src["test_probs"][:, 1] >= 0.5  # action message: 1{q >= 1/2}
+        np.testing.assert_array_equal(z["test_messages"][:, 0] == VOCAB.index("1"), decisions)
+    with pytest.raises(FileNotFoundError, match="has not finished"):
+        _trainer(parity_task, tmp_path / "b", first_round_from=tmp_path / "missing").run()

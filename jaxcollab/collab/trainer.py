@@ -6,11 +6,23 @@ the best-validation parameters (saved with orbax), and emits one message per exa
 (:class:`~jaxcollab.collab.messages.MessageCodec`) onto the later rounds' training chunks and
 the test set (cross-fitting, see :mod:`jaxcollab.collab.data`).
 
+Two hooks serve other experiments without subclassing:
+
+* ``message_transform(r, messages, previous)`` rewrites the encoded messages before they are
+  appended (the bias model of spec §4, :func:`jaxcollab.collab.bias.message_bias`); the
+  untransformed test messages are kept as ``test_posterior_messages``.
+* ``first_round_from``: round 1 reads no messages, so under the same task, chunks, model,
+  optimisation and key it is the same model for every protocol. A trainer given another run's
+  directory takes that run's round-1 predictions (encoded with its own codec) instead of
+  training the identical model again.
+
 Run directory of one protocol::
 
-    round_<r>/checkpoint/   orbax, best-validation parameters
-    round_<r>/round.npz     train_messages uint8 [N_train, w] (rows of chunks <= r unused),
-                            test_messages uint8 [N_test, w], test_probs float32 [N_test, C],
+    round_<r>/checkpoint/   orbax, best-validation parameters (absent for a shared round 1)
+    round_<r>/round.npz     train_probs float32 [N_train, C], train_messages uint8 [N_train, w]
+                            (rows of chunks <= r unused: zeros), test_probs float32 [N_test, C],
+                            test_messages uint8 [N_test, w] (as sent),
+                            test_posterior_messages uint8 [N_test, w] (before the transform),
                             test_labels int32 [N_test], test_target float32 [N_test, C]
     round_<r>/metrics.json  the round's metrics (see :func:`test_metrics`)
 
@@ -24,7 +36,7 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import jax
@@ -37,23 +49,6 @@ from jaxcollab.io.checkpoints import save_params
 from jaxcollab.models.gpt import GPTConfig
 
 
-@dataclasses.dataclass(frozen=True)
-class ModelShape:
-    """Model hyperparameters other than the task-given vocabulary and context length.
-
-    ``block_size=None`` sizes the context to the longest prefix + 1; a given value must be at
-    least that (checked by :func:`required_context` callers before training).
-    """
-
-    n_layer: int = 4
-    n_head: int = 6
-    n_embd: int = 240
-    dropout: float = 0.0
-    bias: bool = True
-    dtype: str = "float32"
-    block_size: int | None = None
-
-
 def required_context(task: CollabTask, codec: MessageCodec, n_rounds: int) -> int:
     """Context length the last round needs: its prefix plus the answer token."""
     return max(
@@ -61,20 +56,24 @@ def required_context(task: CollabTask, codec: MessageCodec, n_rounds: int) -> in
     )
 
 
-def model_config(task: CollabTask, codec: MessageCodec, shape: ModelShape, n_rounds: int):
+def model_config(task: CollabTask, codec: MessageCodec, model: Mapping, n_rounds: int):
     """The :class:`GPTConfig` for this task/protocol.
 
+    Args:
+        model: :class:`GPTConfig` fields other than ``vocab_size`` (the task's); a missing or
+            ``None`` ``block_size`` is sized to :func:`required_context`.
+
     Raises:
-        ValueError: ``shape.block_size`` shorter than :func:`required_context`.
+        ValueError: ``block_size`` shorter than :func:`required_context`, or a bad model field.
     """
     need = required_context(task, codec, n_rounds)
-    if shape.block_size is not None and shape.block_size < need:
+    fields = dict(model)
+    block = fields.pop("block_size", None) or need
+    if block < need:
         raise ValueError(
             f"context too long for the model: round {n_rounds} needs {need} tokens "
-            f"(prefix + answer) but model.block_size={shape.block_size}"
+            f"(prefix + answer) but model.block_size={block}"
         )
-    fields = dataclasses.asdict(shape)
-    block = fields.pop("block_size") or need
     return GPTConfig(vocab_size=len(task.vocab), block_size=block, **fields)
 
 
@@ -105,6 +104,11 @@ def _save_npz(path: Path, **arrays) -> None:
     os.replace(tmp, path)
 
 
+MessageTransform = Callable[[int, np.ndarray, np.ndarray | None], np.ndarray]
+"""``(round r, messages uint8 [N, w], previous round's sent messages [N, w] or None) → sent
+messages uint8 [N, w]``."""
+
+
 @dataclasses.dataclass
 class RoundOutput:
     """What later rounds and the caller need from a finished round."""
@@ -125,11 +129,16 @@ class RoundTrainer:
 
     Args:
         task: the task's data. codec: the protocol's message encoding.
-        shape, train: model shape and per-round optimisation.
-        n_rounds: rounds to play (spec §1: 5 for parity).
-        run_dir: this protocol's directory. key: PRNG key for initialisation and batches.
+        model: :class:`GPTConfig` fields but ``vocab_size`` (see :func:`model_config`).
+        train: per-round optimisation. n_rounds: rounds to play (spec §1: 5 for parity).
+        run_dir: this protocol's directory. key: PRNG key for initialisation and batches
+            (round r uses ``fold_in(key, r)``).
         progress: ``progress(description, total)`` context manager yielding
             ``update(step, loss)`` (e.g. :meth:`jaxcollab.io.logging.RunLogger.progress`).
+        message_transform: applied to each round's encoded messages before they are appended
+            (module docstring); None sends them as encoded.
+        first_round_from: run directory of a trainer with the same task, model, optimisation
+            and key whose round 1 is finished first; its round-1 predictions are reused.
 
     Raises:
         ValueError: ``n_rounds < 1``, too few training examples for the round chunks,
@@ -137,13 +146,17 @@ class RoundTrainer:
             count, or a context too long for the model — all before any training.
     """
 
-    def __init__(self, task: CollabTask, codec: MessageCodec, shape: ModelShape,
+    def __init__(self, task: CollabTask, codec: MessageCodec, model: Mapping,
                  train: TrainConfig, n_rounds: int, run_dir: str | Path, key: jax.Array,
-                 progress: Callable | None = None):
+                 progress: Callable | None = None,
+                 message_transform: MessageTransform | None = None,
+                 first_round_from: str | Path | None = None):
         if n_rounds < 1:
             raise ValueError(f"n_rounds={n_rounds} must be >= 1")
         self.task, self.codec, self.train, self.n_rounds = task, codec, train, n_rounds
-        self.model_cfg = model_config(task, codec, shape, n_rounds)
+        self.model_cfg = model_config(task, codec, model, n_rounds)
+        self.message_transform = message_transform
+        self.first_round_from = None if first_round_from is None else Path(first_round_from)
         self.chunks = round_chunks(len(task.train), n_rounds)
         smallest = min(c.stop - c.start for c in self.chunks)
         if train.val_examples * 2 > smallest:
@@ -195,37 +208,98 @@ class RoundTrainer:
             return fit(self.model_cfg, self.train, tokens[:-n_val], targets[:-n_val],
                        tokens[-n_val:], targets[-n_val:], key, update)
 
-    def _play(self, r: int, outputs: list[RoundOutput]) -> RoundOutput:
+    def _predict(self, r: int, outputs: list[RoundOutput]) -> tuple[dict, np.ndarray, dict]:
+        """Fit round r and predict: ``(info for metrics, train_probs, test_probs)``."""
         result = self._fit(r, outputs)
-        rdir = self.round_dir(r)
-        rdir.mkdir(parents=True, exist_ok=True)
-        save_params(rdir / "checkpoint", result.params)
+        save_params(self.round_dir(r) / "checkpoint", result.params)
 
         def probs(rows):
             tokens = self.prefixes(r, rows, outputs)
             return predict_probs(result.graphdef, result.params, tokens,
                                  self.task.class_tokens, self.train.eval_batch)
 
-        n_train = len(self.task.train)
+        n_train, n_classes = len(self.task.train), len(self.task.class_chars)
+        train_probs = np.zeros((n_train, n_classes), np.float32)
         labelled = slice(self.chunks[r - 1].stop, n_train)
-        train_messages = np.zeros((n_train, self.codec.width), np.uint8)
         if labelled.start < n_train:
-            train_messages[labelled] = np.asarray(self.codec.encode(probs(labelled)))
-        test = self.task.test
-        test_probs = probs(None)
-        test_messages = np.asarray(self.codec.encode(test_probs), np.uint8)
-        metrics = {
-            "round": r,
-            "agent": (r - 1) % self.task.n_agents,
-            **test_metrics(test_probs, test.labels, test.target),
+            train_probs[labelled] = probs(labelled)
+        info = {
             "best_val_loss": result.best_val_loss,
             "best_step": result.best_step,
             "final_train_loss": result.final_train_loss,
             "train_seconds": result.seconds,
+        }
+        return info, train_probs, probs(None)
+
+    def _shared_first_round(self) -> tuple[dict, np.ndarray, np.ndarray]:
+        """Round 1 of ``first_round_from``: its training info and predictions."""
+        src = self.first_round_from / "round_1"
+        if not (src / "round.npz").exists():
+            raise FileNotFoundError(
+                f"first_round_from: {src} has not finished; run that trainer's round 1 first"
+            )
+        with np.load(src / "round.npz") as z:
+            train_probs, test_probs = z["train_probs"], z["test_probs"]
+        info = json.loads((src / "metrics.json").read_text())
+        keep = ("best_val_loss", "best_step", "final_train_loss")
+        info = {**{k: info[k] for k in keep}, "train_seconds": 0.0, "shared_from": str(src)}
+        return info, train_probs, test_probs
+
+    def _send(self, r: int, messages: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
+        if self.message_transform is None:
+            return messages
+        return np.asarray(self.message_transform(r, messages, previous), np.uint8)
+
+    def _play(self, r: int, outputs: list[RoundOutput]) -> RoundOutput:
+        rdir = self.round_dir(r)
+        rdir.mkdir(parents=True, exist_ok=True)
+        shared = r == 1 and self.first_round_from is not None
+        info, train_probs, test_probs = (
+            self._shared_first_round() if shared else self._predict(r, outputs)
+        )
+        n_train = len(self.task.train)
+        labelled = slice(self.chunks[r - 1].stop, n_train)
+        prev = outputs[-1] if outputs else None
+        train_messages = np.zeros((n_train, self.codec.width), np.uint8)
+        if labelled.start < n_train:
+            encoded = np.asarray(self.codec.encode(train_probs[labelled]), np.uint8)
+            train_messages[labelled] = self._send(
+                r, encoded, None if prev is None else prev.train_messages[labelled])
+        test = self.task.test
+        posterior = np.asarray(self.codec.encode(test_probs), np.uint8)
+        test_messages = self._send(r, posterior, None if prev is None else prev.test_messages)
+        metrics = {
+            "round": r,
+            "agent": (r - 1) % self.task.n_agents,
+            **test_metrics(test_probs, test.labels, test.target),
+            **info,
             "fit_rows": [self.chunks[r - 1].start, self.chunks[r - 1].stop],
             "labelled_train_rows": [labelled.start, labelled.stop],
         }
         (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        _save_npz(rdir / "round.npz", train_messages=train_messages, test_messages=test_messages,
-                  test_probs=test_probs, test_labels=test.labels, test_target=test.target)
+        _save_npz(rdir / "round.npz", train_probs=train_probs, train_messages=train_messages,
+                  test_probs=test_probs, test_messages=test_messages,
+                  test_posterior_messages=posterior, test_labels=test.labels,
+                  test_target=test.target)
         return RoundOutput(train_messages, test_messages, metrics)
+
+
+def run_trainers(trainers: Mapping[str, RoundTrainer], progress: Callable | None,
+                 on_round: Callable[[str, list[dict]], None]) -> dict[str, list[dict]]:
+    """Run each trainer in order (each resumes where it stopped) with one progress display.
+
+    ``on_round(name, done)`` is called after every finished or loaded round with that run's
+    metrics so far (a list by round), so callers can write results as each round ends.
+    Returns every run's metrics by name.
+    """
+    history: dict[str, list[dict]] = {}
+    for name, trainer in trainers.items():
+        trainer.progress = progress or trainer.progress
+        done = history.setdefault(name, [])
+
+        def record(r: int, metrics: dict, name=name, done=done) -> None:
+            done.append(metrics)
+            on_round(name, done)
+
+        trainer.run(record)
+    return history
