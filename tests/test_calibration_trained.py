@@ -63,22 +63,29 @@ def test_naive_rare_action_baseline():
 
 
 @pytest.mark.slow
-def test_train_calibration_end_to_end_tiny(tmp_path):
+@pytest.mark.parametrize("experiment", ["parity_calibration", "maze_calibration"])
+def test_train_calibration_end_to_end_tiny(tmp_path, experiment):
     import json
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    cmd = [sys.executable, str(root / "train" / "calibration.py"), "experiment=parity_calibration",
+    cmd = [sys.executable, str(root / "train" / "calibration.py"), f"experiment={experiment}",
            "preset=cpu", "task.n_examples=20000", "train.steps=20", "train.warmup_steps=5",
            "train.eval_every=10", "train.val_examples=256", "task.n_rounds=3",
            f"out_dir={tmp_path}"]
     subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
     results = json.loads((tmp_path / "results.json").read_text())
-    assert set(results["treatments"]) == {"unbiased", "speaker_posterior", "biased_raw", "self",
-                                          "conversation"}
+    expected = {"unbiased", "speaker_posterior", "biased_raw", "self", "conversation"}
+    if experiment == "maze_calibration":
+        expected.add("naive_rare_action")
+    assert set(results["treatments"]) == expected
     assert results["rounds"] == [1, 2, 3]
     assert len(results["calibrator_weights"]["conversation"]["weights"]) == 3
+    # round 1 is trained once: the biased run biases the unbiased run's round-1 predictions
+    assert results["runs"]["biased"][0]["shared_from"].endswith("unbiased/round_1")
+    assert results["runs"]["biased"][0]["test_mse_vs_pstar"] == \
+        results["runs"]["unbiased"][0]["test_mse_vs_pstar"]
     for name in ("mse.png", "reliability.png", "conversation_cells.png"):
         assert (tmp_path / name).stat().st_size > 10_000

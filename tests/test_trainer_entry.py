@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
 from hydra.errors import ConfigCompositionException
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -31,6 +32,28 @@ def test_presets_and_experiment_compose():
     assert (paper.train.steps, paper.train.batch_size, paper.train.lr) == (2000, 1024, 1e-4)
     assert (paper.model.n_layer, paper.model.n_head, paper.model.n_embd) == (4, 6, 240)
     assert paper.task.view == "masked" and paper.n_rounds == 5
+
+
+def _run_cfg(*overrides):
+    """A config as the entry points see it (``${hydra:...}`` resolvable, hydra key dropped)."""
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        cfg = compose("collab", overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    with open_dict(cfg):
+        del cfg["hydra"]
+    return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+
+
+def test_maze_experiments_compose_per_preset():
+    for experiment in ("maze_messages", "maze_calibration"):
+        cpu = _run_cfg(f"experiment={experiment}", "preset=cpu")
+        paper = _run_cfg(f"experiment={experiment}", "preset=paper")
+        for cfg in (cpu, paper):
+            assert cfg.task.name == "maze" and cfg.task.view == "masked" and cfg.n_rounds == 4
+        assert cpu.model.activation == "relu" and paper.model.activation == "gelu"
+        assert paper.train.steps == 50_000 and paper.task.n_examples == 2_000_000
+    calibration = _run_cfg("experiment=maze_calibration", "preset=cpu")
+    assert calibration.protocol.name == "probability" and calibration.bias.beta == 2.0
 
 
 def test_bad_config_values_fail_with_the_valid_choices(tmp_path):

@@ -1,11 +1,12 @@
 """Trained conversations with biased reports and post-hoc calibration (spec §4, paper R2).
 
     python train/calibration.py experiment=parity_calibration preset=cpu [out_dir=DIR]
+    python train/calibration.py experiment=maze_calibration preset=cpu [out_dir=DIR]
 
 Composes ``configs/collab.yaml`` (task, model, train, presets) plus the experiment's ``bias``
 and ``calibration`` blocks. Trains a ``biased`` probability conversation with the round trainer
 (every message passed through the bias model before it is appended,
-:class:`~jaxcollab.collab.biased_rounds.BiasedRoundTrainer`) and, with
+:func:`~jaxcollab.collab.biased_rounds.bias_transform`) and, with
 ``calibration.unbiased_run=true``, an ``unbiased`` one (plain messages) — then fits self
 and conversation calibrators per round on half of the test set and scores the other half
 (:mod:`jaxcollab.collab.posthoc`). Rerunning with the same ``out_dir`` resumes finished rounds.
@@ -14,8 +15,10 @@ and conversation calibrators per round on half of the test set and scores the ot
     ``treatments.<t>`` for t in ``unbiased`` (the unbiased run's messages; only with
     ``calibration.unbiased_run=true``),
     ``speaker_posterior`` (the biased run's speakers' own posteriors, before the bias),
-    ``biased_raw``, ``self``, ``conversation`` (the biased run's reports, raw or calibrated):
-    ``mse_vs_pstar`` (probability², vs the true class probabilities), ``accuracy`` (fraction),
+    ``biased_raw``, ``self``, ``conversation`` (the biased run's reports, raw or calibrated),
+    and for mazes ``naive_rare_action`` (the biased reports with up/left arg-maxes replaced by
+    0.5 down / 0.5 right, spec §4): ``mse_vs_pstar`` (probability², vs the true class
+    probabilities), ``accuracy`` (fraction),
     ``ece`` and ``cce`` (binned self / conversation calibration errors);
     ``calibrator_weights.{self,conversation}``: fitted weights ``[w_k]`` / ``[w_k, w_{k−1}]``
     and per-class ``bias`` by round (the bias model predicts ``[1/β, −γ/β]``);
@@ -34,13 +37,14 @@ from pathlib import Path
 
 import hydra
 import jax
+import jax.numpy as jnp
 from omegaconf import DictConfig, OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jaxcollab.collab import tasks, theory  # noqa: E402
-from jaxcollab.collab.bias import validate_bias  # noqa: E402
-from jaxcollab.collab.biased_rounds import BiasedRoundTrainer  # noqa: E402
+from jaxcollab.collab.bias import safe_log, validate_bias  # noqa: E402
+from jaxcollab.collab.biased_rounds import bias_transform  # noqa: E402
 from jaxcollab.collab.calibration import treatment_messages  # noqa: E402
 from jaxcollab.collab.calibration_plots import (  # noqa: E402
     plot_conversation_cells,
@@ -50,8 +54,14 @@ from jaxcollab.collab.calibration_plots import (  # noqa: E402
 from jaxcollab.collab.fit import TrainConfig  # noqa: E402
 from jaxcollab.collab.ideal import exact_reports, message_mse  # noqa: E402
 from jaxcollab.collab.messages import MessageCodec  # noqa: E402
-from jaxcollab.collab.posthoc import calibrate_run, load_messages  # noqa: E402
-from jaxcollab.collab.trainer import ModelShape, RoundTrainer  # noqa: E402
+from jaxcollab.collab.posthoc import (  # noqa: E402
+    calibrate_run,
+    fit_rows,
+    load_messages,
+    naive_rare_action,
+    score,
+)
+from jaxcollab.collab.trainer import RoundTrainer, run_trainers  # noqa: E402
 from jaxcollab.envs.parity import make_alphas  # noqa: E402
 from jaxcollab.io.logging import RunLogger  # noqa: E402
 from jaxcollab.io.results import ResultsFile  # noqa: E402
@@ -60,14 +70,22 @@ SCALARS = ("mse_vs_pstar", "accuracy", "ece", "cce")
 
 
 def trainers(cfg: DictConfig, task, out: Path, beta: float, gamma: float) -> dict:
-    """The ``unbiased`` and ``biased`` round trainers (validated before any training)."""
+    """The ``unbiased`` (optional) and ``biased`` round trainers, validated before training.
+
+    Both use one key, so their round-1 models are the same: the biased run takes the unbiased
+    run's round-1 predictions (trained once) and biases them.
+    """
     codec = MessageCodec("probability", task.vocab, task.class_chars, cfg.protocol.digits)
     key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 1)
-    common = (task, codec, ModelShape(**cfg.model), TrainConfig(**cfg.train), cfg.n_rounds)
-    runs = {"biased": BiasedRoundTrainer(*common, out / "biased", jax.random.fold_in(key, 1),
-                                         beta=beta, gamma=gamma)}
+    common = (task, codec, OmegaConf.to_container(cfg.model, resolve=True),
+              TrainConfig(**cfg.train), cfg.n_rounds)
+    runs = {}
     if cfg.calibration.unbiased_run:
-        runs["unbiased"] = RoundTrainer(*common, out / "unbiased", jax.random.fold_in(key, 0))
+        runs["unbiased"] = RoundTrainer(*common, out / "unbiased", key)
+    runs["biased"] = RoundTrainer(
+        *common, out / "biased", key, message_transform=bias_transform(codec, beta, gamma),
+        first_round_from=out / "unbiased" if "unbiased" in runs else None,
+    )
     return runs
 
 
@@ -80,10 +98,14 @@ def ideal_decoder(cfg: DictConfig, beta: float, gamma: float) -> dict:
 
 
 def analyse(cfg: DictConfig, out: Path, codec: MessageCodec) -> tuple[dict, dict, dict]:
-    """Post-hoc calibration of both runs: ``(treatments, weights, metrics for plots)``."""
+    """Post-hoc calibration of both runs: ``(treatments, weights, metrics for plots)``.
+
+    Maze runs add the naive rare-action baseline (spec §4) applied to the biased reports.
+    """
     c = cfg.calibration
     args = (c.fit_fraction, c.n_bins, c.newton_steps)
-    biased, weights = calibrate_run(*load_messages(out / "biased", codec, cfg.n_rounds), *args)
+    probs, labels, target = load_messages(out / "biased", codec, cfg.n_rounds)
+    biased, weights = calibrate_run(probs, labels, target, *args)
     posterior = load_messages(out / "biased", codec, cfg.n_rounds, "test_posterior_messages")
     metrics = {"speaker_posterior": calibrate_run(*posterior, *args)[0]["raw"]}
     if cfg.calibration.unbiased_run:
@@ -91,6 +113,11 @@ def analyse(cfg: DictConfig, out: Path, codec: MessageCodec) -> tuple[dict, dict
         metrics["unbiased"] = calibrate_run(*unbiased, *args)[0]["raw"]
     metrics.update(biased_raw=biased["raw"], self=biased["self"],
                    conversation=biased["conversation"])
+    if cfg.task.name == "maze":
+        cut = fit_rows(len(labels), c.fit_fraction)  # scored on the same rows as the others
+        naive = naive_rare_action(probs[:, cut:], codec.class_chars)
+        metrics["naive_rare_action"] = score(safe_log(jnp.asarray(naive)), labels[cut:],
+                                             target[cut:], c.n_bins)
     treatments = {t: {k: m[k] for k in SCALARS} for t, m in metrics.items()}
     return treatments, weights, metrics
 
@@ -111,8 +138,8 @@ def plots(results: dict, metrics: dict, out: Path) -> None:
 def main(cfg: DictConfig) -> None:
     start = time.perf_counter()
     if "bias" not in cfg or "calibration" not in cfg:
-        raise ValueError("train/calibration.py needs experiment=parity_calibration (bias and "
-                         "calibration blocks)")
+        raise ValueError("train/calibration.py needs experiment=parity_calibration or "
+                         "experiment=maze_calibration (bias and calibration blocks)")
     beta, gamma = validate_bias(cfg.bias.beta, cfg.bias.gamma)
     out = Path(cfg.out_dir)
     results = ResultsFile(out / "results.json")
@@ -131,17 +158,12 @@ def main(cfg: DictConfig) -> None:
         results.set(("ideal_decoder",), ideal_decoder(cfg, beta, gamma))
     logger = RunLogger(cfg.logger.mode, cfg.logger.project, cfg.experiment_name,
                        OmegaConf.to_container(cfg, resolve=True), str(out))
-    for name, trainer in runs.items():
-        trainer.progress = logger.progress
-        done: list[dict] = []
+    def on_round(name: str, done: list[dict]) -> None:
+        results.set(("runs", name), done)
+        print(f"{name} round {done[-1]['round']}: speaker posterior "
+              f"test_mse_vs_pstar={done[-1]['test_mse_vs_pstar']:.5g}")
 
-        def on_round(r: int, metrics: dict, name=name, done=done) -> None:
-            done.append(metrics)
-            results.set(("runs", name), done)
-            mse = metrics["test_mse_vs_pstar"]
-            print(f"{name} round {r}: speaker posterior test_mse_vs_pstar={mse:.5g}")
-
-        trainer.run(on_round)
+    run_trainers(runs, logger.progress, on_round)
     treatments, weights, metrics = analyse(cfg, out, runs["biased"].codec)
     results.set(("treatments",), treatments)
     results.set(("calibrator_weights",), weights)

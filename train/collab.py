@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jaxcollab.collab import messages, tasks, theory  # noqa: E402
 from jaxcollab.collab.fit import TrainConfig  # noqa: E402
-from jaxcollab.collab.trainer import ModelShape, RoundTrainer  # noqa: E402
+from jaxcollab.collab.trainer import RoundTrainer, run_trainers  # noqa: E402
 from jaxcollab.envs.parity import make_alphas  # noqa: E402
 from jaxcollab.io.logging import MODES, RunLogger  # noqa: E402
 from jaxcollab.io.plots import THEORY_KEYS, separation_plot  # noqa: E402
@@ -109,34 +109,36 @@ def main(cfg: DictConfig) -> None:
     if task.name == "parity":
         alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.get("alpha_sum"))
         results.set(("theory",), theory.parity_curves(alphas, cfg.n_rounds))
+    names = protocol_names(cfg)
+    # One key for every protocol: round r of each starts from the same weights and batches, so
+    # the curves differ by the messages alone, and round 1 (no messages yet) is trained once.
     trainers = {
         name: RoundTrainer(
             task,
             messages.MessageCodec(name, task.vocab, task.class_chars, cfg.protocol.digits),
-            ModelShape(**cfg.model),
+            OmegaConf.to_container(cfg.model, resolve=True),
             TrainConfig(**cfg.train),
             cfg.n_rounds,
             out / name,
-            jax.random.fold_in(key_train, messages.KINDS.index(name)),  # same key in any mix
-            None,
+            key_train,
+            first_round_from=None if name == names[0] else out / names[0],
         )
-        for name in protocol_names(cfg)
+        for name in names
     }  # every trainer validates its configuration here, before any training
     logger = RunLogger(cfg.logger.mode, cfg.logger.project, cfg.experiment_name,
                        OmegaConf.to_container(cfg, resolve=True), str(out))
-    for name, trainer in trainers.items():
-        trainer.progress = logger.progress
-        done: list[dict] = []
+    def on_round(name: str, done: list[dict]) -> None:
+        metrics = done[-1]
+        record_round(results, name, done)
+        # "<protocol>/round" is the x-axis: wandb steps must increase across protocols
+        logger.log({f"{name}/round": metrics["round"],
+                    **{f"{name}/{k}": metrics[k] for k in LISTED}})
+        if task.name == "parity":
+            separation_plot(results.data, out / "separation.png")
+        print(f"{name} round {metrics['round']}: "
+              + ", ".join(f"{k}={metrics[k]:.5g}" for k in LISTED))
 
-        def on_round(r: int, metrics: dict, name=name, done=done) -> None:
-            done.append(metrics)
-            record_round(results, name, done)
-            logger.log({f"{name}/{k}": metrics[k] for k in LISTED}, step=r)
-            if task.name == "parity":
-                separation_plot(results.data, out / "separation.png")
-            print(f"{name} round {r}: " + ", ".join(f"{k}={metrics[k]:.5g}" for k in LISTED))
-
-        trainer.run(on_round)
+    run_trainers(trainers, logger.progress, on_round)
     if cfg.separation is not None:
         results.set(("separation",), separation(results.data, cfg.separation))
         print(f"separation: {results.data['separation']}")

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from jaxcollab.collab import messages  # noqa: E402
 from jaxcollab.collab.fit import TrainConfig  # noqa: E402
 from jaxcollab.collab.maze_task import collab_task, maze_split  # noqa: E402
-from jaxcollab.collab.trainer import ModelShape, RoundTrainer  # noqa: E402
+from jaxcollab.collab.trainer import RoundTrainer, run_trainers  # noqa: E402
 from jaxcollab.envs.maze import reference, text  # noqa: E402
 from jaxcollab.envs.maze.success import success_from_steps  # noqa: E402
 from jaxcollab.io.logging import MODES, RunLogger  # noqa: E402
@@ -103,11 +103,13 @@ def bayes_first_move(test: text.MazeSet, trainers: dict, n: int) -> dict:
     return out
 
 
-def make_trainer(cfg, train, test, roles, codec_kind, n_rounds, run_dir, key) -> RoundTrainer:
+def make_trainer(cfg, train, test, roles, codec_kind, n_rounds, run_dir, key,
+                 first_round_from=None) -> RoundTrainer:
     task = collab_task(train, test, roles)
     codec = messages.MessageCodec(codec_kind, task.vocab, task.class_chars, cfg.protocol.digits)
     return RoundTrainer(
-        task, codec, ModelShape(**cfg.model), TrainConfig(**cfg.train), n_rounds, run_dir, key
+        task, codec, OmegaConf.to_container(cfg.model, resolve=True), TrainConfig(**cfg.train),
+        n_rounds, run_dir, key, first_round_from=first_round_from,
     )
 
 
@@ -138,44 +140,36 @@ def main(cfg: DictConfig) -> None:
         OmegaConf.to_container(cfg, resolve=True),
         str(out),
     )
-    jobs = [(name, (0, 1), name, cfg.n_rounds, ("protocols", name)) for name in names]
-    jobs += [
-        (f"baseline_{b}", roles, "action", 1, ("baselines", b)) for b, roles in BASELINES.items()
-    ]
-    trainers = {}
-    for i, (label, roles, kind, n_rounds, where) in enumerate(jobs):
-        trainer = make_trainer(
-            cfg, train, test, roles, kind, n_rounds, out / label, jax.random.fold_in(key_train, i)
-        )
-        trainer.progress = logger.progress
-        trainers[where[-1]] = trainer
-        done: list[dict] = []
+    # Protocols share one key (round 1 is trained once, see RoundTrainer.first_round_from);
+    # baselines are one-round trainers on the whole training set.
+    trainers = {
+        name: make_trainer(cfg, train, test, (0, 1), name, cfg.n_rounds, out / name, key_train,
+                           None if name == names[0] else out / names[0])
+        for name in names
+    }
+    for i, (b, roles) in enumerate(BASELINES.items()):
+        trainers[b] = make_trainer(cfg, train, test, roles, "action", 1, out / f"baseline_{b}",
+                                   jax.random.fold_in(key_train, i + 1))
+    scores: dict[str, list[dict]] = {}
 
-        def on_round(r, metrics, trainer=trainer, where=where, done=done, label=label):
-            done.append(
-                {
-                    "round": r,
-                    "train_seconds": metrics["train_seconds"],
-                    **round_scores(trainer, r, maze_ids, len(test)),
-                }
-            )
-            if where[0] == "protocols":
-                entry = {k: [d[k] for d in done] for k in done[0]}
-                entry["rounds"] = entry.pop("round")
-            else:
-                entry = {k: done[-1][k] for k in ("maze_success", "step_accuracy")}
-                where = ("baselines", "half_view", where[1]) if where[1] != "solo" else where
-            results.set(where, entry)
-            logger.log(
-                {f"{label}/{k}": done[-1][k] for k in ("maze_success", "step_accuracy")}, step=r
-            )
-            maze_success_plot(results.data, out / "maze_success.png")
-            print(
-                f"{label} round {r}: maze_success={done[-1]['maze_success']:.4f}, "
-                f"step_accuracy={done[-1]['step_accuracy']:.4f}"
-            )
+    def on_round(name: str, done: list[dict]) -> None:
+        r = done[-1]["round"]
+        got = {"round": r, "train_seconds": done[-1]["train_seconds"],
+               **round_scores(trainers[name], r, maze_ids, len(test))}
+        scores.setdefault(name, []).append(got)
+        if name in names:
+            entry = {k: [d[k] for d in scores[name]] for k in got}
+            entry["rounds"] = entry.pop("round")
+            results.set(("protocols", name), entry)
+        else:
+            where = ("baselines", "solo") if name == "solo" else ("baselines", "half_view", name)
+            results.set(where, {k: got[k] for k in ("maze_success", "step_accuracy")})
+        logger.log({f"{name}/{k}": got[k] for k in ("round", "maze_success", "step_accuracy")})
+        maze_success_plot(results.data, out / "maze_success.png")
+        print(f"{name} round {r}: maze_success={got['maze_success']:.4f}, "
+              f"step_accuracy={got['step_accuracy']:.4f}")
 
-        trainer.run(on_round)
+    run_trainers(trainers, logger.progress, on_round)
     if cfg.bayes_mazes > 0:
         results.set(("bayes_first_move",), bayes_first_move(test, trainers, cfg.bayes_mazes))
         print(f"bayes first move: {results.data['bayes_first_move']}")

@@ -59,6 +59,18 @@ def score(log_m, labels, target, n_bins: int) -> dict:
     return metrics
 
 
+def fit_rows(n: int, fit_fraction: float) -> int:
+    """Examples ``[:cut]`` fit the calibrators, ``[cut:]`` are scored; returns ``cut``.
+
+    Raises:
+        ValueError: ``fit_fraction`` not in (0, 1) or leaving either part empty.
+    """
+    cut = int(round(n * fit_fraction))
+    if not 0 < fit_fraction < 1 or not 0 < cut < n:
+        raise ValueError(f"fit_fraction={fit_fraction} must split the {n} test examples in two")
+    return cut
+
+
 def calibrate_run(probs, labels, target, fit_fraction: float = 0.5, n_bins: int = 10,
                   newton_steps: int = 30) -> tuple[dict, dict]:
     """Fit per-round calibrators on the first ``fit_fraction`` of the examples, score the rest.
@@ -74,10 +86,7 @@ def calibrate_run(probs, labels, target, fit_fraction: float = 0.5, n_bins: int 
     Raises:
         ValueError: ``fit_fraction`` not in (0, 1) or leaving either part empty.
     """
-    n = len(labels)
-    cut = int(round(n * fit_fraction))
-    if not 0 < fit_fraction < 1 or not 0 < cut < n:
-        raise ValueError(f"fit_fraction={fit_fraction} must split the {n} test examples in two")
+    cut = fit_rows(len(labels), fit_fraction)
     log_r = safe_log(jnp.asarray(probs))
     onehot = jnp.eye(probs.shape[-1])[labels]
     messages, cals = treatment_messages(log_r[:, :cut], onehot[:cut], log_r[:, cut:],

@@ -1,7 +1,8 @@
 """Task builders for the round trainer: config → :class:`~jaxcollab.collab.data.CollabTask`.
 
-``TASKS`` maps a task name to its builder ``(cfg, key) -> CollabTask``; other tasks (the maze)
-add theirs here. :func:`make_task` fails with the list of valid names on an unknown one.
+``TASKS`` maps a task name to its builder ``(cfg, key) -> CollabTask``: chained parity (spec §1)
+and the two-agent split-mask maze (spec §2, :func:`jaxcollab.collab.maze_task.maze_task`).
+:func:`make_task` fails with the list of valid names on an unknown one.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import jax
 import numpy as np
 
 from jaxcollab.collab.data import CollabTask, TaskSplit
+from jaxcollab.collab.maze_task import maze_task
 from jaxcollab.envs import parity
 
 PARITY_VIEWS = ("masked", "own")
@@ -53,7 +55,10 @@ def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     )
 
 
-TASKS: dict[str, Callable[[Mapping, jax.Array], CollabTask]] = {"parity": parity_task}
+TASKS: dict[str, Callable[[Mapping, jax.Array], CollabTask]] = {
+    "parity": parity_task,
+    "maze": maze_task,
+}
 
 
 def make_task(cfg: Mapping, key: jax.Array) -> CollabTask:
