@@ -37,23 +37,15 @@ YES_SYM, NO_SYM = T.SYMBOL_IDS["thumbs_up"], T.SYMBOL_IDS["thumbs_down"]
 N_ITEMS = T.MAX_WIRES + T.N_KEYS  # one-bit candidates: wires, then keys
 
 
-@dataclasses.dataclass(frozen=True)
-class Turn:
-    """One role's output: act, arg, speak_to, speech ``[S]``, gesture_to, gesture ``[G]``."""
-
-    act: jax.Array
-    arg: jax.Array
-    speak_to: jax.Array
-    speech: jax.Array
-    gesture_to: jax.Array
-    gesture: jax.Array
+Turn = BombAction  # one role's row: the same fields without the leading agent axis
 
 
 def quiet(layout: Layout, act=T.WAIT, arg=0) -> Turn:
     """A turn that sends nothing."""
-    return Turn(jnp.int32(act), jnp.int32(arg), jnp.int32(T.NO_TARGET),
-                jnp.zeros(layout.speech_bytes, jnp.uint8), jnp.int32(T.NO_TARGET),
-                jnp.zeros(layout.gesture_symbols, jnp.uint8))
+    return Turn(act=jnp.int32(act), arg=jnp.int32(arg), speak_to=jnp.int32(T.NO_TARGET),
+                speech=jnp.zeros(layout.speech_bytes, jnp.uint8),
+                gesture_to=jnp.int32(T.NO_TARGET),
+                gesture=jnp.zeros(layout.gesture_symbols, jnp.uint8))
 
 
 def stack(turns: list[Turn]) -> BombAction:
