@@ -19,7 +19,6 @@ resumes at the first unfinished round; a changed config is refused.
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
 from pathlib import Path
@@ -99,7 +98,6 @@ def separation(results: dict, checks: DictConfig) -> dict:
 @hydra.main(version_base=None, config_path="../configs", config_name="collab")
 def main(cfg: DictConfig) -> None:
     start = time.perf_counter()
-    logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save step at INFO
     out = Path(cfg.out_dir)
     results = ResultsFile(out / "results.json")
     check_config(cfg, results)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator
 
 from rich.progress import (
@@ -34,6 +35,7 @@ class RunLogger:
                  config: dict | None = None, run_dir: str | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown logger.mode {mode!r}; expected one of {MODES}")
+        logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save at INFO
         self.run = None
         if mode != "disabled":
             import wandb
