@@ -188,6 +188,10 @@ class RoundTrainer:
             on_round(r, outputs[-1].metrics)
         return [o.metrics for o in outputs]
 
+    def labelled_rows(self, r: int) -> slice:
+        """Training rows round r labels with its messages: the later rounds' chunks."""
+        return slice(self.chunks[r - 1].stop, len(self.task.train))
+
     def prefixes(self, r: int, rows: slice | None, outputs: list[RoundOutput]) -> np.ndarray:
         """Round r's prefixes for training ``rows`` (or the test set when ``rows`` is None)."""
         split = self.task.test if rows is None else self.task.train
@@ -208,7 +212,8 @@ class RoundTrainer:
             return fit(self.model_cfg, self.train, tokens[:-n_val], targets[:-n_val],
                        tokens[-n_val:], targets[-n_val:], key, update)
 
-    def _predict(self, r: int, outputs: list[RoundOutput]) -> tuple[dict, np.ndarray, dict]:
+    def _predict(self, r: int, outputs: list[RoundOutput]
+                 ) -> tuple[dict, np.ndarray, np.ndarray]:
         """Fit round r and predict: ``(info for metrics, train_probs, test_probs)``."""
         result = self._fit(r, outputs)
         save_params(self.round_dir(r) / "checkpoint", result.params)
@@ -220,7 +225,7 @@ class RoundTrainer:
 
         n_train, n_classes = len(self.task.train), len(self.task.class_chars)
         train_probs = np.zeros((n_train, n_classes), np.float32)
-        labelled = slice(self.chunks[r - 1].stop, n_train)
+        labelled = self.labelled_rows(r)
         if labelled.start < n_train:
             train_probs[labelled] = probs(labelled)
         info = {
@@ -258,7 +263,7 @@ class RoundTrainer:
             self._shared_first_round() if shared else self._predict(r, outputs)
         )
         n_train = len(self.task.train)
-        labelled = slice(self.chunks[r - 1].stop, n_train)
+        labelled = self.labelled_rows(r)
         prev = outputs[-1] if outputs else None
         train_messages = np.zeros((n_train, self.codec.width), np.uint8)
         if labelled.start < n_train:
