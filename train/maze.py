@@ -4,9 +4,12 @@ preset=cpu|paper``.
 Trains the round-by-round conversation (``jaxcollab.collab.trainer.RoundTrainer``) for each
 protocol on the maze task, then one-round baselines — a solo agent on the full maze and each
 agent alone on its half — and compares the exact Bayes first move of each half view with the
-trained half-view models. Maze success of round r: a maze succeeds when the decision after r
-rounds is right at every step of its path (the trajectory advances one step per conversation
-and a wrong move ends the maze; :func:`jaxcollab.envs.maze.success.success_from_steps`).
+trained half-view models. Agent 0 alone on its half *is* round 1 of the conversation (no message
+yet), so that baseline is round 1; the solo and agent-1 baselines are trained like one round:
+same model, steps and key, on the same number of mazes as a round's chunk. Maze success of
+round r: a maze succeeds when the decision after r rounds is right at every step of its path
+(the trajectory advances one step per conversation and a wrong move ends the maze;
+:func:`jaxcollab.envs.maze.success.success_from_steps`).
 
 Writes into ``out_dir``: ``results.json`` (updated as each round ends), ``maze_success.png``,
 and the trainer's per-round directories under ``<protocol>/`` and ``baseline_<name>/``.
@@ -46,7 +49,7 @@ from jaxcollab.io.maze_plots import maze_success_plot  # noqa: E402
 from jaxcollab.io.results import ResultsFile  # noqa: E402
 
 FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocols", "bayes_mazes")
-BASELINES = {"solo": (text.SOLO,), "agent0": (0,), "agent1": (1,)}
+BASELINES = {"solo": (text.SOLO,), "agent1": (1,)}  # agent 0 alone is round 1
 
 
 def check_config(cfg: DictConfig, results: ResultsFile) -> list[str]:
@@ -84,8 +87,11 @@ def round_scores(trainer: RoundTrainer, r: int, maze_ids: np.ndarray, n_mazes: i
     }
 
 
-def bayes_first_move(test: text.MazeSet, trainers: dict, n: int) -> dict:
-    """Exact Bayes vs trained first-move accuracy of each half view on the first n test mazes."""
+def bayes_first_move(test: text.MazeSet, half_views: dict, n: int) -> dict:
+    """Exact Bayes vs trained first-move accuracy of each half view on the first n test mazes.
+
+    ``half_views["agent<a>"]`` is the round directory of agent a's model alone on its half.
+    """
     head = test.subset(slice(0, n))  # the first n mazes' examples open the test set
     ex = head.examples()
     first = np.flatnonzero(ex["step"] == 0)
@@ -93,7 +99,7 @@ def bayes_first_move(test: text.MazeSet, trainers: dict, n: int) -> dict:
     out = {"n_mazes": len(first)}
     for agent in (0, 1):
         bayes = [reference.bayes_first_move(views[j, agent], test.shape)[0] for j in first]
-        with np.load(trainers[f"agent{agent}"].round_dir(1) / "round.npz") as z:
+        with np.load(half_views[f"agent{agent}"] / "round.npz") as z:
             trained = z["test_probs"][first]
         labels = ex["label"][first]
         out[f"agent{agent}"] = {
@@ -140,16 +146,18 @@ def main(cfg: DictConfig) -> None:
         OmegaConf.to_container(cfg, resolve=True),
         str(out),
     )
-    # Protocols share one key (round 1 is trained once, see RoundTrainer.first_round_from);
-    # baselines are one-round trainers on the whole training set.
+    # Protocols share one key (round 1 is trained once, see RoundTrainer.first_round_from).
     trainers = {
         name: make_trainer(cfg, train, test, (0, 1), name, cfg.n_rounds, out / name, key_train,
                            None if name == names[0] else out / names[0])
         for name in names
     }
-    for i, (b, roles) in enumerate(BASELINES.items()):
-        trainers[b] = make_trainer(cfg, train, test, roles, "action", 1, out / f"baseline_{b}",
-                                   jax.random.fold_in(key_train, i + 1))
+    round_mazes = train.subset(slice(0, len(train) // cfg.n_rounds))  # about one round chunk
+    for b, roles in BASELINES.items():
+        trainers[b] = make_trainer(cfg, round_mazes, test, roles, "action", 1,
+                                   out / f"baseline_{b}", key_train)
+    half_views = {"agent0": trainers[names[0]].round_dir(1),
+                  "agent1": trainers["agent1"].round_dir(1)}
     scores: dict[str, list[dict]] = {}
 
     def on_round(name: str, done: list[dict]) -> None:
@@ -161,6 +169,9 @@ def main(cfg: DictConfig) -> None:
             entry = {k: [d[k] for d in scores[name]] for k in got}
             entry["rounds"] = entry.pop("round")
             results.set(("protocols", name), entry)
+            if name == names[0] and r == 1:
+                results.set(("baselines", "half_view", "agent0"),
+                            {k: got[k] for k in ("maze_success", "step_accuracy")})
         else:
             where = ("baselines", "solo") if name == "solo" else ("baselines", "half_view", name)
             results.set(where, {k: got[k] for k in ("maze_success", "step_accuracy")})
@@ -171,7 +182,7 @@ def main(cfg: DictConfig) -> None:
 
     run_trainers(trainers, logger.progress, on_round)
     if cfg.bayes_mazes > 0:
-        results.set(("bayes_first_move",), bayes_first_move(test, trainers, cfg.bayes_mazes))
+        results.set(("bayes_first_move",), bayes_first_move(test, half_views, cfg.bayes_mazes))
         print(f"bayes first move: {results.data['bayes_first_move']}")
     results.set(("wall_seconds",), time.perf_counter() - start)
     logger.finish()
