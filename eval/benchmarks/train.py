@@ -9,7 +9,7 @@ present. ``quick`` uses batch 64 and fewer repetitions (the paper batch is 1024)
 
 Then the ``cpu`` preset's model (2 blocks, 4 heads, 64 wide) at its batch 256 on a round-3
 prefix of the own-bits view (15 bits, two messages, ``=``: 22 tokens) with GELU and with ReLU,
-and their ratio from the same run: the reason that preset uses ReLU.
+and their ratio from the same run (the preset uses ReLU).
 """
 
 from __future__ import annotations
