@@ -14,12 +14,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+MARKERS = "osD^vx*"
+DASHES = ("-", "--", "-.", ":")
+
 
 def plot_error_by_round(path: Path, rounds: list[int], curves: dict, ylabel: str, title: str):
-    """One line per treatment of ``curves[name]`` (values per round), log y axis."""
+    """One line per treatment of ``curves[name]`` (values per round), log y axis.
+
+    Each treatment gets its own marker and dash pattern: equal curves (e.g. the naive
+    rare-action baseline when no report's arg-max is rare) stay visible on top of each other.
+    """
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, values in curves.items():
-        ax.plot(rounds, np.maximum(np.asarray(values, float), 1e-12), "o-", label=name)
+    for i, (name, values) in enumerate(curves.items()):
+        ax.plot(rounds, np.maximum(np.asarray(values, float), 1e-12), label=name,
+                marker=MARKERS[i % len(MARKERS)], ls=DASHES[i % len(DASHES)],
+                markersize=9 - i, markerfacecolor="none" if i % 2 else None)
     ax.set(yscale="log", xlabel="round k", ylabel=ylabel, title=title)
     ax.set_xticks(rounds)
     ax.grid(alpha=0.3)

@@ -30,6 +30,8 @@ def maze_success_plot(results: dict, path: str | Path) -> None:
             color, style = BASELINE_STYLE.get(name, ("tab:green", "-."))
             label = "solo (full maze)" if name == "solo" else f"{name} alone (half view)"
             ax.axhline(value[key], color=color, linestyle=style, label=label)
+        rounds = [r for res in results.get("protocols", {}).values() for r in res["rounds"]]
+        ax.set_xticks(sorted(set(rounds)))
         ax.set_xlabel("round (decision after the round)")
         ax.set_ylabel(title)
         ax.set_ylim(0, 1)
