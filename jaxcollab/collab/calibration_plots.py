@@ -28,7 +28,7 @@ def plot_error_by_round(path: Path, rounds: list[int], curves: dict, ylabel: str
     for i, (name, values) in enumerate(curves.items()):
         ax.plot(rounds, np.maximum(np.asarray(values, float), 1e-12), label=name,
                 marker=MARKERS[i % len(MARKERS)], ls=DASHES[i % len(DASHES)],
-                markersize=9 - i, markerfacecolor="none" if i % 2 else None)
+                markersize=9 - i % len(MARKERS), markerfacecolor="none" if i % 2 else None)
     ax.set(yscale="log", xlabel="round k", ylabel=ylabel, title=title)
     ax.set_xticks(rounds)
     ax.grid(alpha=0.3)
