@@ -21,6 +21,7 @@ def maze_success_plot(results: dict, path: str | Path) -> None:
     lines = dict(baselines.get("half_view", {}))
     if "solo" in baselines:
         lines["solo"] = baselines["solo"]
+    rounds = sorted({r for res in results.get("protocols", {}).values() for r in res["rounds"]})
     for ax, key, title in zip(
         axes, ("maze_success", "step_accuracy"), ("maze success", "step accuracy"), strict=True
     ):
@@ -30,8 +31,7 @@ def maze_success_plot(results: dict, path: str | Path) -> None:
             color, style = BASELINE_STYLE.get(name, ("tab:green", "-."))
             label = "solo (full maze)" if name == "solo" else f"{name} alone (half view)"
             ax.axhline(value[key], color=color, linestyle=style, label=label)
-        rounds = [r for res in results.get("protocols", {}).values() for r in res["rounds"]]
-        ax.set_xticks(sorted(set(rounds)))
+        ax.set_xticks(rounds)
         ax.set_xlabel("round (decision after the round)")
         ax.set_ylabel(title)
         ax.set_ylim(0, 1)
