@@ -10,9 +10,12 @@ A **policy** acts for the whole team of ONE episode::
 ``policy_state`` any pytree the policy carries between steps (memory, message history, an RNN
 state; ``()`` when it needs none). A **privileged** policy (the oracles: solvers, not players)
 also reads the environment state and params, ``act(key, obs, policy_state, env_state,
-params)``; it is built with
-:func:`privileged_policy`, its class is :class:`PrivilegedPolicy` and its name must say
-``oracle`` or ``privileged``, so no result can pass one off as a player.
+params)``; it is built with :func:`privileged_policy`, its class is :class:`PrivilegedPolicy`
+and its name must say ``oracle`` or ``privileged``, so no result can pass one off as a player.
+
+Each step the policy's ``obs`` is ``env.observe(state, params)`` (equal to the ``obs`` that
+``reset`` / ``step`` return, by the contract), computed inside the step so that XLA drops it for
+policies that never read it.
 
 :func:`rollout` vmaps the policy and ``env.reset`` / ``env.step`` over episodes and loops over
 steps (``lax.scan``, or a ``lax.while_loop`` that stops once every episode has ended), with the
