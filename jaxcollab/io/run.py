@@ -36,7 +36,8 @@ class RunCollision(ValueError):
 
 
 def _check_fields(obj: Any, prefix: str = "") -> None:
-    """Bounds from each field's metadata, and finiteness of every float, recursively."""
+    """Bounds from each field's metadata and finiteness of every float, recursively; then the
+    schema's own cross-field ``check`` (which may assume every field is in range)."""
     for f in dataclasses.fields(obj):
         key, value = f"{prefix}{f.name}", getattr(obj, f.name)
         if dataclasses.is_dataclass(value):
@@ -52,14 +53,16 @@ def _check_fields(obj: Any, prefix: str = "") -> None:
             kind = "an integer" if isinstance(value, int) else "a number"
             expected = " and ".join(f"{_COMPARISONS[n][1]} {b}" for n, b in bounds.items())
             raise ConfigValueError(key, value, f"{kind} {expected}")
+    if hasattr(obj, "check"):
+        obj.check()
 
 
 def validate(cfg: DictConfig) -> DictConfig:
     """Range-check a composed config against its schema; return it resolved and plain.
 
-    Builds the schema objects (running each ``__post_init__`` cross-field check), checks every
-    field's declared bounds and that every float is finite, and returns a resolved copy whose
-    enums are strings, detached from Hydra (interpolations are already resolved).
+    Builds the schema objects, checks every field's declared bounds and that every float is
+    finite, runs each schema's cross-field ``check``, and returns a resolved copy whose enums
+    are strings, detached from Hydra (interpolations are already resolved).
 
     Raises:
         ConfigValueError: naming the key, the value and the expected range.

@@ -6,8 +6,8 @@ with one of the schemas registered here (``<name>_schema``; task files start wit
 wrong type (``episodes=abc``, ``episodes=2.5``), a choice outside its enum (``task.view=foo``) and
 an unknown key, naming the key, the value and what was expected.
 :func:`jaxcollab.io.run.validate` adds the range checks declared here in each field's metadata
-(``episodes=0``, ``n_bins=0``, a NaN learning rate) and the cross-field checks of each schema's
-``__post_init__``.
+(``episodes=0``, ``n_bins=0``, a NaN learning rate) and then the cross-field checks of each
+schema's ``check`` method.
 
 Adding a config key means adding it to its schema: the composed config is closed.
 """
@@ -118,7 +118,7 @@ class ParityTask:
     test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
     view: ParityView = ParityView.masked
 
-    def __post_init__(self):
+    def check(self) -> None:
         if self.name != TaskName.parity:
             raise ConfigValueError("task.name", _plain(self.name), "'parity' in task/parity")
         if len(self.alphas) > self.n_bits:
@@ -139,7 +139,7 @@ class MazeTask:
     test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
     view: MazeView = MazeView.masked
 
-    def __post_init__(self):
+    def check(self) -> None:
         if self.name != TaskName.maze:
             raise ConfigValueError("task.name", _plain(self.name), "'maze' in task/maze")
 
@@ -159,7 +159,7 @@ class Model:
     activation: Activation = Activation.gelu
     block_size: int | None = count(None)
 
-    def __post_init__(self):
+    def check(self) -> None:
         if self.n_embd % self.n_head:
             raise ConfigValueError("model.n_embd", self.n_embd,
                                    f"a multiple of model.n_head={self.n_head}")
@@ -174,7 +174,7 @@ def _train_check(self) -> None:
 Train = dataclasses.make_dataclass(
     "Train",
     [(f.name, f.type, field(default=f.default)) for f in dataclasses.fields(TrainConfig)],
-    namespace={"__post_init__": _train_check, "__doc__": "Per-round optimisation."},
+    namespace={"check": _train_check, "__doc__": "Per-round optimisation."},
 )
 
 
@@ -237,7 +237,7 @@ class Collab:
     logger: Logger = field(default_factory=Logger)
     out_dir: str = MISSING
 
-    def __post_init__(self):
+    def check(self) -> None:
         if self.protocols is not None and not self.protocols:
             raise ConfigValueError("protocols", [], "null or a non-empty list of protocols")
 
