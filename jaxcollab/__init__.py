@@ -1,11 +1,23 @@
 """jaxcollab: JAX simulator and training framework for collaboration under information asymmetry.
 
-``jaxcollab.make(name)`` builds a registered environment; ``jaxcollab.names()`` lists them.
+``jaxcollab.make(name)`` builds a registered environment; ``jaxcollab.names()`` lists them;
+``jaxcollab.rollout(env, policy, keys, max_steps=...)`` plays episodes with a policy
+(:mod:`jaxcollab.core.rollout`).
 """
 
 import jax
 
 from jaxcollab.core.registry import groups, make, names, resolve
+from jaxcollab.core.rollout import (
+    Policy,
+    PrivilegedPolicy,
+    Rollout,
+    episode_keys,
+    policy,
+    privileged_policy,
+    rollout,
+    stateless,
+)
 
 # Random bits at an index depend on that index only, so instance i of a batch is the same
 # whatever the batch size (and however it is sharded). The default since JAX 0.5; set here for
@@ -13,4 +25,18 @@ from jaxcollab.core.registry import groups, make, names, resolve
 jax.config.update("jax_threefry_partitionable", True)
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "groups", "make", "names", "resolve"]
+__all__ = [
+    "Policy",
+    "PrivilegedPolicy",
+    "Rollout",
+    "__version__",
+    "episode_keys",
+    "groups",
+    "make",
+    "names",
+    "policy",
+    "privileged_policy",
+    "resolve",
+    "rollout",
+    "stateless",
+]
