@@ -1,11 +1,9 @@
 """Bomb teams: codecs, oracle defuses all 24 variants, random mostly fails, rollout results file,
-protocol teams really communicate (slow)."""
+protocol teams really communicate."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -14,9 +12,6 @@ import pytest
 
 from jaxcollab.agents.bomb import evaluate
 from jaxcollab.agents.bomb.codecs import COUNT, MAX_VALUES, SYMBOL
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from eval import rollout as rollout_cli  # noqa: E402
 
 KEYS = {"agent", "episodes", "success_rate", "endings", "mean_rounds", "bounces",
         "episodes_per_second", "devices", "variants"}
@@ -41,8 +36,9 @@ def test_codecs_round_trip_and_truncate(gesture):
             assert int(n) == 2 and np.asarray(got[:2]).tolist() == [3, 0]
 
 
-def test_oracle_defuses_every_variant_and_results_file(tmp_path):
-    results = rollout_cli.run("bomb/all", "oracle", 6, 0, tmp_path)
+def test_oracle_defuses_every_variant_and_results_file(tmp_path, cli):
+    results = cli("eval/rollout.py", "env=bomb/all", "agent=oracle", "episodes=6", "seed=0",
+                  f"out_dir={tmp_path}")
     written = json.loads((tmp_path / "results.json").read_text())
     assert written["env"] == "bomb/all" and KEYS <= set(written)
     assert len(results["variants"]) == 24 and results["episodes"] == 144
@@ -66,7 +62,6 @@ def test_unknown_team_lists_valid_ones():
         evaluate(["bomb/base-1"], "telepathy", 1, 0)
 
 
-@pytest.mark.slow
 def test_protocol_teams_communicate():
     for team in ("symbol", "counting", "onebit"):
         res = evaluate(["bomb/base-1", "bomb/carving-1", "bomb/flashing-1"], team, 12, 0)

@@ -5,7 +5,6 @@ import json
 import pytest
 
 from eval.export import export
-from eval.rollout import run as rollout_cli
 from jaxcollab.agents.ktane import evaluate, export_instances
 from jaxcollab.agents.ktane.export import export_env
 from jaxcollab.envs.ktane import KtaneEnv, Mission
@@ -163,7 +162,6 @@ def test_oracle_solves_1000_instances_of_every_module_by_the_rules_without_a_str
     assert flips == 1000
 
 
-@pytest.mark.slow
 def test_export_cli_writes_checkable_jsonl(tmp_path):
     path = export("ktane/memory", 40, 3, tmp_path / "inst.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -172,15 +170,15 @@ def test_export_cli_writes_checkable_jsonl(tmp_path):
         check_instance(rec)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("module", ALL)
 def test_exported_instances_follow_the_rules_all_modules(module):
     for rec in export_instances(f"ktane/{module}", 300, 11):
         check_instance(rec)
 
 
-def test_rollout_cli_results_and_determinism(tmp_path):
-    res = rollout_cli("ktane/wires", "random", 256, 5, tmp_path)
+def test_rollout_cli_results_and_determinism(tmp_path, cli):
+    res = cli("eval/rollout.py", "env=ktane/wires", "agent=random", "episodes=256", "seed=5",
+              f"out_dir={tmp_path}")
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["env"] == "ktane/wires" and saved["agent"] == "random"
     for key in ("success_rate", "mean_strikes", "outcomes", "mean_time_left_s",
