@@ -156,9 +156,9 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
         hist_light=jnp.full(T.MAX_ROUNDS, -1, i32), hist_disp=jnp.full(T.MAX_ROUNDS, -1, i32),
         seen_colours=i32(0), bounces=i32(0), rejected=i32(0), acts=i32(0),
         wrong_round=jnp.bool_(False),
-        speech=jnp.zeros((T.N_AGENTS, speech_bytes // 4), jnp.uint32),
-        speech_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
-        gesture=jnp.zeros((T.N_AGENTS, gesture_symbols // 4), jnp.uint32),
-        gesture_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
+        speech=jnp.zeros((T.CHAT_SLOTS, T.N_AGENTS, speech_bytes // 4), jnp.uint32),
+        speech_to=jnp.full((T.CHAT_SLOTS, T.N_AGENTS), T.NO_TARGET, i32),
+        gesture=jnp.zeros((T.CHAT_SLOTS, T.N_AGENTS, gesture_symbols // 4), jnp.uint32),
+        gesture_to=jnp.full((T.CHAT_SLOTS, T.N_AGENTS), T.NO_TARGET, i32),
         bounced=jnp.zeros((T.N_AGENTS, 2), bool), act_rejected=jnp.zeros(T.N_AGENTS, bool),
     )
