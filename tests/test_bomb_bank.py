@@ -66,16 +66,17 @@ def test_summaries_and_gap_count_exactly():
 
 def test_rollout_bank_summaries_and_solo_gap():
     names = ["bomb/base-1", "bomb/flashing-1"]
-    res = rollout_bank(names, "symbol", solo="solo")
+    res = rollout_bank(names, "oracle", solo="solo")  # privileged policy on pinned instances
     assert res["episodes"] == 18 and set(res["variants"]) == set(names)
     summary = res["summary"]
     assert set(summary) == {"core", "all", "families", "solo", "gap"}  # no Plus variant here
-    assert summary["families"]["base"]["success_rate"] == 1.0  # the relay works on base-1
-    assert summary["families"]["flashing"]["success_rate"] < 0.5  # stale answers
-    assert summary["solo"]["all"]["success_rate"] == 1.0
-    assert summary["gap"]["all"] == pytest.approx(1.0 - summary["all"]["success_rate"])
-    solo = rollout_bank(names, "solo")
-    again = rollout_bank(names, "symbol", solo=solo)
-    assert again["summary"]["gap"] == summary["gap"]
+    assert summary["all"]["endings"] == {"defused": 18, "wrong_action": 0, "timed_out": 0}
+    assert summary["solo"]["families"]["flashing"]["success_rate"] == 1.0
+    assert summary["gap"] == {"core": 0.0, "all": 0.0, "families": {"base": 0.0, "flashing": 0.0}}
+    half = {"core": {"success_rate": 0.5}, "all": {"success_rate": 0.5},
+            "families": {"base": {"success_rate": 1.0}, "flashing": {"success_rate": 0.0}}}
+    solo = {"protocol": {**res["protocol"], "seed": 7}, "summary": half}
+    gaps = rollout_bank(names, "oracle", solo=solo)["summary"]["gap"]
+    assert gaps == {"core": -0.5, "all": -0.5, "families": {"base": 0.0, "flashing": -1.0}}
     with pytest.raises(ValueError, match="protocol"):
-        rollout_bank(names, "symbol", repeats=1, solo=solo)
+        rollout_bank(names, "oracle", repeats=1, solo=solo)

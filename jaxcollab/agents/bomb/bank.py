@@ -5,32 +5,81 @@ the trio-vs-solo gap (``python eval/rollout.py env=bomb/all bank=true repeats=3`
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Sequence
 
+import chex
 import jax
 import numpy as np
 
-from jaxcollab.agents.bomb.run import play_from, reset_many
-from jaxcollab.agents.bomb.teams import team
+from jaxcollab.agents.bomb.teams import team_policy
+from jaxcollab.core.rollout import Policy, rollout
+from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.envs.bomb import bank
 from jaxcollab.envs.bomb.env import BombEnv
+from jaxcollab.envs.bomb.params import BombParams
 
 
-def play_bank(episodes: bank.BankEpisodes, agent: str, seed: int) -> dict[str, np.ndarray]:
-    """Play every planned episode with team ``agent``; the team's keys come from ``seed`` and
-    the episode index (never the instance key). Returns per-episode ``ending``, ``acts`` and
-    ``bounces`` (dead-channel calls), int ``[N]``.
+@chex.dataclass(frozen=True)
+class PinnedParams:
+    """Params of :class:`PinnedInstances`: the variant's params and the instance's reset key."""
+
+    params: BombParams
+    reset_key: jax.Array
+
+
+class PinnedInstances(Wrapper):
+    """The bomb env with the instance pinned by the params: ``reset`` draws the board from
+    ``params.reset_key`` and ignores the rollout's reset key, so the repeats of one bank instance
+    play the same board while every episode's policy keys differ (they come from its own episode
+    key). ``params`` is always a :class:`PinnedParams`."""
+
+    def reset(self, key, params):
+        return self.env.reset(params.reset_key, params.params)
+
+    def step(self, key, state, actions, params):
+        return self.env.step(key, state, actions, params.params)
+
+    def observe(self, state, params):
+        return self.env.observe(state, params.params)
+
+
+def _unpinned_act(act, key, obs, policy_state, state, params):
+    return act(key, obs, policy_state, state, params.params)
+
+
+@functools.cache
+def _pinned(agent: str, speech_bytes: int, gesture_symbols: int
+            ) -> tuple[PinnedInstances, Policy]:
+    """The pinned env and team ``agent``'s policy for it (cached: one compile per process); a
+    privileged policy reads the variant's params, not the pinned ones."""
+    env = BombEnv("base-1", speech_bytes, gesture_symbols)  # variants ride in the params
+    policy = team_policy(agent, env.layout)
+    if policy.privileged:
+        policy = dataclasses.replace(policy, act=functools.partial(_unpinned_act, policy.act))
+    return PinnedInstances(env), policy
+
+
+def play_bank(episodes: bank.BankEpisodes, agent: str, seed: int,
+              speech_bytes: int = 256, gesture_symbols: int = 32) -> dict[str, np.ndarray]:
+    """Play every planned episode with team ``agent`` through the generic rollout
+    (:func:`~jaxcollab.core.rollout.rollout`). Episode ``e``'s key is
+    ``fold_in(PRNGKey(seed), e)``, so repeats of an instance get different policy keys.
+
+    Returns:
+        Per-episode ``ending``, ``acts`` (Blind's action attempts) and ``bounces``
+        (dead-channel calls), int ``[N]``.
 
     Raises:
         KeyError: unknown team (lists the valid ones).
     """
-    policy, privileged = team(agent)
-    layout = BombEnv(str(episodes.variant[0])).layout
-    states = reset_many(episodes.instance_key, episodes.params, layout.speech_bytes,
-                        layout.gesture_symbols)
+    env, policy = _pinned(agent, int(speech_bytes), int(gesture_symbols))
     root = jax.random.PRNGKey(int(seed))
     keys = jax.vmap(lambda i: jax.random.fold_in(root, i))(np.arange(len(episodes.variant)))
-    final = play_from(states, keys, episodes.params, policy, privileged, layout)
+    params = PinnedParams(params=episodes.params, reset_key=episodes.instance_key)
+    final = rollout(env, policy, keys, params, max_steps=env.max_episode_steps,
+                    batched_params=True, until_done=True).state
     return {k: np.asarray(getattr(final, k)) for k in ("ending", "acts", "bounces")}
 
 

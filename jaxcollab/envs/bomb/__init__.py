@@ -28,8 +28,10 @@ def _state_record(state: BombState) -> dict:
 
 
 def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
-    """Instances of ``env_name`` as JSON-ready dicts, instance ``i`` drawn from
-    ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (variant index in the table).
+    """Instances of ``env_name`` as JSON-ready dicts, instance ``i`` the reset of the rollout
+    episode with key ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (variant index in the
+    table; reset key :func:`~jaxcollab.core.rollout.split_episode_key`), i.e. episode ``i`` of
+    that variant in :func:`jaxcollab.agents.bomb.evaluate` with the same seed.
 
     Schema (one dict per instance): ``env`` (name), ``variant`` (the variant-table row as a
     dict), ``seed``, ``index``, ``state`` (every :class:`BombState` field at reset as nested
@@ -66,7 +68,7 @@ def instance_bank() -> list[dict]:
 
 
 for _v in tables.VARIANTS:
-    register(f"bomb/{_v.name}", lambda v=_v.name: BombEnv(v),
+    register(f"bomb/{_v.name}", "jaxcollab.envs.bomb:BombEnv", variant=_v.name,
              groups=(f"bomb/{_v.family}", "bomb/all"))
 
 __all__ = [

@@ -2,11 +2,10 @@
 variant cell is nine episodes, three instances with three repeats, 216 episodes over the 24
 variants; results are reported for the Core and Plus subsets, All, and per family).
 
-The bank holds :data:`BANK_SIZE` instances per variant: instance ``i`` of the variant at index
-``v`` of :data:`~jaxcollab.envs.bomb.tables.VARIANTS` is the state ``reset`` draws from
-``fold_in(fold_in(PRNGKey(BANK_SEED), v), i)``. The protocol plays the first
-:data:`INSTANCES` of them :data:`REPEATS` times each. Everything here is host-side planning and
-counting; the episodes themselves are played by a rollout.
+The bank holds :data:`BANK_SIZE` instances per variant (:func:`instance_keys`, the same
+instances :func:`~jaxcollab.envs.bomb.export_instances` writes for seed :data:`BANK_SEED`).
+The protocol plays the first :data:`INSTANCES` of them :data:`REPEATS` times each. Everything
+here is host-side planning and counting; the episodes themselves are played by a rollout.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.params import TURN_ORDERS, BombParams, make_params, stack_params
 
@@ -32,14 +32,17 @@ CYCLE = "cycle"
 
 def instance_keys(variant: str, n: int, seed: int = BANK_SEED) -> jax.Array:
     """Reset keys ``[n, 2]`` of instances ``0..n-1`` of ``variant`` (the bank when ``seed`` is
-    :data:`BANK_SEED`).
+    :data:`BANK_SEED`): instance ``i`` is the reset of the rollout episode with key
+    ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (reset stream of
+    :func:`~jaxcollab.core.rollout.split_episode_key`).
 
     Raises:
         KeyError: unknown variant (lists the valid ones).
     """
     base = jax.random.fold_in(jax.random.PRNGKey(int(seed)),
                               T.VARIANTS.index(T.variant(variant)))
-    return jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(int(n)))
+    return jax.vmap(lambda i: split_episode_key(jax.random.fold_in(base, i))[0])(
+        np.arange(int(n)))
 
 
 def parse_turn_order(turn_order) -> str | tuple[int, int, int]:

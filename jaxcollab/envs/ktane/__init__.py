@@ -5,22 +5,17 @@ front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets.
 """
 
 from jaxcollab.core.registry import register
-from jaxcollab.envs.ktane.engine import (
-    GPTNT_TIME_LIMIT_S,
-    BombState,
-    KtaneEnv,
-    KtaneParams,
-    Mission,
-)
-from jaxcollab.envs.ktane.export import export_instances
+from jaxcollab.envs.ktane.env import KtaneEnv
+from jaxcollab.envs.ktane.mission import GPTNT_TIME_LIMIT_S, KtaneParams, Mission
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
+from jaxcollab.envs.ktane.state import BombState
 
 __all__ = [
     "BombState",
     "KtaneEnv",
     "KtaneParams",
     "Mission",
-    "export_instances",
+    "single_module_env",
     "single_module_mission",
 ]
 
@@ -36,9 +31,15 @@ def single_module_mission(module: str) -> Mission:
     return Mission(modules=(module,), time_limit_s=GPTNT_TIME_LIMIT_S[module])
 
 
-def _factory(module: str):
-    return lambda: KtaneEnv(single_module_mission(module), f"ktane/{module}")
+def single_module_env(module: str) -> KtaneEnv:
+    """``ktane/<module>``: the environment of :func:`single_module_mission`.
+
+    Raises:
+        KeyError: unknown module (lists valid names).
+    """
+    return KtaneEnv(single_module_mission(module), f"ktane/{module}")
 
 
 for _module in MODULE_TYPES:
-    register(f"ktane/{_module}", _factory(_module), groups=("ktane/all",))
+    register(f"ktane/{_module}", "jaxcollab.envs.ktane:single_module_env", groups=("ktane/all",),
+             module=_module)
