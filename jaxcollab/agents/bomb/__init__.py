@@ -13,6 +13,7 @@ import jax
 import numpy as np
 from rich.progress import Progress
 
+from jaxcollab.agents.bomb.bank import rollout_bank
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
 from jaxcollab.core.registry import make
 from jaxcollab.core.rollout import rollout
@@ -118,4 +119,5 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
     return out
 
 
-__all__ = ["PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rounds_used", "team", "team_policy"]
+__all__ = ["PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rollout_bank", "rounds_used", "team",
+           "team_policy"]
