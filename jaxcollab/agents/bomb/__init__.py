@@ -76,7 +76,8 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
     Returns:
         ``agent``, ``episodes`` (total), ``success_rate`` (fraction defused), ``endings``
         (counts of ``defused`` / ``wrong_action`` / ``timed_out``), ``mean_rounds`` (rounds
-        begun per episode), ``bounces`` (mean undeliverable calls per episode),
+        begun per episode), ``bounces`` (mean dead-channel calls per episode: bounced,
+        or a gesture to Blind delivered as blanks),
         ``rejected_acts`` (mean act attempts by Deaf or Mute per episode), ``never_acted``
         (episodes where Blind never tried to act), ``wrong_round`` (episodes ended by a cut that
         matched an earlier round's light), ``episodes_per_second`` (wall time of play after a

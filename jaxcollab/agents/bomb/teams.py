@@ -5,8 +5,8 @@ computed from that role's own observation row only. The oracle is privileged: it
 correct ``(act, arg)`` read from the hidden state (:func:`oracle_hint`). :func:`team_policy`
 wraps any team as a policy of the generic rollout (:mod:`jaxcollab.core.rollout`).
 
-Protocol teams (all route Mute → gesture → Deaf → speech → Blind, since those are the only live
-channels, and Blind → speech → Mute for the plate glyph):
+Protocol teams (all route Mute → gesture → Deaf → Blind, by speech or, for ``counting``, by a
+gesture Blind gets as blanks; and Blind → speech → Mute for the plate glyph):
 
 * ``symbol`` (one symbol per value): Deaf reports light, display, cuts done and the last four
   rounds' lights; Mute answers the wire colour (or code digit) with one symbol, echoing the
