@@ -109,17 +109,15 @@ def rollout_bank(env_names: Sequence[str], agent: str, repeats: int = bank.REPEA
     protocol = {"instances": int(instances), "repeats": int(repeats),
                 "turn_order": turn_order if isinstance(turn_order, str) else list(turn_order),
                 "bank_seed": bank.BANK_SEED, "seed": int(seed), "envs": list(env_names)}
-    out = _results(plan, agent, seed)
-    out = {"agent": agent, "protocol": protocol, **out}
+    if isinstance(solo, dict):  # check before playing anything
+        theirs = {k: v for k, v in solo.get("protocol", {}).items() if k != "seed"}
+        if theirs != {k: v for k, v in protocol.items() if k != "seed"}:
+            raise ValueError(f"solo results were played under protocol {theirs!r}, "
+                             f"expected {protocol!r} (seed aside)")
+    out = {"agent": agent, "protocol": protocol, **_results(plan, agent, seed)}
     if solo is not None:
-        if isinstance(solo, str):
-            solo_summary = _results(plan, solo, seed)["summary"]
-        else:
-            theirs = {k: v for k, v in solo.get("protocol", {}).items() if k != "seed"}
-            if theirs != {k: v for k, v in protocol.items() if k != "seed"}:
-                raise ValueError(f"solo results were played under protocol {theirs!r}, "
-                                 f"expected {protocol!r} (seed aside)")
-            solo_summary = solo["summary"]
+        solo_summary = _results(plan, solo, seed)["summary"] if isinstance(solo, str) else \
+            solo["summary"]
         out["summary"]["solo"] = {k: v for k, v in solo_summary.items()
                                   if k not in ("solo", "gap")}
         out["summary"]["gap"] = bank.gap(out["summary"], solo_summary)
