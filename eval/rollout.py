@@ -6,14 +6,27 @@ Each family's agent package (``jaxcollab.agents.<family>``) provides ``TEAMS`` a
 ``evaluate(env_names, agent, episodes, seed) -> dict`` returning the results (its docstring
 documents the keys); this script checks the config (:mod:`jaxcollab.io.run`), runs it and writes
 ``results.json`` (the results plus ``env`` and ``config``).
+
+The paper's protocol on the instance bank (bomb; SANZARU Tables 4, 10-12)::
+
+    python eval/rollout.py env=bomb/all agent=symbol bank=true repeats=3 \\
+        [turn_order=[mute,deaf,blind]] [solo=solo | solo=DIR/results.json]
+
+plays 3 bank instances x ``repeats`` per variant (``episodes`` is ignored) through the
+family's ``rollout_bank``; ``results.json`` adds ``summary.core`` / ``plus`` / ``all`` /
+``families.<family>`` and, with ``solo`` (a team played on the same episodes, or an earlier
+bank run's ``results.json``), ``summary.solo`` and ``summary.gap`` (solo minus trio success
+rate).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from jaxcollab.io.run import env_selection, start_run
 from jaxcollab.io.schema import ConfigValueError
@@ -38,20 +51,40 @@ def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Rollout`).
 
     Raises:
-        ConfigValueError: unknown env or group, or an agent that is not a team of its family.
+        ConfigValueError: unknown env or group, an agent that is not a team of its family,
+            ``bank=true`` for a family without an instance bank, or a ``solo`` that is neither
+            a team nor an existing results file.
     """
     _, module = agents_of(cfg.env)
     if cfg.agent not in module.TEAMS:
         raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {list(module.TEAMS)}")
+    if cfg.bank and not hasattr(module, "rollout_bank"):
+        raise ConfigValueError("bank", True, f"false: {cfg.env} has no instance bank (bomb has)")
+    if cfg.solo is not None and cfg.solo not in module.TEAMS and not Path(cfg.solo).is_file():
+        raise ConfigValueError("solo", cfg.solo, f"a team ({', '.join(module.TEAMS)}) or an "
+                               "existing bank results.json")
+
+
+def _solo(solo: str | None, module) -> str | dict | None:
+    """A team name as is; otherwise the results dict stored at path ``solo``."""
+    if solo is None or solo in module.TEAMS:
+        return solo
+    return json.loads(Path(solo).read_text())
 
 
 def run(cfg: DictConfig) -> dict:
-    """Check, roll out and write ``results.json``; returns the results."""
+    """Check, roll out (or play the bank protocol) and write ``results.json``; returns it."""
     job = start_run(cfg, check=check_config)
     cfg = job.cfg
     names, module = agents_of(cfg.env)
-    job.results.update({"env": cfg.env, **module.evaluate(names, cfg.agent, cfg.episodes,
-                                                          cfg.seed)})
+    if cfg.bank:
+        turn_order = OmegaConf.to_object(cfg.turn_order) if OmegaConf.is_config(
+            cfg.turn_order) else cfg.turn_order
+        results = module.rollout_bank(names, cfg.agent, cfg.repeats, turn_order=turn_order,
+                                      seed=cfg.seed, solo=_solo(cfg.solo, module))
+    else:
+        results = module.evaluate(names, cfg.agent, cfg.episodes, cfg.seed)
+    job.results.update({"env": cfg.env, **results})
     keys = ("success_rate", "episodes", "episodes_per_second")
     print({k: job.results.data[k] for k in keys if k in job.results.data}, f"-> {job.results.path}")
     return job.results.data

@@ -14,7 +14,7 @@ from jaxcollab.envs.bomb import BombEnv, export_instances, make_params, reset_ba
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import observe_jit, reset_jit, turn_jit
 from jaxcollab.envs.bomb.observe import observe
-from jaxcollab.envs.bomb.rules import deliverable, rotate_survivors
+from jaxcollab.envs.bomb.rules import delivery, rotate_survivors
 from jaxcollab.envs.bomb.solve import rotate as solve_rotate
 from jaxcollab.envs.bomb.solve import solve
 from jaxcollab.envs.bomb.state import required_value
@@ -29,9 +29,11 @@ def fresh(variant: str, seed: int = 0, order=(T.DEAF, T.MUTE, T.BLIND)):
 
 
 def play_round(state, params, blind=("wait", 0), deaf=("wait", 0), mute=("wait", 0)):
-    """One round in order Deaf, Mute, Blind (params must use that order); each role acts."""
-    for role, (act, arg) in ((T.DEAF, deaf), (T.MUTE, mute), (T.BLIND, blind)):
-        state = turn_jit(state, ENV.action(role, act, arg), params)[0]
+    """One round in order Deaf, Mute, Blind (params must use that order); each role acts
+    (``None``: that role's turn was already played)."""
+    for role, move in ((T.DEAF, deaf), (T.MUTE, mute), (T.BLIND, blind)):
+        if move is not None:
+            state = turn_jit(state, ENV.action(role, *move), params)[0]
     return state
 
 
@@ -74,19 +76,26 @@ def test_every_instance_has_a_unique_answer(variant):
         assert len(solve(state, params)) == T.variant(variant).steps
 
 
-def test_bait_wire_present_at_every_cut():
+def test_bait_rows_may_map_a_light_to_itself_and_bait_every_other_cut():
+    to_itself = baited = 0
     for name in ("bait-1", "bait-2", "bait-3"):
         v = T.variant(name)
-        states, params = _instances(name)
+        states, params = _instances(name, 48)
         for s in states:
             colours, cut = list(s.wire_colour), [False] * T.MAX_WIRES
             for stage, pos in enumerate(solve(s, params)):
                 light = int(s.light_seq[stage])
-                assert colours[pos] != light  # the shortcut is wrong
-                bait = [i for i, c in enumerate(colours) if c == light and not cut[i]]
-                assert bait and pos not in bait, (name, stage)
+                if colours[pos] == light:  # the row maps the light to itself (SANZARU Fig. 12)
+                    to_itself += 1
+                else:  # the shortcut is wrong, and a wire of the light's colour is there
+                    bait = [i for i, c in enumerate(colours) if c == light and not cut[i]]
+                    assert bait and pos not in bait, (name, stage)
+                    baited += 1
                 cut[pos] = True
             assert stage == v.steps - 1
+    n = 48 * (1 + 1 + 3)
+    assert to_itself + baited == n
+    assert 0.1 * n < to_itself < 0.3 * n  # rate 1 / N_LIGHTS = 0.2: usually the shortcut fails
 
 
 def test_flashing_cycle_names_distinct_present_wires():
@@ -173,8 +182,13 @@ def test_haystack_decoys_change_every_round_and_others_do_not():
     decoys = {tuple(obs(s, params)[sl["display2"]].tolist() + obs(s, params)[sl["keys"]].tolist())
               for s in rounds}
     assert len(decoys) > 1
+    lights = [int(obs(s, params)[sl["light2"]][0]) - T.COLOUR_TOK for s in rounds]
+    assert all(0 <= c < T.N_LIGHTS for c in lights) and len(set(lights)) > 1  # a decoy light
+    assert "LIGHT2 [" in ENV.render_text(rounds[0], T.DEAF, params)
+    assert "LIGHT2 [unreadable]" in ENV.render_text(rounds[0], T.BLIND, params)
     state, params = fresh("base-1")
     assert (obs(state, params)[sl["strip"]] == T.ABSENT).all()
+    assert obs(state, params)[sl["light2"]].tolist() == [T.ABSENT]
 
 
 def test_flashback_window_drops_old_rounds():
@@ -219,41 +233,78 @@ def test_only_blind_acts():
 
 
 def test_delivery_matrix():
-    expected = {  # (sender, recipient) -> (speech delivered, gesture delivered)
-        (T.DEAF, T.MUTE): (True, True), (T.DEAF, T.BLIND): (True, False),
-        (T.MUTE, T.DEAF): (False, True), (T.MUTE, T.BLIND): (False, False),
-        (T.BLIND, T.DEAF): (False, False), (T.BLIND, T.MUTE): (True, False),
+    """Spec delivery matrix: speech to Deaf bounces; a gesture to Blind arrives as blanks."""
+    full, blanks, bounce = T.FULL, T.BLANKS, T.BOUNCE
+    expected = {  # (sender, recipient) -> (speech, gesture)
+        (T.DEAF, T.MUTE): (full, full), (T.DEAF, T.BLIND): (full, blanks),
+        (T.MUTE, T.DEAF): (bounce, full), (T.MUTE, T.BLIND): (bounce, blanks),
+        (T.BLIND, T.DEAF): (bounce, bounce), (T.BLIND, T.MUTE): (full, bounce),
     }
     for (s, r), want in expected.items():
-        got = tuple(bool(deliverable(jnp.int32(s), jnp.int32(r), ch)) for ch in (0, 1))
+        got = tuple(int(delivery(jnp.int32(s), jnp.int32(r), ch)) for ch in (0, 1))
         assert got == want, (s, r)
     for s in range(3):
-        assert not bool(deliverable(jnp.int32(s), jnp.int32(s), 0))
-        assert not bool(deliverable(jnp.int32(s), jnp.int32(7), 1))
+        assert int(delivery(jnp.int32(s), jnp.int32(s), 0)) == bounce
+        assert int(delivery(jnp.int32(s), jnp.int32(7), 1)) == bounce
 
 
 def test_messages_deliver_and_bounce_through_step():
     env = BombEnv("base-1")
     state, params = fresh("base-1")
     hello = env.action("deaf", speak_to="blind", text="cut 2 ✂", gesture_to="blind",
-                       symbols=("thumbs_up",))
+                       symbols=("thumbs_up", "wave", "fist"))
     state = turn_jit(state, hello, params)[0]
-    assert int(state.bounces) == 1  # the gesture to Blind bounced
+    assert int(state.bounces) == 1  # the gesture to Blind is dead-channel use
     blind_text = env.render_text(state, T.BLIND)
     assert 'FROM deaf (speech): "cut 2 ✂"' in blind_text
+    assert "FROM deaf (gesture): ? ? ?" in blind_text.splitlines()  # blanks, one per symbol
     assert "👍" not in blind_text
     deaf_text = env.render_text(state, T.DEAF)
     assert 'YOU SENT (speech) to blind: "cut 2 ✂"' in deaf_text
-    assert "NOTICE your gesture bounced" in deaf_text
+    assert "YOU SENT (gesture) to blind: 👍 👋 ✊" in deaf_text
+    assert "bounced" not in deaf_text  # delivered (as blanks), so no bounce notice
     mute = env.action("mute", speak_to="deaf", text="hi", gesture_to="deaf",
                       symbols=("ok_hand", "point_left"))
     state = turn_jit(state, mute, params)[0]
     assert int(state.bounces) == 2  # Mute cannot speak
     assert "FROM mute (gesture): 👌 👈" in env.render_text(state, T.DEAF)
+    assert "NOTICE your speech bounced" in env.render_text(state, T.MUTE)
     state = turn_jit(state, env.action("blind", speak_to="deaf", text="x"), params)[0]
     assert int(state.bounces) == 3  # Deaf cannot hear
-    state = turn_jit(state, env.noop(), params)[0]  # Deaf's next turn overwrites its outbox
-    assert "FROM deaf" not in env.render_text(state, T.BLIND)
+    state = turn_jit(state, env.noop(), params)[0]  # Deaf's next turn replaces its inbox slot
+    blind_text = env.render_text(state, T.BLIND).splitlines()
+    assert "FROM deaf (speech): \"cut 2 ✂\"" not in blind_text
+    assert 'CHAT r1: FROM deaf (speech): "cut 2 ✂"' in blind_text  # kept in the chat history
+    assert "CHAT r1: FROM deaf (gesture): ? ? ?" in blind_text
+
+
+def _chat(state, params, role):
+    """(round numbers shown, speech recipients ``[H, 3]``) of ``role``'s chat section."""
+    row = _row(state, params, role)
+    sl = ENV.layout.slices()
+    rounds = [int(t) - T.NUM_TOK for t in row[sl["chat_round"]] if t != T.PAD]
+    return rounds, row[sl["chat_speech_meta"]].reshape(T.CHAT_ROUNDS, T.N_AGENTS)
+
+
+def test_chat_history_window_oldest_first_and_flashback_scroll():
+    env = BombEnv("base-3")
+    state, params = fresh("base-3")
+    for r in range(6):
+        state = turn_jit(state, env.action("deaf", speak_to="mute", text=f"round {r}"), params)[0]
+        state = play_round(state, params, deaf=None)
+    rounds, meta = _chat(state, params, T.MUTE)
+    assert rounds == [2, 3, 4, 5]  # a window of CHAT_ROUNDS earlier rounds, oldest first
+    assert (meta[:, T.DEAF] == T.ROLE_TOK + T.MUTE).all() and (meta[:, [1, 2]] == T.PAD).all()
+    mute = env.render_text(state, T.MUTE).splitlines()
+    chat = [line for line in mute if line.startswith("CHAT")]
+    assert chat == [f'CHAT r{r + 1}: FROM deaf (speech): "round {r}"' for r in range(2, 6)]
+    assert _chat(state, params, T.BLIND)[1].max() == T.PAD  # nothing was sent to or by Blind
+    state, params = fresh("flashback-3")  # window 3: the current round and the 2 before it
+    for r in range(5):
+        state = turn_jit(state, env.action("deaf", speak_to="mute", text=f"{r}"), params)[0]
+        state = play_round(state, params, deaf=None)
+    assert _chat(state, params, T.MUTE)[0] == [3, 4]  # flashed rounds 0..2 scrolled out
+    assert _chat(state, params, T.DEAF)[0] == [3, 4]
 
 
 # ---- observations -----------------------------------------------------------------------------
@@ -358,7 +409,7 @@ def test_determinism_and_jit_matches_no_jit():
     stepped_b, reward_b, term_b, trunc_b = turn_jit(state_b, action, env.default_params)
     jax.tree.map(same, (stepped_a, reward_a, term_a, trunc_a),
                  (stepped_b, reward_b, term_b, trunc_b))
-    assert int(stepped_b.speech_to[T.DEAF]) == T.MUTE and int(stepped_b.turn) == 1
+    assert int(stepped_b.speech_to[0, T.DEAF]) == T.MUTE and int(stepped_b.turn) == 1
     other = reset_jit(jax.random.PRNGKey(12), env.default_params, **CAPS)
     assert any((np.asarray(getattr(other, f)) != np.asarray(getattr(state_b, f))).any()
                for f in ("wire_colour", "key_seq", "manual_val", "plate"))

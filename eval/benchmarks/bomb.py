@@ -52,8 +52,10 @@ class PyBomb:
         """One turn: deliver or bounce the actor's speech and gesture, then its act."""
         for ch in (0, 1):
             body, to = msg[2 * ch], msg[2 * ch + 1]
-            ok = (0 <= to < 3 and to != actor and T.CAN_SEND[actor, ch] and T.CAN_RECV[to, ch])
-            self.bounces += to != -1 and not ok
+            valid = 0 <= to < 3 and to != actor and T.CAN_SEND[actor, ch]
+            mode = T.RECEIVE[to, ch] if valid else T.BOUNCE
+            ok = mode != T.BOUNCE  # blanks are delivered but still dead-channel use
+            self.bounces += to != -1 and mode != T.FULL
             self.outbox[actor][2 * ch + 1] = to if ok else -1
             if ok:
                 self.outbox[actor][2 * ch] = bytes(body)

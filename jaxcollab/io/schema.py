@@ -288,6 +288,10 @@ class Rollout:
     agent: str = "oracle"
     episodes: int = count(1024)
     seed: int = count(0, 0)
+    bank: bool = False          # the SANZARU instance-bank protocol (bomb)
+    repeats: int = count(3)     # repeats of each bank instance
+    turn_order: Any = "cycle"   # "cycle" or a permutation of the role names
+    solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
     out_dir: str = MISSING
 
 

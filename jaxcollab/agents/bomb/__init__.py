@@ -13,6 +13,7 @@ import jax
 import numpy as np
 from rich.progress import Progress
 
+from jaxcollab.agents.bomb.bank import rollout_bank
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
 from jaxcollab.core.registry import make
 from jaxcollab.core.rollout import rollout
@@ -75,7 +76,8 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
     Returns:
         ``agent``, ``episodes`` (total), ``success_rate`` (fraction defused), ``endings``
         (counts of ``defused`` / ``wrong_action`` / ``timed_out``), ``mean_rounds`` (rounds
-        begun per episode), ``bounces`` (mean undeliverable calls per episode),
+        begun per episode), ``bounces`` (mean dead-channel calls per episode: bounced,
+        or a gesture to Blind delivered as blanks),
         ``rejected_acts`` (mean act attempts by Deaf or Mute per episode), ``never_acted``
         (episodes where Blind never tried to act), ``wrong_round`` (episodes ended by a cut that
         matched an earlier round's light), ``episodes_per_second`` (wall time of play after a
@@ -118,4 +120,5 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
     return out
 
 
-__all__ = ["PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rounds_used", "team", "team_policy"]
+__all__ = ["PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rollout_bank", "rounds_used", "team",
+           "team_policy"]

@@ -5,14 +5,16 @@ computed from that role's own observation row only. The oracle is privileged: it
 correct ``(act, arg)`` read from the hidden state (:func:`oracle_hint`). :func:`team_policy`
 wraps any team as a policy of the generic rollout (:mod:`jaxcollab.core.rollout`).
 
-Protocol teams (all route Mute → gesture → Deaf → speech → Blind, since those are the only live
-channels, and Blind → speech → Mute for the plate glyph):
+Protocol teams (all route Mute → gesture → Deaf → Blind, by speech or, for ``counting``, by a
+gesture Blind gets as blanks; and Blind → speech → Mute for the plate glyph):
 
 * ``symbol`` (one symbol per value): Deaf reports light, display, cuts done and the last four
   rounds' lights; Mute answers the wire colour (or code digit) with one symbol, echoing the
   facts it used; Deaf checks the echo, finds the wire and tells Blind its position.
 * ``counting``: the same relay, every value sent as a count of repeated symbols; it leaves out
-  the light history to fit the 32-symbol cap.
+  the light history to fit the 32-symbol cap, and Deaf shows Blind the wire (or key) as a
+  gesture that Blind gets as blanks, reading the item from their number (SANZARU Fig. 9); that
+  gesture is dead-channel use, so this team's ``bounces`` count its instructions.
 * ``onebit``: Deaf asks "is it this wire / key?" one item per round; Mute answers 👍 or 👎.
 """
 
@@ -125,11 +127,22 @@ def _pad(values: jax.Array) -> jax.Array:
     return jnp.pad(values, (0, MAX_VALUES - values.shape[0])).astype(jnp.int32)
 
 
-def blind_turn(blind: View, codec: Codec, layout: Layout) -> Turn:
-    """Follow Deaf's spoken ``[kind, position]`` if still doable; report the plate to Mute."""
-    said, n = codec.decode(blind.speech[T.DEAF], gesture=False)
-    heard = blind.speech_from[T.DEAF] & (n >= 2)
-    kind, pos = said[0], jnp.clip(said[1], 0, T.MAX_WIRES - 1)
+def blind_turn(blind: View, codec: Codec, layout: Layout, blanks: bool = False) -> Turn:
+    """Follow Deaf's ``[kind, position]`` if still doable; report the plate to Mute.
+
+    Deaf's instruction is spoken in ``codec``, or (``blanks``) a gesture of ``item + 1``
+    symbols that Blind counts as blanks (item: wire position, or ``MAX_WIRES`` + key).
+    """
+    if blanks:
+        item = (blind.gesture[T.DEAF] != 0).sum() - 1
+        heard = blind.gesture_from[T.DEAF] & (item >= 0)
+        kind = jnp.where(item < T.MAX_WIRES, T.CUT, T.PRESS)
+        pos = jnp.clip(jnp.where(item < T.MAX_WIRES, item, item - T.MAX_WIRES), 0,
+                       T.MAX_WIRES - 1)
+    else:
+        said, n = codec.decode(blind.speech[T.DEAF], gesture=False)
+        heard = blind.speech_from[T.DEAF] & (n >= 2)
+        kind, pos = said[0], jnp.clip(said[1], 0, T.MAX_WIRES - 1)
     can_cut = (kind == T.CUT) & blind.wire_present[pos] & ~blind.wire_cut[pos]
     can_press = (kind == T.PRESS) & (pos < T.N_KEYS) & ~blind.pressed[jnp.minimum(pos, 3)]
     act = jnp.where(heard & (can_cut | can_press), kind, T.WAIT)
@@ -144,11 +157,21 @@ def _instruct(turn: Turn, ok, kind, pos, codec: Codec, layout: Layout) -> Turn:
     return dataclasses.replace(turn, speak_to=jnp.where(ok, T.BLIND, T.NO_TARGET), speech=speech)
 
 
+def _show_blanks(turn: Turn, ok, kind, pos, layout: Layout) -> Turn:
+    """Deaf gestures ``item + 1`` symbols to Blind when ``ok`` instead of its report (one gesture
+    per turn); Blind counts the blanks (item: wire position, or ``MAX_WIRES`` + key)."""
+    item = jnp.where(kind == T.PRESS, T.MAX_WIRES + pos, pos)
+    body = jnp.where(jnp.arange(layout.gesture_symbols) <= item, T.SYMBOL_IDS["clap"], 0)
+    return dataclasses.replace(turn, gesture_to=jnp.where(ok, T.BLIND, turn.gesture_to),
+                               gesture=jnp.where(ok, body.astype(jnp.uint8), turn.gesture))
+
+
 # ---- relay teams (symbol / counting) ---------------------------------------------------------
 
 
-def relay_team(codec: Codec, with_history: bool) -> Callable:
-    """Deaf reports, Mute answers with an echo, Deaf relays the position to Blind."""
+def relay_team(codec: Codec, with_history: bool, blanks: bool = False) -> Callable:
+    """Deaf reports, Mute answers with an echo, Deaf relays the position to Blind (spoken in
+    ``codec``, or with ``blanks`` as a gesture Blind counts as blanks)."""
 
     def team(key, obs, layout: Layout) -> BombAction:
         deaf, mute, blind = (parse(obs[r], r, layout) for r in range(T.N_AGENTS))
@@ -159,7 +182,10 @@ def relay_team(codec: Codec, with_history: bool) -> Callable:
         answer, n_ans = codec.decode(deaf.gesture[T.MUTE], gesture=True)
         fresh = deaf.gesture_from[T.MUTE] & (n_ans >= 5) & (answer[1:4] == report[:3]).all()
         found, pos = locate(deaf, answer[0], answer[4])
-        d_turn = _instruct(d_turn, fresh & found, answer[0], pos, codec, layout)
+        if blanks:
+            d_turn = _show_blanks(d_turn, fresh & found, answer[0], pos, layout)
+        else:
+            d_turn = _instruct(d_turn, fresh & found, answer[0], pos, codec, layout)
 
         heard, n_heard = codec.decode(mute.gesture[T.DEAF], gesture=True)
         glyph, n_glyph = codec.decode(mute.speech[T.BLIND], gesture=False)
@@ -170,7 +196,7 @@ def relay_team(codec: Codec, with_history: bool) -> Callable:
         m_turn = dataclasses.replace(
             quiet(layout), gesture_to=jnp.where(ok, T.DEAF, T.NO_TARGET),
             gesture=codec.encode(reply, jnp.int32(5), layout.gesture_symbols, True))
-        return stack([d_turn, m_turn, blind_turn(blind, codec, layout)])
+        return stack([d_turn, m_turn, blind_turn(blind, codec, layout, blanks)])
 
     return team
 
@@ -261,7 +287,7 @@ TEAMS: dict[str, Callable] = {
     "random": random_team,
     "solo": solo_team,
     "symbol": relay_team(SYMBOL, with_history=True),
-    "counting": relay_team(COUNT, with_history=False),
+    "counting": relay_team(COUNT, with_history=False, blanks=True),
     "onebit": onebit_team,
 }
 PROTOCOL_TEAMS = ("onebit", "symbol", "counting")

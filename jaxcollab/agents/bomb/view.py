@@ -12,6 +12,14 @@ import jax.numpy as jnp
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.observe import Layout
 
+#: A gesture symbol Blind got as a blank (``?``): it knows a symbol came, not which.
+BLANK_ID = -1
+
+
+def _gestures(tok: jax.Array) -> jax.Array:
+    """Gesture tokens → symbol ids 1..42, ``BLANK_ID`` for a blank, 0 = empty slot."""
+    return jnp.where(tok == T.PAD, 0, jnp.where(tok == T.BLANK, BLANK_ID, tok - T.SYMBOL_TOK))
+
 
 def _val(tok: jax.Array, base: int, n: int) -> jax.Array:
     """``tok - base`` when ``tok`` is in ``[base, base + n)``, else -1."""
@@ -28,8 +36,12 @@ class View:
     digits; ``pressed`` bool ``[4]``; ``plate`` glyph id; ``hist_light`` ``[24]`` (-1 = not
     visible or dark); ``key_mode``, ``task``; manual ``m_label``, ``m_col``, ``m_v0``, ``m_v1``
     ``[20]``; ``picks`` ``[8]``; ``speech`` uint8-valued ``[3, S]`` and ``gesture`` ``[3, G]``
-    per sender (0 = empty), ``speech_from`` / ``gesture_from`` bool ``[3]`` whether that
-    sender's slot holds a message addressed to this role.
+    per sender's most recent turn (0 = empty; gestures are symbol ids, :data:`BLANK_ID` for a
+    blank), ``speech_from`` / ``gesture_from`` bool ``[3]`` whether that sender's slot holds a
+    message addressed to this role. The chat history of the ``H = CHAT_ROUNDS`` earlier
+    rounds, oldest first: ``chat_round`` ``[H]`` (-1 = none or scrolled out),
+    ``chat_speech`` ``[H, 3, S]``, ``chat_gesture`` ``[H, 3, G]``, ``chat_speech_to`` /
+    ``chat_gesture_to`` ``[H, 3]`` recipient per sender (-1 = nothing shown to this role).
     """
 
     round: jax.Array
@@ -53,6 +65,11 @@ class View:
     gesture: jax.Array
     speech_from: jax.Array
     gesture_from: jax.Array
+    chat_round: jax.Array
+    chat_speech: jax.Array
+    chat_gesture: jax.Array
+    chat_speech_to: jax.Array
+    chat_gesture_to: jax.Array
 
 
 def parse(tokens: jax.Array, role: int, layout: Layout) -> View:
@@ -62,6 +79,8 @@ def parse(tokens: jax.Array, role: int, layout: Layout) -> View:
     label_base = jnp.where(o["manual_mode"][0] - T.MODE_TOK == T.KEY_GLYPH, T.PLATE_TOK,
                            T.COLOUR_TOK)
     me_tok = T.ROLE_TOK + role
+    speech = lambda tok: jnp.where(tok == T.PAD, 0, tok - T.BYTE_TOK)  # noqa: E731
+    h, n, size_s, size_g = T.CHAT_ROUNDS, T.N_AGENTS, layout.speech_bytes, layout.gesture_symbols
     return View(
         round=o["header"][1] - T.NUM_TOK,
         light=_val(o["light"][0], T.COLOUR_TOK, T.N_COLOURS),
@@ -81,10 +100,13 @@ def parse(tokens: jax.Array, role: int, layout: Layout) -> View:
                        _val(manual[:, 2], T.COLOUR_TOK, T.N_COLOURS)),
         m_v1=_val(manual[:, 3], T.DIGIT_TOK, 10),
         picks=_val(o["picks"], T.NUM_TOK, 32),
-        speech=jnp.where(o["speech"] == T.PAD, 0, o["speech"] - T.BYTE_TOK).reshape(
-            T.N_AGENTS, layout.speech_bytes),
-        gesture=jnp.where(o["gesture"] == T.PAD, 0, o["gesture"] - T.SYMBOL_TOK).reshape(
-            T.N_AGENTS, layout.gesture_symbols),
+        speech=speech(o["speech"]).reshape(n, size_s),
+        gesture=_gestures(o["gesture"]).reshape(n, size_g),
         speech_from=o["speech_meta"] == me_tok,
         gesture_from=o["gesture_meta"] == me_tok,
+        chat_round=_val(o["chat_round"], T.NUM_TOK, 32),
+        chat_speech=speech(o["chat_speech"]).reshape(h, n, size_s),
+        chat_gesture=_gestures(o["chat_gesture"]).reshape(h, n, size_g),
+        chat_speech_to=_val(o["chat_speech_meta"], T.ROLE_TOK, n).reshape(h, n),
+        chat_gesture_to=_val(o["chat_gesture_meta"], T.ROLE_TOK, n).reshape(h, n),
     )

@@ -10,8 +10,8 @@ import jax
 import numpy as np
 
 from jaxcollab.core.registry import register
-from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.envs.bomb import tables
+from jaxcollab.envs.bomb.bank import BANK_SEED, BANK_SIZE, bank_episodes, instance_keys, summarise
 from jaxcollab.envs.bomb.env import BombAction, BombEnv, ending_counts, is_done
 from jaxcollab.envs.bomb.generate import generate
 from jaxcollab.envs.bomb.params import BombParams, make_params, stack_params
@@ -19,10 +19,6 @@ from jaxcollab.envs.bomb.state import BombState
 
 #: ``generate`` over a batch of keys with shared params (compiled once per caps and batch size).
 reset_batch = jax.jit(jax.vmap(generate, in_axes=(0, None, None, None)), static_argnums=(2, 3))
-
-#: Instances per variant in the bank, and the bank seed (spec "The 24 variants").
-BANK_SIZE = 5
-BANK_SEED = 2026
 
 
 def _state_record(state: BombState) -> dict:
@@ -51,8 +47,7 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
     """
     env = BombEnv(env_name)
     params = env.default_params
-    base = jax.random.fold_in(jax.random.PRNGKey(int(seed)), tables.VARIANTS.index(env.variant))
-    keys = jax.vmap(lambda i: split_episode_key(jax.random.fold_in(base, i))[0])(np.arange(int(n)))
+    keys = instance_keys(env.variant.name, n, seed)
     states = jax.device_get(reset_batch(keys, params, env.speech_bytes, env.gesture_symbols))
     records = []
     for i in range(int(n)):
@@ -78,6 +73,6 @@ for _v in tables.VARIANTS:
 
 __all__ = [
     "BANK_SEED", "BANK_SIZE", "BombAction", "BombEnv", "BombParams", "BombState",
-    "ending_counts", "export_instances", "instance_bank", "is_done", "make_params",
-    "stack_params", "tables",
+    "bank_episodes", "ending_counts", "export_instances", "instance_bank", "instance_keys",
+    "is_done", "make_params", "stack_params", "summarise", "tables",
 ]

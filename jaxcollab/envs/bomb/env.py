@@ -124,8 +124,8 @@ class BombEnv(Environment[BombState, BombParams]):
         Once ended, a turn changes nothing (frozen, contract).
 
         Returns ``(obs, state, reward, terminated, truncated, info)``; ``info`` holds int32
-        ``ending``, ``round``, ``progress``, ``bounces``, ``rejected``, ``acts`` and bool
-        ``wrong_round``.
+        ``ending``, ``round``, ``progress``, ``bounces`` (dead-channel calls so far),
+        ``rejected``, ``acts`` and bool ``wrong_round``.
         """
         params = self._params(params)
         state, reward, _, _ = turn(state, actions, params)

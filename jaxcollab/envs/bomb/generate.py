@@ -2,8 +2,10 @@
 one variant's rules (spec "Parts", "The 24 variants").
 
 Guarantees (tested): every required wire colour is unique among the wires still uncut when it is
-required; wires the manual never names avoid every named colour; in bait variants the light's
-own colour is on an uncut wire that is *not* the answer at every cut; flashing cycles name
+required; wires the manual never names avoid every named colour; in bait variants each cut's
+manual row maps the light to its own colour with probability ``1 / N_LIGHTS`` (SANZARU Fig. 12
+maps blue to blue), and at every other cut the light's own colour is on an uncut wire that is
+*not* the answer (the bait); flashing cycles name
 distinct wires; keypad codes use two distinct digits present on the keypad. All random numbers
 come from one ``jax.random.bits`` word expanded by an integer hash.
 """
@@ -20,7 +22,7 @@ from jaxcollab.envs.bomb.state import BombState, mix
 _SIZES = {"key": T.MANUAL_ENTRIES, "light": T.N_LIGHTS, "colour": T.N_COLOURS,
           "pos": T.MAX_WIRES, "flash": T.SEQ, "glyph": len(T.PLATE_GLYPHS), "digit": 10,
           "kp": T.N_KEYS, "fill": T.SEQ, "val": 2 * T.MANUAL_ENTRIES,
-          "other": T.MAX_WIRES * T.N_COLOURS, "misc": 4}
+          "other": T.MAX_WIRES * T.N_COLOURS, "misc": 4, "self": T.SEQ}
 
 
 def _uniforms(key: jax.Array) -> tuple[dict[str, jax.Array], jax.Array]:
@@ -103,15 +105,24 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
     light_seq = jnp.where(p.light == T.LIGHT_FLASH, flash_seq, light_seq)
     disp_seq = jnp.where(p.cols > 1, key_seq % p.cols, 0)
 
-    # Named answers: distinct colours; bait chains them so the light's colour is never the answer.
+    # Named answers: distinct colours. Bait: a stage whose row maps its light to itself answers
+    # the light's colour; the other stages form a chain, each answering the previous chained
+    # stage's light (the first a colour no light shows), so each chained stage's light colour
+    # is on a later stage's wire, or on the bait wire for the last one.
     n_named = jnp.where(p.task == T.TASK_CODE, 0, jnp.where(p.light == T.LIGHT_CYCLE, p.period,
                                                              p.steps))
     stage_light = key_seq // p.cols
     in_lights = ((stage_light[:, None] == jnp.arange(T.N_COLOURS)) & (s < p.steps)[:, None]).any(0)
     bait_first = colour_perm[jnp.argmax(~in_lights[colour_perm])]
-    bait_colours = jnp.where(s == 0, bait_first, jnp.roll(stage_light, 1))
+    to_itself = (u["self"] * T.N_LIGHTS < 1.0) & (s < p.steps)
+    chained = (s < p.steps) & ~to_itself
+    last_chained = jax.lax.cummax(jnp.where(chained, s, -1))  # at or before each stage
+    before = jnp.concatenate([jnp.full(1, -1), last_chained[:-1]])
+    bait_colours = jnp.where(to_itself, stage_light, jnp.where(
+        before >= 0, stage_light[jnp.clip(before, 0, T.SEQ - 1)], bait_first))
     named = jnp.where(p.bait == 1, bait_colours, colour_perm[jnp.minimum(s, T.N_COLOURS - 1)])
-    bait_wire = stage_light[jnp.maximum(p.steps - 1, 0)]
+    has_bait = (p.bait == 1) & chained.any()
+    bait_wire = stage_light[jnp.clip(last_chained[-1], 0, T.SEQ - 1)]
 
     # Keypad and code (carving-2).
     keypad = digit_perm[: T.N_KEYS]
@@ -140,7 +151,7 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
     other = jnp.argmax(jnp.where(named_mask, -1.0, other_u), axis=1)
     rank = _perm_inverse(pos_perm)
     colour = jnp.where(rank < n_named, named[jnp.minimum(rank, T.SEQ - 1)], other)
-    colour = jnp.where((p.bait == 1) & (rank == n_named), bait_wire, colour)
+    colour = jnp.where(has_bait & (rank == n_named), bait_wire, colour)
     colour = jnp.where(jnp.arange(T.MAX_WIRES) < p.wires, colour, -1)
 
     i32 = jnp.int32
@@ -156,9 +167,9 @@ def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symb
         hist_light=jnp.full(T.MAX_ROUNDS, -1, i32), hist_disp=jnp.full(T.MAX_ROUNDS, -1, i32),
         seen_colours=i32(0), bounces=i32(0), rejected=i32(0), acts=i32(0),
         wrong_round=jnp.bool_(False),
-        speech=jnp.zeros((T.N_AGENTS, speech_bytes // 4), jnp.uint32),
-        speech_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
-        gesture=jnp.zeros((T.N_AGENTS, gesture_symbols // 4), jnp.uint32),
-        gesture_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
+        speech=jnp.zeros((T.CHAT_SLOTS, T.N_AGENTS, speech_bytes // 4), jnp.uint32),
+        speech_to=jnp.full((T.CHAT_SLOTS, T.N_AGENTS), T.NO_TARGET, i32),
+        gesture=jnp.zeros((T.CHAT_SLOTS, T.N_AGENTS, gesture_symbols // 4), jnp.uint32),
+        gesture_to=jnp.full((T.CHAT_SLOTS, T.N_AGENTS), T.NO_TARGET, i32),
         bounced=jnp.zeros((T.N_AGENTS, 2), bool), act_rejected=jnp.zeros(T.N_AGENTS, bool),
     )

@@ -1,6 +1,7 @@
 """Host-side text of a role's observation, decoded from the same tokens the JAX agents read, so
 tokens and text always state the same facts (spec style: ``LIGHT [green]``,
-``WIRES 1:[yellow] 2:[green]``, ``[unreadable]``, gestures as emoji, the plate glyph as a
+``WIRES 1:[yellow] 2:[green]``, ``[unreadable]``, gestures as emoji (a blank as ``?``), the chat
+history as ``CHAT r<round>:`` lines, oldest first, the plate glyph as a
 character). Pure Python; never runs under ``jit``.
 """
 
@@ -42,8 +43,10 @@ def speech_text(tokens: np.ndarray) -> str:
 
 
 def gesture_text(tokens: np.ndarray) -> str:
-    """Symbol tokens → emoji glyphs separated by spaces."""
-    return " ".join(T.GESTURES[int(t) - T.SYMBOL_TOK - 1][1] for t in tokens if t != T.PAD)
+    """Symbol tokens → emoji glyphs separated by spaces; a blank (a gesture as Blind gets it)
+    is ``?`` (SANZARU Table 1: ``Mute: [? ?]``)."""
+    return " ".join("?" if t == T.BLANK else T.GESTURES[int(t) - T.SYMBOL_TOK - 1][1]
+                    for t in tokens if t != T.PAD)
 
 
 def _numbered(tokens) -> str:
@@ -52,8 +55,9 @@ def _numbered(tokens) -> str:
 
 def _board_lines(o: dict[str, np.ndarray]) -> list[str]:
     lines = [f"LIGHT {token_text(o['light'][0])}", f"DISPLAY {token_text(o['display'][0])}"]
-    if o["display2"][0] != T.ABSENT:
-        lines.append(f"DISPLAY2 {token_text(o['display2'][0])}")
+    for part in ("display2", "light2"):
+        if o[part][0] != T.ABSENT:
+            lines.append(f"{part.upper()} {token_text(o[part][0])}")
     lines.append(f"WIRES {_numbered(o['wires'])}")
     if o["keys"][0] != T.ABSENT:
         keys = " ".join(f"{i + 1}:{token_text(k)}{'(pressed)' if p == T.YES else ''}"
@@ -88,19 +92,45 @@ def _manual_lines(o: dict[str, np.ndarray]) -> list[str]:
     return lines
 
 
-def _message_lines(o: dict[str, np.ndarray], me: int, layout: Layout) -> list[str]:
+def _message_lines(meta: np.ndarray, bodies: dict[str, np.ndarray], me: int, prefix: str = ""
+                   ) -> list[str]:
+    """One line per shown message: ``meta`` ``[2, 3]`` (speech, gesture recipient tokens per
+    sender), ``bodies`` per channel ``[3, L]``."""
     lines = []
-    channels = (("speech", layout.speech_bytes, lambda t: f'"{speech_text(t)}"'),
-                ("gesture", layout.gesture_symbols, gesture_text))
-    for name, width, show in channels:
-        body = o[name].reshape(T.N_AGENTS, width)
-        for sender, meta in enumerate(o[f"{name}_meta"]):
-            if meta == T.PAD:
+    shows = {"speech": lambda t: f'"{speech_text(t)}"', "gesture": gesture_text}
+    for (name, body), row in zip(bodies.items(), meta, strict=True):
+        for sender, to in enumerate(row):
+            if to == T.PAD:
                 continue
             if sender == me:
-                lines.append(f"YOU SENT ({name}) to {token_text(meta)}: {show(body[sender])}")
+                lines.append(f"{prefix}YOU SENT ({name}) to {token_text(to)}: "
+                             f"{shows[name](body[sender])}")
             else:
-                lines.append(f"FROM {T.ROLE_NAMES[sender]} ({name}): {show(body[sender])}")
+                lines.append(f"{prefix}FROM {T.ROLE_NAMES[sender]} ({name}): "
+                             f"{shows[name](body[sender])}")
+    return lines
+
+
+def _chat_lines(o: dict[str, np.ndarray], me: int, layout: Layout) -> list[str]:
+    """The chat history, oldest round first: ``CHAT r<n>: FROM ...`` / ``YOU SENT ...``."""
+    n = T.CHAT_ROUNDS
+    meta = np.stack([o["chat_speech_meta"].reshape(n, T.N_AGENTS),
+                     o["chat_gesture_meta"].reshape(n, T.N_AGENTS)], 1)
+    speech = o["chat_speech"].reshape(n, T.N_AGENTS, layout.speech_bytes)
+    gesture = o["chat_gesture"].reshape(n, T.N_AGENTS, layout.gesture_symbols)
+    lines = []
+    for k, tok in enumerate(o["chat_round"]):
+        if tok != T.PAD:
+            lines += _message_lines(meta[k], {"speech": speech[k], "gesture": gesture[k]}, me,
+                                    f"CHAT r{int(tok) - T.NUM_TOK + 1}: ")
+    return lines
+
+
+def _inbox_lines(o: dict[str, np.ndarray], me: int, layout: Layout) -> list[str]:
+    meta = np.stack([o["speech_meta"], o["gesture_meta"]])
+    bodies = {"speech": o["speech"].reshape(T.N_AGENTS, layout.speech_bytes),
+              "gesture": o["gesture"].reshape(T.N_AGENTS, layout.gesture_symbols)}
+    lines = _message_lines(meta, bodies, me)
     for flag, text in zip(o["feedback"], ("your speech bounced (not delivered)",
                                          "your gesture bounced (not delivered)",
                                          "your action was rejected (only Blind acts)"),
@@ -125,4 +155,4 @@ def render_tokens(tokens: np.ndarray, layout: Layout) -> str:
         lines += _board_lines(o)
     else:
         lines += _manual_lines(o)
-    return "\n".join(lines + _message_lines(o, role, layout))
+    return "\n".join(lines + _chat_lines(o, role, layout) + _inbox_lines(o, role, layout))

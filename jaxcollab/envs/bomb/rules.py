@@ -3,7 +3,8 @@
 A round is three turns, one per role, in ``params.turn_order``; :func:`turn` plays the turn of
 the role whose turn it is and ignores the other rows of the joint action (spec "Roles and
 channels": a message is delivered at the recipient's next turn, so later agents in the same round
-see it this round).
+see it this round). Messages are written into this round's row of a ring of the last
+``CHAT_SLOTS`` rounds, from which observations build each agent's inbox and chat history.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from jaxcollab.envs.bomb.state import (
 )
 
 _CAN_SEND = jnp.asarray(T.CAN_SEND)
-_CAN_RECV = jnp.asarray(T.CAN_RECV)
+_RECEIVE = jnp.asarray(T.RECEIVE)
 
 
 @chex.dataclass(frozen=True)
@@ -56,15 +57,17 @@ def noop_action(speech_bytes: int, gesture_symbols: int) -> BombAction:
     )
 
 
-def deliverable(sender: jax.Array, to: jax.Array, channel: int) -> jax.Array:
-    """Whether a call from ``sender`` to ``to`` on ``channel`` is delivered (else it bounces).
+def delivery(sender: jax.Array, to: jax.Array, channel: int) -> jax.Array:
+    """How a call from ``sender`` to ``to`` on ``channel`` arrives: int32 ``BOUNCE``, ``FULL``
+    or ``BLANKS`` (:data:`~jaxcollab.envs.bomb.tables.RECEIVE`).
 
-    The delivery matrix is data (:data:`~jaxcollab.envs.bomb.tables.CAN_SEND`, ``CAN_RECV``):
-    the sender must have the channel, the recipient must perceive it, and it must be another
-    role (spec "Roles and channels").
+    The delivery matrix is data: the sender must have the channel (``CAN_SEND``) and address
+    another role; then ``RECEIVE[to, channel]`` decides. Deaf cannot hear, so speech to Deaf
+    bounces; a gesture to Blind arrives as blanks, one ``?`` per symbol (SANZARU Table 1,
+    Fig. 9). Every other call from a sender that has the channel is delivered in full.
     """
-    valid = (to >= 0) & (to < T.N_AGENTS) & (to != sender)
-    return valid & _CAN_SEND[sender, channel] & _CAN_RECV[jnp.clip(to, 0, 2), channel]
+    valid = (to >= 0) & (to < T.N_AGENTS) & (to != sender) & _CAN_SEND[sender, channel]
+    return jnp.where(valid, _RECEIVE[jnp.clip(to, 0, T.N_AGENTS - 1), channel], T.BOUNCE)
 
 
 def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:
@@ -80,30 +83,40 @@ def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:
     return jnp.where(alive, colour[jnp.clip(source, 0, colour.shape[0] - 1)], colour)
 
 
+def _cell(state: BombState, actor, active) -> jax.Array:
+    """bool ``[CHAT_SLOTS, 3]``: the actor's slot in this round's row of the message ring."""
+    row = jnp.arange(T.CHAT_SLOTS)[:, None] == state.round % T.CHAT_SLOTS
+    return row & (jnp.arange(T.N_AGENTS)[None, :] == actor) & active
+
+
 def _silent(state: BombState, actor, active):
     """:func:`_send` for a joint action known (statically) to carry no messages."""
-    row = (jnp.arange(T.N_AGENTS) == actor) & active
-    return dict(speech_to=jnp.where(row, T.NO_TARGET, state.speech_to),
-                gesture_to=jnp.where(row, T.NO_TARGET, state.gesture_to),
-                bounced=state.bounced & ~row[:, None])
+    cell = _cell(state, actor, active)
+    return dict(speech_to=jnp.where(cell, T.NO_TARGET, state.speech_to),
+                gesture_to=jnp.where(cell, T.NO_TARGET, state.gesture_to),
+                bounced=state.bounced & ~cell.any(0)[:, None])
 
 
 def _send(state: BombState, actions: BombAction, actor, active):
-    """Channel delivery for the actor's speech and gesture; returns updated message fields."""
-    row = jnp.arange(T.N_AGENTS) == actor
-    out, bounced = {}, []
+    """Channel delivery for the actor's speech and gesture into this round's row of the message
+    ring; returns updated message fields. A bounced call is not stored; a call that is not
+    delivered in full (bounced, or blanks) counts as dead-channel use in ``bounces``."""
+    cell = _cell(state, actor, active)
+    out, bounced, dead = {}, [], []
     for ch, (to_f, body_f) in enumerate((("speak_to", "speech"), ("gesture_to", "gesture"))):
         to = getattr(actions, to_f)[actor]
-        ok = deliverable(actor, to, ch) & active
-        bounced.append((to != T.NO_TARGET) & ~ok & active)
-        write = row & ok
-        out[body_f] = jnp.where(write[:, None], pack(getattr(actions, body_f)),
-                                getattr(state, body_f))
+        mode = delivery(actor, to, ch)
+        sent = (to != T.NO_TARGET) & active
+        ok = mode != T.BOUNCE
+        bounced.append(sent & ~ok)
+        dead.append(sent & (mode != T.FULL))
+        body = pack(getattr(actions, body_f)[actor])
+        out[body_f] = jnp.where((cell & ok)[:, :, None], body, getattr(state, body_f))
         field = to_f.replace("speak_to", "speech_to")
-        out[field] = jnp.where(row & active, jnp.where(ok, to, T.NO_TARGET), getattr(state, field))
-    flags = jnp.stack(bounced)
-    out["bounced"] = jnp.where((row & active)[:, None], flags[None, :], state.bounced)
-    out["bounces"] = state.bounces + flags.sum()
+        out[field] = jnp.where(cell, jnp.where(ok, to, T.NO_TARGET), getattr(state, field))
+    row = cell.any(0)
+    out["bounced"] = jnp.where(row[:, None], jnp.stack(bounced)[None, :], state.bounced)
+    out["bounces"] = state.bounces + jnp.stack(dead).sum()
     return out
 
 

@@ -36,12 +36,16 @@ class BombState:
         noise: uint32 seed of the parts the manual never uses (strip, haystack decoys).
         hist_light / hist_disp: ``[24]`` the light / display shown in each round so far.
         seen_colours: bitmask of wire colours that were required in some earlier round.
-        bounces, rejected, acts: counts of undeliverable calls, act attempts by non-Blind roles,
-            and Blind's act attempts; wrong_round: bool.
-        speech: uint32 ``[3, S/4]`` each agent's last speech, UTF-8 bytes packed four per
-            word (:func:`pack`; 0-terminated); speech_to: ``[3]`` its recipient or ``-1``;
-            gesture: uint32 ``[3, G/4]`` packed symbol ids (0 = empty);
-            gesture_to: ``[3]``; bounced: bool ``[3, 2]`` each agent's last speech/gesture
+        bounces, rejected, acts: counts of dead-channel calls (bounced, or a gesture to Blind
+            delivered as blanks), act attempts by non-Blind roles, and Blind's act attempts;
+            wrong_round: bool.
+        speech: uint32 ``[R, 3, S/4]`` a ring of the last ``R = CHAT_ROUNDS + 1`` rounds'
+            messages (row ``round % R``), per sender: UTF-8 bytes packed four per word
+            (:func:`pack`; 0-terminated); speech_to: ``[R, 3]`` the recipient, ``-1`` for
+            none or bounced (a sender's slot is rewritten at its turn, so a slot of the current
+            row whose sender has not played yet still holds round ``round - R``);
+            gesture: uint32 ``[R, 3, G/4]`` packed symbol ids (0 = empty);
+            gesture_to: ``[R, 3]``; bounced: bool ``[3, 2]`` each agent's last speech/gesture
             bounced; act_rejected: bool ``[3]``.
     """
 
@@ -126,17 +130,19 @@ def mix(x: jax.Array) -> jax.Array:
 def noise_parts(state: BombState, params: BombParams) -> dict[str, jax.Array]:
     """The parts the manual never uses, as shown now (-1 where absent).
 
-    Returns ``decoy_display`` (digit), ``strip_colour`` / ``strip_glyph`` ``[3]`` and
-    ``decoy_keys`` ``[4]`` (digits). In haystack variants they change every round
-    (spec "Families": haystack); otherwise they are fixed for the episode.
+    Returns ``decoy_display`` (digit), ``decoy_light`` (colour), ``strip_colour`` /
+    ``strip_glyph`` ``[3]`` and ``decoy_keys`` ``[4]`` (digits). In haystack variants they
+    change every round (SANZARU Table 2, Haystack: "displays, lights, and props change for no
+    reason"); otherwise they are fixed for the episode.
     """
     r = jnp.where(params.haystack == 1, state.round, 0).astype(jnp.uint32)
-    h = mix(state.noise ^ mix(r + jnp.uint32(0x9E3779B9)) + jnp.arange(11, dtype=jnp.uint32))
+    h = mix(state.noise ^ mix(r + jnp.uint32(0x9E3779B9)) + jnp.arange(12, dtype=jnp.uint32))
     h = mix(h)
     hay, strip = params.haystack == 1, params.strip == 1
     decoy_keys = (h[7:11] % 10).astype(jnp.int32)
     return {
         "decoy_display": jnp.where(hay, (h[0] % 10).astype(jnp.int32), -1),
+        "decoy_light": jnp.where(hay, (h[11] % T.N_LIGHTS).astype(jnp.int32), -1),
         "strip_colour": jnp.where(strip, (h[1:4] % T.N_COLOURS).astype(jnp.int32), -1),
         "strip_glyph": jnp.where(strip, (h[4:7] % len(T.STRIP_GLYPHS)).astype(jnp.int32), -1),
         "decoy_keys": jnp.where(params.keypad == T.KEYPAD_DECOY, decoy_keys, -1),

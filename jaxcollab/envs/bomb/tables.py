@@ -18,8 +18,12 @@ SPEECH, GESTURE = 0, 1
 CHANNEL_NAMES = ("speech", "gesture")
 #: CAN_SEND[role, channel]: Deaf speaks and gestures, Mute only gestures, Blind only speaks.
 CAN_SEND = np.array([[1, 1], [0, 1], [1, 0]], bool)
-#: CAN_RECV[role, channel]: Deaf only sees gestures, Mute gets both, Blind only hears speech.
-CAN_RECV = np.array([[0, 1], [1, 1], [1, 0]], bool)
+BOUNCE, FULL, BLANKS = 0, 1, 2  # how a call arrives
+#: RECEIVE[role, channel]: how a call on ``channel`` reaches ``role``. Deaf cannot hear (speech
+#: bounces), Mute gets both, Blind hears speech and gets a gesture as blanks, one ``?`` per
+#: symbol (SANZARU Table 1: Blind receives ``Mute: [? ?]``; Fig. 9: Blind reads a value from the
+#: number of blanks). Anything but ``FULL`` is dead-channel use (SANZARU Table 6 ``dead_channel``).
+RECEIVE = np.array([[BOUNCE, FULL], [FULL, FULL], [FULL, BLANKS]], np.int32)
 
 # ---- actions -------------------------------------------------------------------------------
 WAIT, CUT, PRESS = 0, 1, 2
@@ -44,6 +48,10 @@ STRIP_SLOTS = 3
 MANUAL_ENTRIES = 20  # largest manual: a 5 x 4 grid
 SEQ = 8  # longest per-stage / per-cycle / flash sequence
 MAX_ROUNDS = 24  # longest round budget; history arrays hold one slot per round
+#: Earlier rounds of chat each observation carries (a fixed window, ours; SANZARU Fig. 2 shows
+#: per-agent conversation histories). The state keeps one more row: the current round.
+CHAT_ROUNDS = 4
+CHAT_SLOTS = CHAT_ROUNDS + 1  # rows of the state's message ring
 DEFAULT_SPEECH_BYTES = 256
 DEFAULT_GESTURE_SYMBOLS = 32
 
@@ -64,8 +72,8 @@ N_SYMBOLS = len(GESTURES)
 SYMBOL_IDS = {name: i + 1 for i, (name, _) in enumerate(GESTURES)}
 
 # ---- observation token vocabulary ----------------------------------------------------------
-PAD, UNREADABLE, CUT_MARK, ABSENT, DARK, HIDDEN, YES, NO = range(8)
-COLOUR_TOK = 8  # + colour id (6)
+PAD, UNREADABLE, CUT_MARK, ABSENT, DARK, HIDDEN, YES, NO, BLANK = range(9)  # BLANK: a `?`
+COLOUR_TOK = 9  # + colour id (6)
 DIGIT_TOK = COLOUR_TOK + N_COLOURS  # + digit 0..9
 PLATE_TOK = DIGIT_TOK + 10  # + plate glyph id (8)
 STRIP_TOK = PLATE_TOK + len(PLATE_GLYPHS)  # + strip glyph id (8)
