@@ -80,3 +80,12 @@ def test_rollout_bank_summaries_and_solo_gap():
     assert gaps == {"core": -0.5, "all": -0.5, "families": {"base": 0.0, "flashing": -1.0}}
     with pytest.raises(ValueError, match="protocol"):
         rollout_bank(names, "oracle", repeats=1, solo=solo)
+
+
+def test_cli_bank_protocol_writes_summaries(cli, tmp_path):
+    results = cli("eval/rollout.py", "env=bomb/all", "agent=oracle", "bank=true",
+                        "repeats=1", f"out_dir={tmp_path}")
+    assert results["episodes"] == 72  # 24 variants x 3 bank instances x 1 repeat
+    assert results["summary"]["all"]["success_rate"] == 1.0
+    assert set(results["summary"]) >= {"core", "plus", "all", "families"}
+    assert len(results["summary"]["families"]) == 7
