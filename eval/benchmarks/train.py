@@ -32,10 +32,10 @@ SEQ_LEN = 30 + 5 * 3 + 1  # masked view, five 2-digit messages with separators, 
 CPU_SEQ_LEN = 15 + 2 * 3 + 1  # own bits, two 2-digit messages with separators, '='
 CPU_MODEL = {"n_layer": 2, "n_head": 4, "n_embd": 64}  # configs/preset/cpu.yaml
 PAPER_MODEL = {"n_layer": 4, "n_head": 6, "n_embd": 240}
-# (label, model, tokens per row, batch, steps per timed call)
-SHAPES = [("cpu preset 2x4x64", CPU_MODEL, CPU_SEQ_LEN, 256, 20),
-          ("paper 4x6x240", PAPER_MODEL, SEQ_LEN, 256, 2),
-          ("paper 4x6x240", PAPER_MODEL, SEQ_LEN, 1024, 1)]
+# (label, model, tokens per row, batch, steps per timed call, timed calls per side)
+SHAPES = [("cpu preset 2x4x64", CPU_MODEL, CPU_SEQ_LEN, 256, 20, 5),
+          ("paper 4x6x240", PAPER_MODEL, SEQ_LEN, 256, 2, 3),
+          ("paper 4x6x240", PAPER_MODEL, SEQ_LEN, 1024, 1, 3)]
 
 
 def matmul_peak(dtype, n: int, repeats: int) -> float:
@@ -118,12 +118,11 @@ def _rate_rows(label: str, seconds: float, tokens: int, flops: float, peak: floa
 
 def run(quick: bool) -> list[dict]:
     dtype = GPTConfig(vocab_size=1, block_size=1).compute_dtype
-    rounds = 2 if quick else 5
-    peak = matmul_peak(dtype, 1024 if quick else 2048, rounds)
+    peak = matmul_peak(dtype, 1024 if quick else 2048, 2 if quick else 5)
     rows = [{"name": f"matmul peak ({jnp.dtype(dtype).name})", "value": peak / 1e9,
              "unit": "GFLOP/s", "notes": "square matmul, best of repeats"}]
-    for shape, model, seq_len, batch, n_steps in SHAPES:
-        batch = min(batch, 64) if quick else batch
+    for shape, model, seq_len, batch, n_steps, rounds in SHAPES:
+        batch, rounds = (min(batch, 64), 2) if quick else (batch, rounds)
         label = f"{shape} b{batch}"
         fns = {"jax": jax_steps(batch, seq_len, n_steps, **model)}
         cfg, n_non_emb = fns["jax"][1], fns["jax"][2]
@@ -144,7 +143,7 @@ def run(quick: bool) -> list[dict]:
                          best["jax"], "unit": "ratio", "notes": "steps/s, alternating runs"})
     relu = {act: jax_steps(256, CPU_SEQ_LEN, 20, activation=act, **CPU_MODEL)[0]
             for act in ("gelu", "relu")}
-    best = interleaved_best(relu, rounds)
+    best = interleaved_best(relu, 2 if quick else 5)
     rows.append({"name": "cpu-preset ReLU / GELU speed", "value": best["gelu"] / best["relu"],
                  "unit": "ratio", "notes": "jaxcollab, batch 256, alternating runs"})
     return rows
