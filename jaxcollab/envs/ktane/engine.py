@@ -57,6 +57,11 @@ GPTNT_TIME_LIMIT_S = {
     "memory": 105,
     "simon": 135,
     "button": 144,
+    "complicated_wires": 126,
+    "wire_sequence": 135,
+    "morse": 144,
+    "maze": 183,
+    "passwords": 231,
 }
 
 
