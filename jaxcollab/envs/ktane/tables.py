@@ -331,9 +331,7 @@ CW_BLUE = np.array([0, 0, 1, 0, 1, 1], bool)
 CW_LETTERS = ("C", "D", "S", "P", "B")
 CW_CUT, CW_DONT, CW_SERIAL, CW_PARALLEL, CW_BATTERIES = range(5)
 #: CW_RULES[red, blue, led, star]: instruction letter (vanilla manual Venn diagram).
-CW_RULES = np.array(
-    [CW_LETTERS.index(c) for c in "CCDBSDPPSCBBSPSD"], np.int32
-).reshape(2, 2, 2, 2)
+CW_RULES = np.array([CW_LETTERS.index(c) for c in "CCDBSDPPSCBBSPSD"], np.int32).reshape(2, 2, 2, 2)
 CW_MAX_WIRES = 6
 
 # --- §10 wire sequence --------------------------------------------------------------------------
@@ -346,9 +344,7 @@ _WS = (  # occurrence k = 1..9: targets to cut for red, blue, black
     ("AC", "BC", "BC"), ("ABC", "C", "AB"), ("AB", "AC", "C"), ("B", "A", "C"),
 )  # fmt: skip
 #: WS_RULES[colour, occurrence - 1, target]: cut the wire? (vanilla manual "Wire Sequences").
-WS_RULES = np.array(
-    [[[t in row[c] for t in WS_TARGETS] for row in _WS] for c in range(3)], bool
-)
+WS_RULES = np.array([[[t in row[c] for t in WS_TARGETS] for row in _WS] for c in range(3)], bool)
 
 # --- §11 maze -----------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
-from jaxcollab.envs.ktane.draw import permutation, randint, uniforms
+from jaxcollab.envs.ktane.draw import randint, uniforms
 from jaxcollab.envs.ktane.modules.base import PRESS, Layout, ModuleType, view_tokens
 
 K, C = T.PW_LETTERS, T.PW_COLUMN
