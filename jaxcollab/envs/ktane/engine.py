@@ -457,19 +457,16 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
 
     # --- host side --------------------------------------------------------------------------
 
-    def render_text(self, state: BombState, role: int) -> str:
-        """Text of role ``role``'s observation; the Expert's starts with the manual.
+    def render_observation(self, obs_row, role: int) -> str:
+        """Text of role ``role``'s observation row; the Expert's starts with the manual.
 
         Raises:
             ValueError: ``role`` is not 0 (defuser) or 1 (expert).
         """
         from jaxcollab.envs.ktane.render import manual_text, tokens_to_text
 
-        if role not in (DEFUSER, EXPERT):
-            raise ValueError(f"role must be 0 (defuser) or 1 (expert), got {role!r}")
-        if not hasattr(self, "_observe_jit"):
-            self._observe_jit = jax.jit(self.observe)
-        text = tokens_to_text(np.asarray(jax.device_get(self._observe_jit(state)))[role])
+        self._check_role(role)
+        text = tokens_to_text(np.asarray(obs_row))
         return text if role == DEFUSER else manual_text() + "\n\n" + text
 
 
