@@ -2,7 +2,7 @@
 
 Sync mode: turns alternate Defuser, Expert, Defuser, … (``state.turn`` even = Defuser). Each
 Defuser turn, whatever it does, costs ``3 s × rate(strikes)`` of bomb time, with the rate read
-*before* the turn's action (×1, ×1.25, ×1.5, ×2 at 0, 1, 2, ≥3 strikes); Expert turns are
+*before* the turn's action (×1, ×1.25, ×1.5, ×1.75, ×2 at 0, 1, 2, 3, ≥4 strikes); Expert turns are
 free. Time is int32 centiseconds. A module action is evaluated on the timer display shown at
 the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
 solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
@@ -342,7 +342,10 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
             [_FEEDBACK[3], _FEEDBACK[4], _FEEDBACK[5], _FEEDBACK[2]],
             _FEEDBACK[1],
         )
-        time_left = state.time_left_cs - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, 3)]
+        time_left = (
+            state.time_left_cs
+            - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, len(T.TURN_COST_CS) - 1)]
+        )
         outcome = jnp.select(
             [jnp.all(solved), strikes >= params.max_strikes, time_left <= 0],
             [T.SOLVED, T.STRIKEOUT, T.TIMEOUT],

@@ -15,9 +15,18 @@ import numpy as np
 SERIAL_CHARS = "0123456789ABCDEFGHIJKLMNPQRSTUVWXZ"
 N_DIGITS = 10
 VOWEL_CODES = np.array([SERIAL_CHARS.index(c) for c in "AEIU"], np.int32)
+#: The game's serial-number draw table (35 entries, letters first, ``E`` twice, as in its
+#: edgework generator): "any" positions draw from all of it, letter positions from its first
+#: :data:`SERIAL_DRAW_LETTERS` entries, so a serial has a vowel with p ≈ 0.53.
+SERIAL_DRAW = np.array(
+    [SERIAL_CHARS.index(c) for c in "ABCDEFGHIJKLMNEPQRSTUVWXZ0123456789"], np.int32
+)
+SERIAL_DRAW_LETTERS = 25
 
-#: Bomb-time cost of one Defuser turn in centiseconds: 3 s × timer rate at 0, 1, 2, ≥3 strikes.
-TURN_COST_CS = np.array([300, 375, 450, 600], np.int32)
+#: Bomb-time cost of one Defuser turn in centiseconds: 3 s × timer rate at 0, 1, 2, 3, ≥4
+#: strikes (×1, ×1.25, ×1.5, ×1.75, ×2: the game's modding-kit timer; 3+ strikes only occur
+#: with a strike limit above 3).
+TURN_COST_CS = np.array([300, 375, 450, 525, 600], np.int32)
 TURN_S = 3
 
 WIDGET_KINDS = ("battery", "indicator", "ports")
