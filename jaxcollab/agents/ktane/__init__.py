@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from functools import partial
 
@@ -19,17 +20,20 @@ from jaxcollab.envs.ktane.draw import fold_in
 __all__ = ["TEAMS", "export_instances", "oracle_team", "play", "random_team", "rollout", "team"]
 
 
-def play(env: KtaneEnv, policy, keys: jax.Array):
+def play(env: KtaneEnv, policy, keys: jax.Array, bomb_keys: jax.Array | None = None):
     """Play one episode per key to its end (or ``env.max_turns``); returns final states.
 
     A ``lax.while_loop`` over turns steps the whole batch (vmap) until every episode has an
     outcome, so short episodes do not pay for long ones' turns beyond the batch maximum.
-    Episode ``i`` resets with ``fold_in(keys[i], 0)`` and plays turn ``t`` with
-    ``fold_in(fold_in(keys[i], 1), t)`` (:func:`jaxcollab.envs.ktane.draw.fold_in`), as the
-    exporter does.
+    Episode ``i`` resets with ``bomb_keys[i]`` (default ``env.bomb_key(keys[i])``; passing
+    them in lets fixed missions of one shape share a compiled rollout) and plays turn ``t``
+    with ``fold_in(fold_in(keys[i], 1), t)`` (:func:`jaxcollab.envs.ktane.draw.fold_in`), as
+    the exporter does.
     """
-    k_reset, k_play = jax.vmap(fold_in, (0, None))(keys, 0), jax.vmap(fold_in, (0, None))(keys, 1)
-    state = jax.vmap(env.init_state)(k_reset)
+    if bomb_keys is None:
+        bomb_keys = jax.vmap(env.bomb_key)(keys)
+    k_play = jax.vmap(fold_in, (0, None))(keys, 1)
+    state = jax.vmap(env.init_state)(bomb_keys)
 
     def turn(carry):
         t, state = carry
@@ -59,7 +63,8 @@ def _summary(final, seconds: float) -> dict:
     }
 
 
-#: Compiled rollouts by (env name, agent, episodes), reused across calls and seeds.
+#: Compiled rollouts by (mission without its seed, agent, episodes), reused across calls,
+#: seeds and the fixed missions of one shape.
 _COMPILED: dict = {}
 
 
@@ -67,13 +72,16 @@ def run_env(env: KtaneEnv, agent: str, episodes: int, seed: int) -> dict:
     """Roll out ``agent`` on ``env`` for ``episodes`` episodes; compile time excluded from the
     rate (reported as ``compile_s``, 0 when a compiled rollout is reused)."""
     keys = episode_keys(seed, episodes)
+    bomb_keys = jax.vmap(env.bomb_key)(keys)
     t0 = time.perf_counter()
-    cache_key = (env.name, agent, episodes)
+    cache_key = (dataclasses.replace(env.mission, seed=None), agent, episodes)
     if cache_key not in _COMPILED:
-        _COMPILED[cache_key] = jax.jit(partial(play, env, team(agent))).lower(keys).compile()
+        _COMPILED[cache_key] = (
+            jax.jit(partial(play, env, team(agent))).lower(keys, bomb_keys).compile()
+        )
     compiled = _COMPILED[cache_key]
     t1 = time.perf_counter()
-    final = jax.block_until_ready(compiled(keys))
+    final = jax.block_until_ready(compiled(keys, bomb_keys))
     t2 = time.perf_counter()
     return {**_summary(jax.device_get(final), t2 - t1), "compile_s": t1 - t0}
 

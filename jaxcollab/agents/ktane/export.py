@@ -30,7 +30,7 @@ def episode_keys(seed: int, n: int) -> jax.Array:
 
 def _trajectory(env: KtaneEnv, key: jax.Array):
     """Play one episode with the oracle for ``env.max_turns`` turns; per-turn records."""
-    k_reset, k_play = fold_in(key, 0), fold_in(key, 1)
+    k_reset, k_play = env.bomb_key(key), fold_in(key, 1)
     state = env.init_state(k_reset)
 
     def turn(state, t):

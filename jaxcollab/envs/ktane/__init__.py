@@ -1,12 +1,15 @@
 """Keep Talking and Nobody Explodes-style bombs: a Defuser and an Expert (spec ``ktane-rules.md``).
 
 Registers ``ktane/<module>`` for each module type (group ``ktane/all``): one module on the
-front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets.
+front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets, a fresh bomb per
+episode; and GPTNT's fixed mission sets (groups ``ktane/missions/single`` and
+``ktane/missions/multi``, see :mod:`~jaxcollab.envs.ktane.missions`).
 """
 
 from jaxcollab.core.registry import register
 from jaxcollab.envs.ktane.env import KtaneEnv
 from jaxcollab.envs.ktane.mission import GPTNT_TIME_LIMIT_S, KtaneParams, Mission
+from jaxcollab.envs.ktane.missions import multi_missions, single_missions
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
 from jaxcollab.envs.ktane.state import BombState
 
@@ -36,3 +39,12 @@ def _factory(module: str):
 
 for _module in MODULE_TYPES:
     register(f"ktane/{_module}", _factory(_module), groups=("ktane/all",))
+
+
+def _mission_factory(mission: Mission, name: str):
+    return lambda: KtaneEnv(mission, name)
+
+
+for _group, _missions in (("single", single_missions()), ("multi", multi_missions())):
+    for _name, _mission in _missions.items():
+        register(_name, _mission_factory(_mission, _name), groups=(f"ktane/missions/{_group}",))

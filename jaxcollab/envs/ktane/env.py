@@ -31,6 +31,7 @@ import numpy as np
 from jaxcollab.core.env import Environment
 from jaxcollab.core.spaces import Discrete
 from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import context, module_oracle
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES, KtaneParams, Mission
@@ -88,6 +89,13 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         params = self._params(params)
         state = self.init_state(key, params)
         return self.observe(state, params), state
+
+    def bomb_key(self, key: jax.Array) -> jax.Array:
+        """The key episode key ``key`` resets from: ``fold_in(key, 0)``, or, for a seeded
+        (fixed) mission, ``fold_in(key(mission.seed), 0)`` whatever ``key`` is."""
+        if self.mission.seed is None:
+            return fold_in(key, 0)
+        return fold_in(jax.random.key(self.mission.seed), 0)
 
     def init_state(self, key, params=None) -> BombState:
         """:meth:`reset` without the observation: a fresh bomb (edgework, then each module)."""

@@ -40,7 +40,8 @@ class Mission:
         time_limit_s: bomb time in seconds (> 0).
         max_strikes: the strike that ends the episode (1–9; default 3).
         n_widgets: optional widgets on the casing (0–5).
-        seed: the mission's own seed (fixed missions reuse it for their episodes' keys).
+        seed: the mission's own seed, or None. A seeded mission is one fixed bomb (GPTNT's
+            benchmark missions): every episode resets to the bomb drawn from ``seed``.
 
     Raises:
         ValueError / KeyError: a value out of range or an unknown module name (listing valid).
@@ -50,7 +51,7 @@ class Mission:
     time_limit_s: float
     max_strikes: int = 3
     n_widgets: int = 5
-    seed: int = 0
+    seed: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "modules", tuple(self.modules))
