@@ -31,9 +31,9 @@ import numpy as np
 from jaxcollab.core.env import Environment
 from jaxcollab.core.spaces import Discrete
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import context, module_oracle
+from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES, KtaneParams, Mission
 from jaxcollab.envs.ktane.modules import module_type
 from jaxcollab.envs.ktane.modules.base import VERBS, Ctx
