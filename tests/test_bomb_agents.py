@@ -18,17 +18,8 @@ from jaxcollab.agents.bomb.codecs import COUNT, MAX_VALUES, SYMBOL
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from eval import rollout as rollout_cli  # noqa: E402
 
-KEYS = {
-    "agent",
-    "episodes",
-    "success_rate",
-    "endings",
-    "mean_rounds",
-    "bounces",
-    "episodes_per_second",
-    "devices",
-    "variants",
-}
+KEYS = {"agent", "episodes", "success_rate", "endings", "mean_rounds", "bounces",
+        "episodes_per_second", "devices", "variants"}
 
 
 def _values(*v):
@@ -63,9 +54,8 @@ def test_oracle_defuses_every_variant_and_results_file(tmp_path):
 
 
 def test_random_team_mostly_fails_and_bounces():
-    results = rollout(
-        ["bomb/base-1", "bomb/base-3", "bomb/haystack-2", "bomb/carving-2"], "random", 24, 0
-    )
+    results = rollout(["bomb/base-1", "bomb/base-3", "bomb/haystack-2", "bomb/carving-2"],
+                      "random", 24, 0)
     assert results["success_rate"] < 0.2
     assert results["endings"]["wrong_action"] > results["endings"]["defused"]
     assert results["bounces"] > 0.5  # random recipients hit dead channels

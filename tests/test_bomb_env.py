@@ -41,15 +41,8 @@ def play_round(state, params, blind=("wait", 0), deaf=("wait", 0), mute=("wait",
 def test_registry_groups_and_unknown_variant():
     assert len(jaxcollab.resolve("bomb/all")) == 24
     sizes = {f: len(jaxcollab.resolve(f"bomb/{f}")) for f in T.FAMILIES}
-    assert sizes == {
-        "base": 5,
-        "carving": 2,
-        "flashing": 5,
-        "flashback": 3,
-        "shuffle": 3,
-        "haystack": 3,
-        "bait": 3,
-    }
+    assert sizes == {"base": 5, "carving": 2, "flashing": 5, "flashback": 3, "shuffle": 3,
+                     "haystack": 3, "bait": 3}
     assert sum(v.subset == "Core" for v in T.VARIANTS) == 16
     assert jaxcollab.make("bomb/shuffle-2").variant.wires == 5
     with pytest.raises(KeyError, match="bomb/bait-1.*bomb/shuffle-3"):
@@ -111,9 +104,8 @@ def test_flashing_cycle_names_distinct_present_wires():
 def _set_answer(state, colours, answer_colour):
     """Hand-build: given wire colours, and the manual entry deciding stage 0 naming a colour."""
     colours = jnp.asarray(colours + [-1] * (T.MAX_WIRES - len(colours)), jnp.int32)
-    return state.replace(
-        wire_colour=colours, manual_val=state.manual_val.at[state.key_seq[0]].set(answer_colour)
-    )
+    return state.replace(wire_colour=colours,
+                         manual_val=state.manual_val.at[state.key_seq[0]].set(answer_colour))
 
 
 def test_shuffle_rotates_survivors_after_a_correct_cut():
@@ -178,10 +170,8 @@ def test_haystack_decoys_change_every_round_and_others_do_not():
     rounds = [state]
     for _ in range(4):
         rounds.append(play_round(rounds[-1], params))
-    decoys = {
-        tuple(obs(s, params)[sl["display2"]].tolist() + obs(s, params)[sl["keys"]].tolist())
-        for s in rounds
-    }
+    decoys = {tuple(obs(s, params)[sl["display2"]].tolist() + obs(s, params)[sl["keys"]].tolist())
+              for s in rounds}
     assert len(decoys) > 1
     state, params = fresh("base-1")
     assert (obs(state, params)[sl["strip"]] == T.ABSENT).all()
@@ -220,9 +210,8 @@ def test_only_blind_acts():
     after = play_round(state, params, deaf=("cut", 0), mute=("press", 1))
     assert int(after.rejected) == 2 and int(after.ending) == T.RUNNING
     assert not bool(after.wire_cut.any())
-    text = BombEnv("base-1").render_text(
-        turn_jit(state, ENV.action("deaf", "cut"), params)[0], T.DEAF
-    )
+    text = BombEnv("base-1").render_text(turn_jit(state, ENV.action("deaf", "cut"), params)[0],
+                                         T.DEAF)
     assert "your action was rejected" in text
 
 
@@ -231,12 +220,9 @@ def test_only_blind_acts():
 
 def test_delivery_matrix():
     expected = {  # (sender, recipient) -> (speech delivered, gesture delivered)
-        (T.DEAF, T.MUTE): (True, True),
-        (T.DEAF, T.BLIND): (True, False),
-        (T.MUTE, T.DEAF): (False, True),
-        (T.MUTE, T.BLIND): (False, False),
-        (T.BLIND, T.DEAF): (False, False),
-        (T.BLIND, T.MUTE): (True, False),
+        (T.DEAF, T.MUTE): (True, True), (T.DEAF, T.BLIND): (True, False),
+        (T.MUTE, T.DEAF): (False, True), (T.MUTE, T.BLIND): (False, False),
+        (T.BLIND, T.DEAF): (False, False), (T.BLIND, T.MUTE): (True, False),
     }
     for (s, r), want in expected.items():
         got = tuple(bool(deliverable(jnp.int32(s), jnp.int32(r), ch)) for ch in (0, 1))
@@ -249,9 +235,8 @@ def test_delivery_matrix():
 def test_messages_deliver_and_bounce_through_step():
     env = BombEnv("base-1")
     state, params = fresh("base-1")
-    hello = env.action(
-        "deaf", speak_to="blind", text="cut 2 ✂", gesture_to="blind", symbols=("thumbs_up",)
-    )
+    hello = env.action("deaf", speak_to="blind", text="cut 2 ✂", gesture_to="blind",
+                       symbols=("thumbs_up",))
     state = turn_jit(state, hello, params)[0]
     assert int(state.bounces) == 1  # the gesture to Blind bounced
     blind_text = env.render_text(state, T.BLIND)
@@ -260,9 +245,8 @@ def test_messages_deliver_and_bounce_through_step():
     deaf_text = env.render_text(state, T.DEAF)
     assert 'YOU SENT (speech) to blind: "cut 2 ✂"' in deaf_text
     assert "NOTICE your gesture bounced" in deaf_text
-    mute = env.action(
-        "mute", speak_to="deaf", text="hi", gesture_to="deaf", symbols=("ok_hand", "point_left")
-    )
+    mute = env.action("mute", speak_to="deaf", text="hi", gesture_to="deaf",
+                      symbols=("ok_hand", "point_left"))
     state = turn_jit(state, mute, params)[0]
     assert int(state.bounces) == 2  # Mute cannot speak
     assert "FROM mute (gesture): 👌 👈" in env.render_text(state, T.DEAF)
@@ -291,28 +275,20 @@ def test_information_asymmetry(variant):
             light_seq=jnp.asarray(rng.integers(0, T.N_LIGHTS, T.SEQ), jnp.int32),
             disp_seq=jnp.asarray(rng.integers(0, 4, T.SEQ), jnp.int32),
             hist_light=jnp.asarray(rng.integers(0, T.N_LIGHTS, T.MAX_ROUNDS), jnp.int32),
-            hist_disp=jnp.asarray(rng.integers(0, 4, T.MAX_ROUNDS), jnp.int32),
-        )
+            hist_disp=jnp.asarray(rng.integers(0, 4, T.MAX_ROUNDS), jnp.int32))
         assert (_row(recoloured, params, T.BLIND) == _row(state, params, T.BLIND)).all()
         board = recoloured.replace(
-            wire_cut=jnp.asarray(rng.random(T.MAX_WIRES) < 0.5),
-            plate=jnp.int32(5),
+            wire_cut=jnp.asarray(rng.random(T.MAX_WIRES) < 0.5), plate=jnp.int32(5),
             keypad=jnp.asarray(rng.integers(0, 10, T.N_KEYS), jnp.int32),
-            noise=jnp.uint32(rng.integers(0, 2**31)),
-            pressed=jnp.ones(T.N_KEYS, bool),
-        )
+            noise=jnp.uint32(rng.integers(0, 2**31)), pressed=jnp.ones(T.N_KEYS, bool))
         assert (_row(board, params, T.MUTE) == _row(state, params, T.MUTE)).all()
         plate = state.replace(plate=jnp.int32(rng.integers(0, len(T.PLATE_GLYPHS))))
         assert (_row(plate, params, T.DEAF) == _row(state, params, T.DEAF)).all()
     # and each role does see what it should
-    assert (
-        _row(state.replace(plate=(state.plate + 1) % 8), params, T.BLIND)
-        != _row(state, params, T.BLIND)
-    ).any()
-    assert (
-        _row(state.replace(wire_colour=(state.wire_colour + 1) % 6), params, T.DEAF)
-        != _row(state, params, T.DEAF)
-    ).any()
+    assert (_row(state.replace(plate=(state.plate + 1) % 8), params, T.BLIND)
+            != _row(state, params, T.BLIND)).any()
+    assert (_row(state.replace(wire_colour=(state.wire_colour + 1) % 6), params, T.DEAF)
+            != _row(state, params, T.DEAF)).any()
 
 
 def test_text_matches_state():
@@ -339,14 +315,10 @@ def test_jit_matches_no_jit_on_rule_helpers():
     state, params = fresh("shuffle-3", seed=4)
     cut = jnp.asarray([True, False, False, True, False, False, False])
     with jax.disable_jit():
-        eager = (
-            rotate_survivors(state.wire_colour, (state.wire_colour >= 0) & ~cut),
-            required_value(state, params),
-        )
-    jitted = (
-        jax.jit(rotate_survivors)(state.wire_colour, (state.wire_colour >= 0) & ~cut),
-        jax.jit(required_value)(state, params),
-    )
+        eager = (rotate_survivors(state.wire_colour, (state.wire_colour >= 0) & ~cut),
+                 required_value(state, params))
+    jitted = (jax.jit(rotate_survivors)(state.wire_colour, (state.wire_colour >= 0) & ~cut),
+              jax.jit(required_value)(state, params))
     for a, b in zip(eager, jitted, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     expected = solve_rotate([int(c) for c in state.wire_colour], [bool(c) for c in cut])
@@ -365,10 +337,8 @@ def test_reset_is_deterministic_under_a_fixed_key():
     a, b = (reset_jit(jax.random.PRNGKey(5), params, **CAPS) for _ in range(2))
     jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
     other = reset_jit(jax.random.PRNGKey(6), params, **CAPS)
-    assert any(
-        (np.asarray(getattr(other, f)) != np.asarray(getattr(a, f))).any()
-        for f in ("wire_colour", "key_seq", "light_seq", "plate")
-    )
+    assert any((np.asarray(getattr(other, f)) != np.asarray(getattr(a, f))).any()
+               for f in ("wire_colour", "key_seq", "light_seq", "plate"))
 
 
 @pytest.mark.slow
@@ -377,9 +347,8 @@ def test_determinism_and_jit_matches_no_jit():
     key = jax.random.PRNGKey(11)
     with jax.disable_jit():
         obs_a, state_a = env.reset(key)
-        action = env.action(
-            "deaf", speak_to="mute", text="hello", gesture_to="mute", symbols=("wave",)
-        )
+        action = env.action("deaf", speak_to="mute", text="hello", gesture_to="mute",
+                            symbols=("wave",))
         _, stepped_a, reward_a, term_a, trunc_a, _ = env.step(key, state_a, action)
     state_b = reset_jit(key, env.default_params, **CAPS)
     again = reset_jit(key, env.default_params, **CAPS)
@@ -388,15 +357,12 @@ def test_determinism_and_jit_matches_no_jit():
     jax.tree.map(same, again, state_b)
     same(obs_a, observe_jit(state_b, env.default_params))
     stepped_b, reward_b, term_b, trunc_b = turn_jit(state_b, action, env.default_params)
-    jax.tree.map(
-        same, (stepped_a, reward_a, term_a, trunc_a), (stepped_b, reward_b, term_b, trunc_b)
-    )
+    jax.tree.map(same, (stepped_a, reward_a, term_a, trunc_a),
+                 (stepped_b, reward_b, term_b, trunc_b))
     assert int(stepped_b.speech_to[T.DEAF]) == T.MUTE and int(stepped_b.turn) == 1
     other = reset_jit(jax.random.PRNGKey(12), env.default_params, **CAPS)
-    assert any(
-        (np.asarray(getattr(other, f)) != np.asarray(getattr(state_b, f))).any()
-        for f in ("wire_colour", "key_seq", "manual_val", "plate")
-    )
+    assert any((np.asarray(getattr(other, f)) != np.asarray(getattr(state_b, f))).any()
+               for f in ("wire_colour", "key_seq", "manual_val", "plate"))
 
 
 def test_export_schema_and_solutions_replay():
@@ -410,12 +376,8 @@ def test_export_schema_and_solutions_replay():
         # replay the exported solution through the JAX step (turn order Deaf, Mute, Blind)
         params = make_params(v)
         state = jax.tree.map(jnp.asarray, fresh(v.name)[0])
-        state = state.replace(
-            **{
-                k: jnp.asarray(np.asarray(x, dtype=getattr(state, k).dtype))
-                for k, x in rec["state"].items()
-            }
-        )
+        state = state.replace(**{k: jnp.asarray(np.asarray(x, dtype=getattr(state, k).dtype))
+                                 for k, x in rec["state"].items()})
         act = "press" if rec["solution_kind"] == "press" else "cut"
         for pos in rec["solution"]:
             state = play_round(state, params, blind=(act, pos))

@@ -31,9 +31,8 @@ def assert_printed(values, printed):
 @pytest.fixture(scope="module")
 def beta1():
     reports = exact_reports(make_alphas(), 5, 1.0, 0.5)
-    messages, cals = treatment_messages(
-        reports.log_r, reports.targets, reports.log_r, reports.weight
-    )
+    messages, cals = treatment_messages(reports.log_r, reports.targets, reports.log_r,
+                                        reports.weight)
     return reports, messages, cals
 
 
@@ -98,22 +97,18 @@ def test_analysis_beta2_writes_results_and_plots(tmp_path, beta1):
     sys.path.insert(0, str(ROOT))
     from eval.calibration import analyse, write
 
-    cfg = compose(
-        ["task=parity", "decoder=ideal", "bias.beta=2", "bias.gamma=0.5", f"out_dir={tmp_path}"]
-    )
+    cfg = compose(["task=parity", "decoder=ideal", "bias.beta=2", "bias.gamma=0.5",
+                   f"out_dir={tmp_path}"])
     write(*analyse(cfg), tmp_path)
     check_beta2_run(tmp_path)
 
 
-@pytest.mark.parametrize(
-    "override,message",
-    [
-        ("decoder=oracle", "unknown decoder 'oracle'"),
-        ("fit=bootstrap", "unknown fit 'bootstrap'"),
-        ("bias.beta=-1", "bias.beta=-1.0"),
-        ("task.split=halves", "task.split=alternate"),
-    ],
-)
+@pytest.mark.parametrize("override,message", [
+    ("decoder=oracle", "unknown decoder 'oracle'"),
+    ("fit=bootstrap", "unknown fit 'bootstrap'"),
+    ("bias.beta=-1", "bias.beta=-1.0"),
+    ("task.split=halves", "task.split=alternate"),
+])
 def test_bad_config_names_the_value(override, message):
     sys.path.insert(0, str(ROOT))
     from eval.calibration import check_config
@@ -124,14 +119,7 @@ def test_bad_config_names_the_value(override, message):
 
 @pytest.mark.slow
 def test_cli_command_from_the_issue(tmp_path):
-    cmd = [
-        sys.executable,
-        str(ROOT / "eval" / "calibration.py"),
-        "task=parity",
-        "decoder=ideal",
-        "bias.beta=2",
-        "bias.gamma=0.5",
-        f"out_dir={tmp_path}",
-    ]
+    cmd = [sys.executable, str(ROOT / "eval" / "calibration.py"), "task=parity", "decoder=ideal",
+           "bias.beta=2", "bias.gamma=0.5", f"out_dir={tmp_path}"]
     subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
     check_beta2_run(tmp_path)

@@ -42,7 +42,8 @@ def test_calibrate_run_recovers_bias_from_quantised_messages():
     labels = np.asarray(reports.targets[0, :, 1], np.int32)
     pstar = np.asarray(reports.truth[0])
     scores, weights = calibrate_run(messages, labels, np.stack([1 - pstar, pstar], 1))
-    np.testing.assert_allclose(weights["conversation"]["weights"][1:], [[1.0, -0.5]] * 2, atol=0.1)
+    np.testing.assert_allclose(weights["conversation"]["weights"][1:], [[1.0, -0.5]] * 2,
+                               atol=0.1)
     raw, conv = scores["raw"]["mse_vs_pstar"], scores["conversation"]["mse_vs_pstar"]
     assert conv[2] < 0.002 < 0.006 < raw[2]  # ideal: conversation .00042, raw .00882
     assert scores["conversation"]["ece"][2] < scores["raw"]["ece"][2]
@@ -70,19 +71,10 @@ def test_train_calibration_end_to_end_tiny(tmp_path, experiment):
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    cmd = [
-        sys.executable,
-        str(root / "train" / "calibration.py"),
-        f"experiment={experiment}",
-        "preset=cpu",
-        "task.n_examples=20000",
-        "train.steps=20",
-        "train.warmup_steps=5",
-        "train.eval_every=10",
-        "train.val_examples=256",
-        "task.n_rounds=3",
-        f"out_dir={tmp_path}",
-    ]
+    cmd = [sys.executable, str(root / "train" / "calibration.py"), f"experiment={experiment}",
+           "preset=cpu", "task.n_examples=20000", "train.steps=20", "train.warmup_steps=5",
+           "train.eval_every=10", "train.val_examples=256", "task.n_rounds=3",
+           f"out_dir={tmp_path}"]
     subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
     results = json.loads((tmp_path / "results.json").read_text())
     expected = {"unbiased", "speaker_posterior", "biased_raw", "self", "conversation"}
@@ -93,9 +85,7 @@ def test_train_calibration_end_to_end_tiny(tmp_path, experiment):
     assert len(results["calibrator_weights"]["conversation"]["weights"]) == 3
     # round 1 is trained once: the biased run biases the unbiased run's round-1 predictions
     assert results["runs"]["biased"][0]["shared_from"].endswith("unbiased/round_1")
-    assert (
-        results["runs"]["biased"][0]["test_mse_vs_pstar"]
-        == results["runs"]["unbiased"][0]["test_mse_vs_pstar"]
-    )
+    assert results["runs"]["biased"][0]["test_mse_vs_pstar"] == \
+        results["runs"]["unbiased"][0]["test_mse_vs_pstar"]
     for name in ("mse.png", "reliability.png", "conversation_cells.png"):
         assert (tmp_path / name).stat().st_size > 10_000

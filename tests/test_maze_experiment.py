@@ -12,28 +12,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.slow
 def test_maze_messages_end_to_end_tiny(tmp_path):
-    cmd = [
-        sys.executable,
-        str(ROOT / "train" / "maze.py"),
-        "experiment=maze_messages",
-        "preset=cpu",
-        "task.n_examples=4000",
-        "train.steps=10",
-        "train.warmup_steps=2",
-        "train.eval_every=5",
-        "train.val_examples=64",
-        "bayes_mazes=2",
-        f"out_dir={tmp_path}",
-    ]
+    cmd = [sys.executable, str(ROOT / "train" / "maze.py"), "experiment=maze_messages",
+           "preset=cpu", "task.n_examples=4000", "train.steps=10", "train.warmup_steps=2",
+           "train.eval_every=5", "train.val_examples=64", "bayes_mazes=2", f"out_dir={tmp_path}"]
     subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
     results = json.loads((tmp_path / "results.json").read_text())
     for name in ("action", "probability"):
         entry = results["protocols"][name]
         assert entry["rounds"] == [1, 2, 3, 4]
-        assert all(
-            0 <= s <= a <= 1
-            for s, a in zip(entry["maze_success"], entry["step_accuracy"], strict=True)
-        )
+        assert all(0 <= s <= a <= 1 for s, a in zip(entry["maze_success"],
+                                                     entry["step_accuracy"], strict=True))
     # agent 0 alone on its half is round 1 of the conversation, shared by both protocols
     first = {k: results["protocols"]["action"][k][0] for k in ("maze_success", "step_accuracy")}
     assert results["baselines"]["half_view"]["agent0"] == first

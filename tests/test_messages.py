@@ -11,7 +11,9 @@ MAZE_VOCAB = "#.?@=|drul0123456789"
 
 def test_quantize_exact_values():
     probs = np.array([[0.333, 0.333, 0.334, 0.0], [0.0, 0.0, 1.0, 0.0], [0.996, 0.004, 0, 0]])
-    np.testing.assert_array_equal(quantize(probs), [[33, 33, 34, 0], [1, 0, 99, 0], [99, 1, 0, 0]])
+    np.testing.assert_array_equal(
+        quantize(probs), [[33, 33, 34, 0], [1, 0, 99, 0], [99, 1, 0, 0]]
+    )
     assert quantize(np.array([[0.2, 0.8]]), digits=1).tolist() == [[2, 8]]
 
 

@@ -66,6 +66,5 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="max_steps"):
         jaxcollab.rollout(env, pol, jaxcollab.episode_keys(0, 2), max_steps=0)
     with pytest.raises(ValueError, match="until_done"):
-        jaxcollab.rollout(
-            env, pol, jaxcollab.episode_keys(0, 2), max_steps=2, until_done=True, trajectory=True
-        )
+        jaxcollab.rollout(env, pol, jaxcollab.episode_keys(0, 2), max_steps=2, until_done=True,
+                          trajectory=True)

@@ -20,26 +20,10 @@ from jaxcollab.io.checkpoints import load_params
 from jaxcollab.models.gpt import GPT
 
 TINY = {"n_layer": 1, "n_head": 1, "n_embd": 8}
-FAST = TrainConfig(
-    steps=3,
-    batch_size=32,
-    lr=1e-3,
-    min_lr=1e-4,
-    warmup_steps=1,
-    eval_every=3,
-    val_examples=32,
-    eval_batch=512,
-)
-PARITY = {
-    "name": "parity",
-    "alphas": [0.2, 0.15, 0.1, 0.02],
-    "n_bits": 8,
-    "alpha_sum": 0.49,
-    "split": "alternate",
-    "n_examples": 1000,
-    "test_fraction": 0.2,
-    "view": "own",
-}
+FAST = TrainConfig(steps=3, batch_size=32, lr=1e-3, min_lr=1e-4, warmup_steps=1, eval_every=3,
+                   val_examples=32, eval_batch=512)
+PARITY = {"name": "parity", "alphas": [0.2, 0.15, 0.1, 0.02], "n_bits": 8, "alpha_sum": 0.49,
+          "split": "alternate", "n_examples": 1000, "test_fraction": 0.2, "view": "own"}
 KEY = jax.random.PRNGKey(3)
 
 
@@ -60,16 +44,8 @@ def parity_task():
 
 def _trainer(task, run_dir, kind="probability", **kw):
     codec = MessageCodec(kind, task.vocab, task.class_chars)
-    return RoundTrainer(
-        task,
-        codec,
-        kw.pop("model", TINY),
-        kw.pop("train", FAST),
-        kw.pop("n_rounds", 2),
-        run_dir,
-        KEY,
-        **kw,
-    )
+    return RoundTrainer(task, codec, kw.pop("model", TINY), kw.pop("train", FAST),
+                        kw.pop("n_rounds", 2), run_dir, KEY, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +120,8 @@ def test_checkpoint_restores_identical_predictions(finished, parity_task):
     trainer, _, _ = finished
     graphdef, like = nnx.split(GPT(trainer.model_cfg, nnx.Rngs(99)))
     params = load_params(trainer.round_dir(1) / "checkpoint", like)
-    probs = predict_probs(
-        graphdef, params, trainer.prefixes(1, None, []), parity_task.class_tokens, 512
-    )
+    probs = predict_probs(graphdef, params, trainer.prefixes(1, None, []),
+                          parity_task.class_tokens, 512)
     with np.load(trainer.round_dir(1) / "round.npz") as z:
         np.testing.assert_array_equal(probs, z["test_probs"])
 
@@ -188,16 +163,8 @@ def test_tiny_run_learns_a_trivially_learnable_task(tmp_path):
         return TaskSplit((bits,), labels, np.eye(2, dtype=np.float32)[labels])
 
     task = CollabTask("copy", VOCAB, "01", split(3000), split(500))
-    train = dataclasses.replace(
-        FAST,
-        steps=80,
-        batch_size=64,
-        lr=1e-2,
-        min_lr=1e-3,
-        warmup_steps=5,
-        eval_every=40,
-        val_examples=200,
-    )
+    train = dataclasses.replace(FAST, steps=80, batch_size=64, lr=1e-2, min_lr=1e-3,
+                                warmup_steps=5, eval_every=40, val_examples=200)
     model = {"n_layer": 1, "n_head": 2, "n_embd": 16}
     (metrics,) = _trainer(task, tmp_path, "action", model=model, train=train, n_rounds=1).run()
     assert metrics["test_accuracy"] == 1.0
@@ -223,9 +190,8 @@ def test_bad_input_fails_before_training(parity_task, tmp_path, monkeypatch):
     assert not any(tmp_path.iterdir())  # nothing was trained or written
 
 
-def test_message_transform_changes_what_is_sent_not_what_is_predicted(
-    finished, parity_task, tmp_path
-):
+def test_message_transform_changes_what_is_sent_not_what_is_predicted(finished, parity_task,
+                                                                       tmp_path):
     trainer, reference, _ = finished
     calls = []
 
@@ -260,10 +226,8 @@ def test_first_round_is_shared_across_protocols(finished, parity_task, tmp_path)
     assert len(RecordingGPT.starts) == 1  # round 2 only: round 1 came from the probability run
     assert metrics[0]["shared_from"] == str(trainer.round_dir(1))
     assert metrics[0]["test_mse_vs_pstar"] == reference[0]["test_mse_vs_pstar"]
-    with (
-        np.load(trainer.round_dir(1) / "round.npz") as src,
-        np.load(action.round_dir(1) / "round.npz") as z,
-    ):
+    with np.load(trainer.round_dir(1) / "round.npz") as src, \
+            np.load(action.round_dir(1) / "round.npz") as z:
         np.testing.assert_array_equal(z["test_probs"], src["test_probs"])
         decisions = src["test_probs"][:, 1] >= 0.5  # action message: 1{q >= 1/2}
         np.testing.assert_array_equal(z["test_messages"][:, 0] == VOCAB.index("1"), decisions)

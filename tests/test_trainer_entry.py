@@ -82,13 +82,8 @@ def test_resume_with_a_different_config_is_refused(tmp_path):
 @pytest.mark.slow
 def test_cpu_preset_shows_the_separation(tmp_path):
     """The README main job (issue 3 item 5): about 10-15 minutes on an idle 2-core CPU."""
-    cmd = [
-        sys.executable,
-        "train/collab.py",
-        "experiment=parity_separation",
-        "preset=cpu",
-        f"out_dir={tmp_path}",
-    ]
+    cmd = [sys.executable, "train/collab.py", "experiment=parity_separation", "preset=cpu",
+           f"out_dir={tmp_path}"]
     subprocess.run(cmd, cwd=ROOT, check=True)
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["separation"]["passed"], results["separation"]

@@ -18,9 +18,8 @@ from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.trainer import MessageTransform
 
 
-def bias_messages(
-    codec: MessageCodec, tokens, prev_tokens, beta: float, gamma: float, eps: float = EPS
-) -> np.ndarray:
+def bias_messages(codec: MessageCodec, tokens, prev_tokens, beta: float, gamma: float,
+                  eps: float = EPS) -> np.ndarray:
     """Apply the bias model to encoded probability messages.
 
     Args:

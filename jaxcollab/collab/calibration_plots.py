@@ -26,15 +26,9 @@ def plot_error_by_round(path: Path, rounds: list[int], curves: dict, ylabel: str
     """
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, (name, values) in enumerate(curves.items()):
-        ax.plot(
-            rounds,
-            np.maximum(np.asarray(values, float), 1e-12),
-            label=name,
-            marker=MARKERS[i % len(MARKERS)],
-            ls=DASHES[i % len(DASHES)],
-            markersize=9 - i % len(MARKERS),
-            markerfacecolor="none" if i % 2 else None,
-        )
+        ax.plot(rounds, np.maximum(np.asarray(values, float), 1e-12), label=name,
+                marker=MARKERS[i % len(MARKERS)], ls=DASHES[i % len(DASHES)],
+                markersize=9 - i % len(MARKERS), markerfacecolor="none" if i % 2 else None)
     ax.set(yscale="log", xlabel="round k", ylabel=ylabel, title=title)
     ax.set_xticks(rounds)
     ax.grid(alpha=0.3)
@@ -81,9 +75,8 @@ def plot_conversation_cells(path: Path, rounds: list[int], metrics: dict, title:
     for row, name in zip(axes, names, strict=True):
         for k, ax in enumerate(row):
             gap = np.asarray(metrics[name]["cells"][k], float)
-            image = ax.imshow(
-                gap, origin="lower", extent=(0, 1, 0, 1), cmap="coolwarm", vmin=-0.25, vmax=0.25
-            )
+            image = ax.imshow(gap, origin="lower", extent=(0, 1, 0, 1), cmap="coolwarm",
+                              vmin=-0.25, vmax=0.25)
             ax.set_title(f"{name}, round {rounds[k]}", fontsize=8)
             ax.tick_params(labelsize=6)
         row[0].set_ylabel("message k", fontsize=8)

@@ -25,9 +25,8 @@ from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.collab.metrics import round_metrics
 
 
-def load_messages(
-    run_dir: str | Path, codec: MessageCodec, n_rounds: int, field: str = "test_messages"
-):
+def load_messages(run_dir: str | Path, codec: MessageCodec, n_rounds: int,
+                  field: str = "test_messages"):
     """The test messages of rounds 1..K as probabilities.
 
     ``field`` names the ``round.npz`` array: ``test_messages`` (what was sent) or, in a biased
@@ -72,9 +71,8 @@ def fit_rows(n: int, fit_fraction: float) -> int:
     return cut
 
 
-def calibrate_run(
-    probs, labels, target, fit_fraction: float = 0.5, n_bins: int = 10, newton_steps: int = 30
-) -> tuple[dict, dict]:
+def calibrate_run(probs, labels, target, fit_fraction: float = 0.5, n_bins: int = 10,
+                  newton_steps: int = 30) -> tuple[dict, dict]:
     """Fit per-round calibrators on the first ``fit_fraction`` of the examples, score the rest.
 
     Args:
@@ -91,14 +89,11 @@ def calibrate_run(
     cut = fit_rows(len(labels), fit_fraction)
     log_r = safe_log(jnp.asarray(probs))
     onehot = jnp.eye(probs.shape[-1])[labels]
-    messages, cals = treatment_messages(
-        log_r[:, :cut], onehot[:cut], log_r[:, cut:], None, newton_steps
-    )
+    messages, cals = treatment_messages(log_r[:, :cut], onehot[:cut], log_r[:, cut:],
+                                        None, newton_steps)
     scores = {t: score(m, labels[cut:], target[cut:], n_bins) for t, m in messages.items()}
-    weights = {
-        t: {"weights": np.asarray(c.weights).tolist(), "bias": np.asarray(c.bias).tolist()}
-        for t, c in cals.items()
-    }
+    weights = {t: {"weights": np.asarray(c.weights).tolist(), "bias": np.asarray(c.bias).tolist()}
+               for t, c in cals.items()}
     return scores, weights
 
 

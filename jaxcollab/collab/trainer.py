@@ -51,7 +51,9 @@ from jaxcollab.models.gpt import GPTConfig
 
 def required_context(task: CollabTask, codec: MessageCodec, n_rounds: int) -> int:
     """Context length the last round needs: its prefix plus the answer token."""
-    return max(task.prefix_length(r % task.n_agents, r, codec.width) + 1 for r in range(n_rounds))
+    return max(
+        task.prefix_length(r % task.n_agents, r, codec.width) + 1 for r in range(n_rounds)
+    )
 
 
 def model_config(task: CollabTask, codec: MessageCodec, model: Mapping, n_rounds: int):
@@ -144,19 +146,11 @@ class RoundTrainer:
             count, or a context too long for the model — all before any training.
     """
 
-    def __init__(
-        self,
-        task: CollabTask,
-        codec: MessageCodec,
-        model: Mapping,
-        train: TrainConfig,
-        n_rounds: int,
-        run_dir: str | Path,
-        key: jax.Array,
-        progress: Callable | None = None,
-        message_transform: MessageTransform | None = None,
-        first_round_from: str | Path | None = None,
-    ):
+    def __init__(self, task: CollabTask, codec: MessageCodec, model: Mapping,
+                 train: TrainConfig, n_rounds: int, run_dir: str | Path, key: jax.Array,
+                 progress: Callable | None = None,
+                 message_transform: MessageTransform | None = None,
+                 first_round_from: str | Path | None = None):
         if n_rounds < 1:
             raise ValueError(f"n_rounds={n_rounds} must be >= 1")
         self.task, self.codec, self.train, self.n_rounds = task, codec, train, n_rounds
@@ -215,31 +209,19 @@ class RoundTrainer:
         desc = f"{self.codec.kind} round {r}/{self.n_rounds}"
         key = jax.random.fold_in(self.key, r)
         with self.progress(desc, self.train.steps) as update:
-            return fit(
-                self.model_cfg,
-                self.train,
-                tokens[:-n_val],
-                targets[:-n_val],
-                tokens[-n_val:],
-                targets[-n_val:],
-                key,
-                update,
-            )
+            return fit(self.model_cfg, self.train, tokens[:-n_val], targets[:-n_val],
+                       tokens[-n_val:], targets[-n_val:], key, update)
 
-    def _predict(self, r: int, outputs: list[RoundOutput]) -> tuple[dict, np.ndarray, np.ndarray]:
+    def _predict(self, r: int, outputs: list[RoundOutput]
+                 ) -> tuple[dict, np.ndarray, np.ndarray]:
         """Fit round r and predict: ``(info for metrics, train_probs, test_probs)``."""
         result = self._fit(r, outputs)
         save_params(self.round_dir(r) / "checkpoint", result.params)
 
         def probs(rows):
             tokens = self.prefixes(r, rows, outputs)
-            return predict_probs(
-                result.graphdef,
-                result.params,
-                tokens,
-                self.task.class_tokens,
-                self.train.eval_batch,
-            )
+            return predict_probs(result.graphdef, result.params, tokens,
+                                 self.task.class_tokens, self.train.eval_batch)
 
         n_train, n_classes = len(self.task.train), len(self.task.class_chars)
         train_probs = np.zeros((n_train, n_classes), np.float32)
@@ -287,8 +269,7 @@ class RoundTrainer:
         if labelled.start < n_train:
             encoded = np.asarray(self.codec.encode(train_probs[labelled]), np.uint8)
             train_messages[labelled] = self._send(
-                r, encoded, None if prev is None else prev.train_messages[labelled]
-            )
+                r, encoded, None if prev is None else prev.train_messages[labelled])
         test = self.task.test
         posterior = np.asarray(self.codec.encode(test_probs), np.uint8)
         test_messages = self._send(r, posterior, None if prev is None else prev.test_messages)
@@ -301,24 +282,15 @@ class RoundTrainer:
             "labelled_train_rows": [labelled.start, labelled.stop],
         }
         (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        _save_npz(
-            rdir / "round.npz",
-            train_probs=train_probs,
-            train_messages=train_messages,
-            test_probs=test_probs,
-            test_messages=test_messages,
-            test_posterior_messages=posterior,
-            test_labels=test.labels,
-            test_target=test.target,
-        )
+        _save_npz(rdir / "round.npz", train_probs=train_probs, train_messages=train_messages,
+                  test_probs=test_probs, test_messages=test_messages,
+                  test_posterior_messages=posterior, test_labels=test.labels,
+                  test_target=test.target)
         return RoundOutput(train_messages, test_messages, metrics)
 
 
-def run_trainers(
-    trainers: Mapping[str, RoundTrainer],
-    progress: Callable | None,
-    on_round: Callable[[str, list[dict]], None],
-) -> dict[str, list[dict]]:
+def run_trainers(trainers: Mapping[str, RoundTrainer], progress: Callable | None,
+                 on_round: Callable[[str, list[dict]], None]) -> dict[str, list[dict]]:
     """Run each trainer in order (each resumes where it stopped) with one progress display.
 
     ``on_round(name, done)`` is called after every finished or loaded round with that run's

@@ -78,9 +78,8 @@ class PrivilegedPolicy(Policy):
     privileged = True
 
 
-def policy(
-    act: Callable, init: Callable[[jax.Array], Any] = _no_state, name: str | None = None
-) -> Policy:
+def policy(act: Callable, init: Callable[[jax.Array], Any] = _no_state,
+           name: str | None = None) -> Policy:
     """Wrap ``act(key, obs, policy_state) -> (actions, policy_state)`` as a :class:`Policy`."""
     return Policy(act=act, init=init, name=name or getattr(act, "__name__", "policy"))
 
@@ -90,9 +89,8 @@ def stateless(fn: Callable, name: str | None = None) -> Policy:
     return Policy(act=_Stateless(fn), name=name or getattr(fn, "__name__", "policy"))
 
 
-def privileged_policy(
-    act: Callable, init: Callable[[jax.Array], Any] = _no_state, name: str | None = None
-) -> PrivilegedPolicy:
+def privileged_policy(act: Callable, init: Callable[[jax.Array], Any] = _no_state,
+                      name: str | None = None) -> PrivilegedPolicy:
     """Wrap ``act(key, obs, policy_state, env_state) -> (actions, policy_state)``.
 
     Raises:
@@ -158,18 +156,9 @@ class Rollout:
     trajectory: Any = None
 
 
-def rollout(
-    env: Environment,
-    policy: Policy,
-    keys: jax.Array,
-    params: Any = None,
-    *,
-    max_steps: int,
-    batched_params: bool = False,
-    until_done: bool = False,
-    trajectory: bool = False,
-    mesh: Mesh | None = None,
-) -> Rollout:
+def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = None, *,
+            max_steps: int, batched_params: bool = False, until_done: bool = False,
+            trajectory: bool = False, mesh: Mesh | None = None) -> Rollout:
     """Play one episode per key with ``policy`` on ``env``, using only ``reset`` / ``step`` /
     ``observe`` (jitted; one compile per env, policy, batch size and options).
 
@@ -216,15 +205,9 @@ def _rollout(env, policy, keys, params, max_steps, batched_params, until_done, t
     obs, state = jax.vmap(env.reset, (0, p_axis))(reset_k, params)
     pstate = jax.vmap(policy.init)(init_k)
     n = keys.shape[0]
-    carry = dict(
-        state=state,
-        obs=obs,
-        pstate=pstate,
-        ret=jnp.zeros((n, env.n_agents), jnp.float32),
-        length=jnp.zeros((n,), jnp.int32),
-        terminated=jnp.zeros((n,), bool),
-        truncated=jnp.zeros((n,), bool),
-    )
+    carry = dict(state=state, obs=obs, pstate=pstate,
+                 ret=jnp.zeros((n, env.n_agents), jnp.float32), length=jnp.zeros((n,), jnp.int32),
+                 terminated=jnp.zeros((n,), bool), truncated=jnp.zeros((n,), bool))
 
     def one(t, play_key, obs, state, pstate, params):
         env_key, policy_key = step_keys(play_key, t)
@@ -235,57 +218,29 @@ def _rollout(env, policy, keys, params, max_steps, batched_params, until_done, t
 
     def body(t, c):
         actions, obs, state, pstate, reward, term, trunc, info = jax.vmap(
-            one, (None, 0, 0, 0, 0, p_axis)
-        )(t, play_k, c["obs"], c["state"], c["pstate"], params)
+            one, (None, 0, 0, 0, 0, p_axis))(t, play_k, c["obs"], c["state"], c["pstate"], params)
         done = c["terminated"] | c["truncated"]
-        new = dict(
-            state=state,
-            obs=obs,
-            pstate=pstate,
-            ret=c["ret"] + reward,
-            length=c["length"] + ~done,
-            terminated=term,
-            truncated=trunc,
-        )
-        record = dict(
-            info, obs=c["obs"], actions=actions, reward=reward, terminated=term, truncated=trunc
-        )
+        new = dict(state=state, obs=obs, pstate=pstate, ret=c["ret"] + reward,
+                   length=c["length"] + ~done, terminated=term, truncated=trunc)
+        record = dict(info, obs=c["obs"], actions=actions, reward=reward, terminated=term,
+                      truncated=trunc)
         return new, record
 
     if until_done:
-
         def cond(tc):
             t, c = tc
             return (t < max_steps) & ~jnp.all(c["terminated"] | c["truncated"])
 
-        _, carry = jax.lax.while_loop(
-            cond, lambda tc: (tc[0] + 1, body(*tc)[0]), (jnp.int32(0), carry)
-        )
+        _, carry = jax.lax.while_loop(cond, lambda tc: (tc[0] + 1, body(*tc)[0]),
+                                      (jnp.int32(0), carry))
         traj = None
     else:
         carry, traj = jax.lax.scan(lambda c, t: body(t, c), carry, jnp.arange(max_steps))
         traj = traj if trajectory else None
-    return Rollout(
-        state=carry["state"],
-        obs=carry["obs"],
-        policy_state=carry["pstate"],
-        episode_return=carry["ret"],
-        length=carry["length"],
-        terminated=carry["terminated"],
-        truncated=carry["truncated"],
-        trajectory=traj,
-    )
+    return Rollout(state=carry["state"], obs=carry["obs"], policy_state=carry["pstate"],
+                   episode_return=carry["ret"], length=carry["length"],
+                   terminated=carry["terminated"], truncated=carry["truncated"], trajectory=traj)
 
 
-__all__ = [
-    "Policy",
-    "PrivilegedPolicy",
-    "Rollout",
-    "episode_keys",
-    "policy",
-    "privileged_policy",
-    "rollout",
-    "split_episode_key",
-    "stateless",
-    "step_keys",
-]
+__all__ = ["Policy", "PrivilegedPolicy", "Rollout", "episode_keys", "policy", "privileged_policy",
+           "rollout", "split_episode_key", "stateless", "step_keys"]

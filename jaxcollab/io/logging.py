@@ -31,14 +31,8 @@ class RunLogger:
         ValueError: unknown mode (lists the valid ones).
     """
 
-    def __init__(
-        self,
-        mode: str = "disabled",
-        project: str = "jaxcollab",
-        name: str | None = None,
-        config: dict | None = None,
-        run_dir: str | None = None,
-    ):
+    def __init__(self, mode: str = "disabled", project: str = "jaxcollab", name: str | None = None,
+                 config: dict | None = None, run_dir: str | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown logger.mode {mode!r}; expected one of {MODES}")
         logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save at INFO
@@ -46,7 +40,8 @@ class RunLogger:
         if mode != "disabled":
             import wandb
 
-            self.run = wandb.init(project=project, name=name, config=config, mode=mode, dir=run_dir)
+            self.run = wandb.init(project=project, name=name, config=config, mode=mode,
+                                  dir=run_dir)
 
     def log(self, metrics: dict, step: int | None = None) -> None:
         """Send ``metrics`` to wandb (no-op when disabled)."""

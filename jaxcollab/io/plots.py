@@ -20,18 +20,11 @@ def separation_plot(results: dict, path: str | Path) -> None:
     theory = results.get("theory", {})
     for name, res in results.get("protocols", {}).items():
         color = COLORS.get(name)
-        ax.plot(
-            res["rounds"], res["test_mse_vs_pstar"], "o-", color=color, label=f"{name} (learned)"
-        )
+        ax.plot(res["rounds"], res["test_mse_vs_pstar"], "o-", color=color,
+                label=f"{name} (learned)")
         if THEORY_KEYS.get(name) in theory:
-            ax.plot(
-                theory["rounds"],
-                theory[THEORY_KEYS[name]],
-                "--",
-                color=color,
-                alpha=0.7,
-                label=f"{name} (theory)",
-            )
+            ax.plot(theory["rounds"], theory[THEORY_KEYS[name]], "--", color=color,
+                    alpha=0.7, label=f"{name} (theory)")
     ax.set_yscale("log")
     ax.set_xlabel("round")
     ax.set_ylabel("test MSE vs p*")

@@ -32,8 +32,7 @@ def _batch(env_names: list[str], episodes: int, seed: int):
     params = jax.tree.map(lambda x: x[idx * n_orders + ep % n_orders], table)
     root = jax.random.PRNGKey(seed)
     keys = jax.vmap(lambda v, e: jax.random.fold_in(jax.random.fold_in(root, v), e))(
-        np.array([T.VARIANTS.index(v) for v in variants])[idx], ep
-    )
+        np.array([T.VARIANTS.index(v) for v in variants])[idx], ep)
     return keys, params, idx
 
 
@@ -90,27 +89,16 @@ def rollout(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
         for lo in range(0, total + pad, chunk):
             part = slice(lo, lo + chunk)
             state = run(keys[part], jax.tree.map(lambda x, part=part: x[part], params))
-            parts.append(
-                jax.device_get(
-                    {
-                        "ending": state.ending,
-                        "rounds": rounds_used(state),
-                        "bounces": state.bounces,
-                        "rejected": state.rejected,
-                        "acts": state.acts,
-                        "wrong_round": state.wrong_round,
-                    }
-                )
-            )
+            parts.append(jax.device_get({
+                "ending": state.ending, "rounds": rounds_used(state), "bounces": state.bounces,
+                "rejected": state.rejected, "acts": state.acts, "wrong_round": state.wrong_round,
+            }))
             bar.advance(task, chunk)
     elapsed = time.perf_counter() - start
     final = {k: np.concatenate([p[k] for p in parts])[:total] for k in parts[0]}
-    out = {
-        "agent": agent,
-        **_summary(final, np.ones(total, bool)),
-        "episodes_per_second": total / elapsed,
-        "devices": [str(d) for d in jax.devices()],
-    }
+    out = {"agent": agent, **_summary(final, np.ones(total, bool)),
+           "episodes_per_second": total / elapsed,
+           "devices": [str(d) for d in jax.devices()]}
     out["variants"] = {name: _summary(final, idx == i) for i, name in enumerate(env_names)}
     return out
 

@@ -59,9 +59,8 @@ class Codec:
         mark, sep = _count_marks(gesture)
         is_sep = body == sep
         seg = jnp.cumsum(is_sep) - is_sep
-        counts = jax.ops.segment_sum(
-            (body == mark).astype(jnp.int32), seg, num_segments=MAX_VALUES + 1
-        )[:MAX_VALUES]
+        counts = jax.ops.segment_sum((body == mark).astype(jnp.int32), seg,
+                                     num_segments=MAX_VALUES + 1)[:MAX_VALUES]
         return jnp.maximum(counts - 1, 0), jnp.minimum(is_sep.sum(), MAX_VALUES)
 
 

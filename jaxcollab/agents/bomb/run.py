@@ -22,9 +22,8 @@ from jaxcollab.envs.bomb.state import BombState
 MAX_TURNS = T.N_AGENTS * T.MAX_ROUNDS
 
 
-def team_turn(
-    team: Callable, privileged: bool, layout: Layout, key, state: BombState, params: BombParams
-) -> BombState:
+def team_turn(team: Callable, privileged: bool, layout: Layout, key, state: BombState,
+              params: BombParams) -> BombState:
     """One turn of one episode: observe, let ``team`` choose, apply the current role's row.
 
     A team whose ``talks`` attribute is ``False`` never sends messages, so the turn skips the
@@ -36,23 +35,16 @@ def team_turn(
 
 
 @partial(jax.jit, static_argnames=("speech_bytes", "gesture_symbols"))
-def reset_many(
-    keys: jax.Array, params: BombParams, speech_bytes: int, gesture_symbols: int
-) -> BombState:
+def reset_many(keys: jax.Array, params: BombParams, speech_bytes: int, gesture_symbols: int
+               ) -> BombState:
     """Fresh episodes for keys ``[B]`` and params ``[B]`` (compiled once, shared by all teams)."""
     gen = partial(generate, speech_bytes=speech_bytes, gesture_symbols=gesture_symbols)
     return jax.vmap(gen)(keys, params)
 
 
 @partial(jax.jit, static_argnames=("team", "privileged", "layout"))
-def play_from(
-    states: BombState,
-    keys: jax.Array,
-    params: BombParams,
-    team: Callable,
-    privileged: bool,
-    layout: Layout,
-) -> BombState:
+def play_from(states: BombState, keys: jax.Array, params: BombParams, team: Callable,
+              privileged: bool, layout: Layout) -> BombState:
     """Play started episodes ``states`` ``[B]`` to the end (``keys`` ``[B]`` drive the team)."""
     step = jax.vmap(partial(team_turn, team, privileged, layout))
 
@@ -68,9 +60,8 @@ def play_from(
     return jax.lax.while_loop(cond, body, (jnp.int32(0), states))[1]
 
 
-def play(
-    keys: jax.Array, params: BombParams, team: Callable, privileged: bool, layout: Layout
-) -> BombState:
+def play(keys: jax.Array, params: BombParams, team: Callable, privileged: bool,
+         layout: Layout) -> BombState:
     """Play a batch of episodes to the end.
 
     Args:
@@ -92,14 +83,8 @@ def rounds_used(state: BombState) -> jax.Array:
 
 
 @partial(jax.jit, static_argnames=("team", "privileged", "layout", "n_rounds"))
-def play_continuous(
-    key: jax.Array,
-    params: BombParams,
-    team: Callable,
-    privileged: bool,
-    layout: Layout,
-    n_rounds: int,
-) -> tuple[jax.Array, jax.Array]:
+def play_continuous(key: jax.Array, params: BombParams, team: Callable, privileged: bool,
+                    layout: Layout, n_rounds: int) -> tuple[jax.Array, jax.Array]:
     """Keep a batch busy for ``n_rounds`` rounds: every episode that ends is replaced by a fresh
     instance at the next round boundary, so every round played is a live round of some episode.
 
@@ -110,9 +95,8 @@ def play_continuous(
         (episodes finished, episodes defused), int32 scalars.
     """
     batch = params.rounds.shape[0]
-    gen = jax.vmap(
-        partial(generate, speech_bytes=layout.speech_bytes, gesture_symbols=layout.gesture_symbols)
-    )
+    gen = jax.vmap(partial(generate, speech_bytes=layout.speech_bytes,
+                           gesture_symbols=layout.gesture_symbols))
     step = jax.vmap(partial(team_turn, team, privileged, layout))
     fresh_keys = lambda k: jax.random.split(k, batch)  # noqa: E731
 
@@ -124,14 +108,12 @@ def play_continuous(
         ended = s.ending != T.RUNNING
         won = won + (s.ending == T.DEFUSED).sum()
         new = gen(fresh_keys(k_new), params)
-        s = jax.tree.map(
-            lambda a, b: jnp.where(ended.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, s
-        )
+        s = jax.tree.map(lambda a, b: jnp.where(ended.reshape((-1,) + (1,) * (a.ndim - 1)), a, b),
+                         new, s)
         return (s, done + ended.sum(), won), None
 
     k0, k_rounds = jax.random.split(key)
     start = gen(fresh_keys(k0), params)
-    (_, done, won), _ = jax.lax.scan(
-        one_round, (start, jnp.int32(0), jnp.int32(0)), jax.random.split(k_rounds, n_rounds)
-    )
+    (_, done, won), _ = jax.lax.scan(one_round, (start, jnp.int32(0), jnp.int32(0)),
+                                     jax.random.split(k_rounds, n_rounds))
     return done, won

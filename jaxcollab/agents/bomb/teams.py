@@ -42,27 +42,18 @@ Turn = BombAction  # one role's row: the same fields without the leading agent a
 
 def quiet(layout: Layout, act=T.WAIT, arg=0) -> Turn:
     """A turn that sends nothing."""
-    return Turn(
-        act=jnp.int32(act),
-        arg=jnp.int32(arg),
-        speak_to=jnp.int32(T.NO_TARGET),
-        speech=jnp.zeros(layout.speech_bytes, jnp.uint8),
-        gesture_to=jnp.int32(T.NO_TARGET),
-        gesture=jnp.zeros(layout.gesture_symbols, jnp.uint8),
-    )
+    return Turn(act=jnp.int32(act), arg=jnp.int32(arg), speak_to=jnp.int32(T.NO_TARGET),
+                speech=jnp.zeros(layout.speech_bytes, jnp.uint8),
+                gesture_to=jnp.int32(T.NO_TARGET),
+                gesture=jnp.zeros(layout.gesture_symbols, jnp.uint8))
 
 
 def stack(turns: list[Turn]) -> BombAction:
     """Rows for (Deaf, Mute, Blind) → a joint :class:`BombAction`."""
     f = lambda name: jnp.stack([jnp.asarray(getattr(t, name)) for t in turns])  # noqa: E731
-    return BombAction(
-        act=f("act").astype(jnp.int32),
-        arg=f("arg").astype(jnp.int32),
-        speak_to=f("speak_to").astype(jnp.int32),
-        speech=f("speech"),
-        gesture_to=f("gesture_to").astype(jnp.int32),
-        gesture=f("gesture"),
-    )
+    return BombAction(act=f("act").astype(jnp.int32), arg=f("arg").astype(jnp.int32),
+                      speak_to=f("speak_to").astype(jnp.int32), speech=f("speech"),
+                      gesture_to=f("gesture_to").astype(jnp.int32), gesture=f("gesture"))
 
 
 def oracle_hint(state: BombState, params: BombParams) -> jax.Array:
@@ -84,9 +75,8 @@ def facts(deaf: View, with_history: bool) -> tuple[jax.Array, jax.Array]:
     progress = deaf.wire_cut.sum() + deaf.pressed.sum()
     past = deaf.round - 1 - jnp.arange(HIST)
     hist = jnp.where(past >= 0, deaf.hist_light[jnp.clip(past, 0, T.MAX_ROUNDS - 1)] + 1, 0)
-    values = jnp.concatenate(
-        [jnp.stack([deaf.light + 1, deaf.display, progress, deaf.round]), hist]
-    )
+    values = jnp.concatenate([jnp.stack([deaf.light + 1, deaf.display, progress, deaf.round]),
+                              hist])
     n = 4 + HIST if with_history else 3
     return _pad(values), jnp.int32(n)
 
@@ -99,25 +89,13 @@ def resolve(mute: View, report: jax.Array, n: jax.Array, glyph: jax.Array):
     light, disp, progress, rnd = report[0] - 1, report[1], report[2], report[3]
     pick = mute.picks[jnp.clip(progress, 0, T.SEQ - 1)]
     back = rnd - 1 - pick
-    flash = jnp.where(
-        pick == rnd,
-        light,
-        jnp.where(
-            (back >= 0) & (back < HIST) & (n >= 4 + HIST),
-            report[4 + jnp.clip(back, 0, HIST - 1)] - 1,
-            -1,
-        ),
-    )
+    flash = jnp.where(pick == rnd, light,
+                      jnp.where((back >= 0) & (back < HIST) & (n >= 4 + HIST),
+                                report[4 + jnp.clip(back, 0, HIST - 1)] - 1, -1))
     used = mute.m_label >= 0
     by_light = (mute.m_label == light) & ((mute.m_col == disp) | (mute.m_col < 0))
-    match = (
-        jnp.select(
-            [mute.key_mode == T.KEY_GLYPH, mute.key_mode == T.KEY_FLASH],
-            [mute.m_label == glyph, mute.m_label == flash],
-            by_light,
-        )
-        & used
-    )
+    match = jnp.select([mute.key_mode == T.KEY_GLYPH, mute.key_mode == T.KEY_FLASH],
+                       [mute.m_label == glyph, mute.m_label == flash], by_light) & used
     e = jnp.argmax(match)
     code = mute.task == T.TASK_CODE
     value = jnp.where(code & (progress > 0), mute.m_v1[e], mute.m_v0[e])
@@ -154,7 +132,8 @@ def blind_turn(blind: View, codec: Codec, layout: Layout) -> Turn:
     can_press = (kind == T.PRESS) & (pos < T.N_KEYS) & ~blind.pressed[jnp.minimum(pos, 3)]
     act = jnp.where(heard & (can_cut | can_press), kind, T.WAIT)
     report = codec.encode(_pad(blind.plate[None]), jnp.int32(1), layout.speech_bytes, False)
-    return dataclasses.replace(quiet(layout, act, pos), speak_to=jnp.int32(T.MUTE), speech=report)
+    return dataclasses.replace(quiet(layout, act, pos), speak_to=jnp.int32(T.MUTE),
+                               speech=report)
 
 
 def _instruct(turn: Turn, ok, kind, pos, codec: Codec, layout: Layout) -> Turn:
@@ -173,10 +152,8 @@ def relay_team(codec: Codec, with_history: bool) -> Callable:
         deaf, mute, blind = (parse(obs[r], r, layout) for r in range(T.N_AGENTS))
         report, n = facts(deaf, with_history)
         d_turn = dataclasses.replace(
-            quiet(layout),
-            gesture_to=jnp.int32(T.MUTE),
-            gesture=codec.encode(report, n, layout.gesture_symbols, True),
-        )
+            quiet(layout), gesture_to=jnp.int32(T.MUTE),
+            gesture=codec.encode(report, n, layout.gesture_symbols, True))
         answer, n_ans = codec.decode(deaf.gesture[T.MUTE], gesture=True)
         fresh = deaf.gesture_from[T.MUTE] & (n_ans >= 5) & (answer[1:4] == report[:3]).all()
         found, pos = locate(deaf, answer[0], answer[4])
@@ -185,15 +162,12 @@ def relay_team(codec: Codec, with_history: bool) -> Callable:
         heard, n_heard = codec.decode(mute.gesture[T.DEAF], gesture=True)
         glyph, n_glyph = codec.decode(mute.speech[T.BLIND], gesture=False)
         glyph_v = jnp.where(mute.speech_from[T.BLIND] & (n_glyph >= 1), glyph[0], -1)
-        ok, kind, value = resolve(
-            mute, heard, jnp.where(mute.gesture_from[T.DEAF], n_heard, 0), glyph_v
-        )
+        ok, kind, value = resolve(mute, heard, jnp.where(mute.gesture_from[T.DEAF], n_heard, 0),
+                                  glyph_v)
         reply = _pad(jnp.concatenate([jnp.stack([kind]), heard[:3], jnp.stack([value])]))
         m_turn = dataclasses.replace(
-            quiet(layout),
-            gesture_to=jnp.where(ok, T.DEAF, T.NO_TARGET),
-            gesture=codec.encode(reply, jnp.int32(5), layout.gesture_symbols, True),
-        )
+            quiet(layout), gesture_to=jnp.where(ok, T.DEAF, T.NO_TARGET),
+            gesture=codec.encode(reply, jnp.int32(5), layout.gesture_symbols, True))
         return stack([d_turn, m_turn, blind_turn(blind, codec, layout)])
 
     return team
@@ -218,19 +192,12 @@ def onebit_team(key, obs, hint, layout: Layout) -> BombAction:
     item = jnp.where(same, jnp.where(said == NO_SYM, nxt, prev), first)
     query = _pad(jnp.concatenate([report[:q], jnp.stack([kinds[item], values[item], item])]))
     d_turn = dataclasses.replace(
-        quiet(layout),
-        gesture_to=jnp.int32(T.MUTE),
-        gesture=SYMBOL.encode(query, jnp.int32(q + 3), layout.gesture_symbols, True),
-    )
+        quiet(layout), gesture_to=jnp.int32(T.MUTE),
+        gesture=SYMBOL.encode(query, jnp.int32(q + 3), layout.gesture_symbols, True))
     confirmed = same & (said == YES_SYM) & avail[prev]
-    d_turn = _instruct(
-        d_turn,
-        confirmed,
-        kinds[prev],
-        jnp.where(prev >= T.MAX_WIRES, prev - T.MAX_WIRES, prev),
-        SYMBOL,
-        layout,
-    )
+    d_turn = _instruct(d_turn, confirmed, kinds[prev], jnp.where(prev >= T.MAX_WIRES,
+                                                                 prev - T.MAX_WIRES, prev),
+                       SYMBOL, layout)
 
     asked, n_asked = SYMBOL.decode(mute.gesture[T.DEAF], gesture=True)
     glyph, n_glyph = SYMBOL.decode(mute.speech[T.BLIND], gesture=False)
@@ -238,14 +205,10 @@ def onebit_team(key, obs, hint, layout: Layout) -> BombAction:
     heard = mute.gesture_from[T.DEAF] & (n_asked == q + 3)
     ok, kind, value = resolve(mute, asked, jnp.where(heard, q, 0), glyph_v)
     yes = ok & (asked[q] == kind) & (asked[q + 1] == value)
-    bit = (
-        jnp.zeros(layout.gesture_symbols, jnp.uint8)
-        .at[0]
-        .set(jnp.where(yes, YES_SYM, NO_SYM).astype(jnp.uint8))
-    )
-    m_turn = dataclasses.replace(
-        quiet(layout), gesture_to=jnp.where(heard, T.DEAF, T.NO_TARGET), gesture=bit
-    )
+    bit = jnp.zeros(layout.gesture_symbols, jnp.uint8).at[0].set(
+        jnp.where(yes, YES_SYM, NO_SYM).astype(jnp.uint8))
+    m_turn = dataclasses.replace(quiet(layout), gesture_to=jnp.where(heard, T.DEAF, T.NO_TARGET),
+                                 gesture=bit)
     return stack([d_turn, m_turn, blind_turn(blind, SYMBOL, layout)])
 
 
@@ -290,14 +253,9 @@ def random_team(key, obs, hint, layout: Layout) -> BombAction:
     text = 32 + jax.lax.bitcast_convert_type(bits[:, 4:6], jnp.uint8).reshape(T.N_AGENTS, 8) % 95
     symbols = 1 + bits[:, 6:10] % T.N_SYMBOLS
     pad = lambda x, n: jnp.pad(x.astype(jnp.uint8), ((0, 0), (0, n - x.shape[1])))  # noqa: E731
-    return BombAction(
-        act=act.astype(jnp.int32),
-        arg=arg,
-        speak_to=to[:, 0],
-        speech=pad(text, layout.speech_bytes),
-        gesture_to=to[:, 1],
-        gesture=pad(symbols, layout.gesture_symbols),
-    )
+    return BombAction(act=act.astype(jnp.int32), arg=arg, speak_to=to[:, 0],
+                      speech=pad(text, layout.speech_bytes), gesture_to=to[:, 1],
+                      gesture=pad(symbols, layout.gesture_symbols))
 
 
 #: name → (policy, privileged). Protocol teams are listed in :data:`PROTOCOL_TEAMS`.

@@ -59,9 +59,8 @@ def parse(tokens: jax.Array, role: int, layout: Layout) -> View:
     """Parse ``tokens`` (int32 ``[layout.length]``) of role ``role`` into a :class:`View`."""
     o = {name: tokens[sl] for name, sl in layout.slices().items()}
     manual = o["manual"].reshape(T.MANUAL_ENTRIES, 4)
-    label_base = jnp.where(
-        o["manual_mode"][0] - T.MODE_TOK == T.KEY_GLYPH, T.PLATE_TOK, T.COLOUR_TOK
-    )
+    label_base = jnp.where(o["manual_mode"][0] - T.MODE_TOK == T.KEY_GLYPH, T.PLATE_TOK,
+                           T.COLOUR_TOK)
     me_tok = T.ROLE_TOK + role
     return View(
         round=o["header"][1] - T.NUM_TOK,
@@ -78,19 +77,14 @@ def parse(tokens: jax.Array, role: int, layout: Layout) -> View:
         task=o["manual_mode"][1] - T.TASK_TOK,
         m_label=jnp.where(manual[:, 0] == T.PAD, -1, manual[:, 0] - label_base),
         m_col=_val(manual[:, 1], T.DIGIT_TOK, 10),
-        m_v0=jnp.where(
-            manual[:, 2] >= T.DIGIT_TOK,
-            manual[:, 2] - T.DIGIT_TOK,
-            _val(manual[:, 2], T.COLOUR_TOK, T.N_COLOURS),
-        ),
+        m_v0=jnp.where(manual[:, 2] >= T.DIGIT_TOK, manual[:, 2] - T.DIGIT_TOK,
+                       _val(manual[:, 2], T.COLOUR_TOK, T.N_COLOURS)),
         m_v1=_val(manual[:, 3], T.DIGIT_TOK, 10),
         picks=_val(o["picks"], T.NUM_TOK, 32),
         speech=jnp.where(o["speech"] == T.PAD, 0, o["speech"] - T.BYTE_TOK).reshape(
-            T.N_AGENTS, layout.speech_bytes
-        ),
+            T.N_AGENTS, layout.speech_bytes),
         gesture=jnp.where(o["gesture"] == T.PAD, 0, o["gesture"] - T.SYMBOL_TOK).reshape(
-            T.N_AGENTS, layout.gesture_symbols
-        ),
+            T.N_AGENTS, layout.gesture_symbols),
         speech_from=o["speech_meta"] == me_tok,
         gesture_from=o["gesture_meta"] == me_tok,
     )

@@ -54,22 +54,13 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
     records = []
     for i in range(int(n)):
         state = jax.tree.map(lambda x, i=i: x[i], states)
-        records.append(
-            {
-                "env": env.name,
-                "variant": env.variant._asdict(),
-                "seed": int(seed),
-                "index": i,
-                "state": _state_record(state),
-                "colours": list(tables.COLOURS),
-                "plate_glyphs": tables.PLATE_GLYPHS,
-                "solution": env.solution(state, params),
-                "solution_kind": "press" if env.variant.task == tables.TASK_CODE else "cut",
-                "text": {
-                    name: env.render_text(state, r) for r, name in enumerate(tables.ROLE_NAMES)
-                },
-            }
-        )
+        records.append({
+            "env": env.name, "variant": env.variant._asdict(), "seed": int(seed), "index": i,
+            "state": _state_record(state), "colours": list(tables.COLOURS),
+            "plate_glyphs": tables.PLATE_GLYPHS, "solution": env.solution(state, params),
+            "solution_kind": "press" if env.variant.task == tables.TASK_CODE else "cut",
+            "text": {name: env.render_text(state, r) for r, name in enumerate(tables.ROLE_NAMES)},
+        })
     return records
 
 
@@ -79,22 +70,11 @@ def instance_bank() -> list[dict]:
 
 
 for _v in tables.VARIANTS:
-    register(
-        f"bomb/{_v.name}", lambda v=_v.name: BombEnv(v), groups=(f"bomb/{_v.family}", "bomb/all")
-    )
+    register(f"bomb/{_v.name}", lambda v=_v.name: BombEnv(v),
+             groups=(f"bomb/{_v.family}", "bomb/all"))
 
 __all__ = [
-    "BANK_SEED",
-    "BANK_SIZE",
-    "BombAction",
-    "BombEnv",
-    "BombParams",
-    "BombState",
-    "ending_counts",
-    "export_instances",
-    "instance_bank",
-    "is_done",
-    "make_params",
-    "stack_params",
-    "tables",
+    "BANK_SEED", "BANK_SIZE", "BombAction", "BombEnv", "BombParams", "BombState",
+    "ending_counts", "export_instances", "instance_bank", "is_done", "make_params",
+    "stack_params", "tables",
 ]

@@ -38,12 +38,8 @@ class BombEnv(Environment[BombState, BombParams]):
     n_agents = T.N_AGENTS
     role_names = T.ROLE_NAMES
 
-    def __init__(
-        self,
-        variant: str,
-        speech_bytes: int = T.DEFAULT_SPEECH_BYTES,
-        gesture_symbols: int = T.DEFAULT_GESTURE_SYMBOLS,
-    ):
+    def __init__(self, variant: str, speech_bytes: int = T.DEFAULT_SPEECH_BYTES,
+                 gesture_symbols: int = T.DEFAULT_GESTURE_SYMBOLS):
         self.variant = T.variant(variant)
         for label, cap in (("speech_bytes", speech_bytes), ("gesture_symbols", gesture_symbols)):
             if not 4 <= int(cap) <= 4096 or int(cap) % 4:
@@ -78,22 +74,13 @@ class BombEnv(Environment[BombState, BombParams]):
         return BombAction(
             act=jax.random.randint(k[0], shape, 0, len(T.ACT_NAMES)),
             arg=jax.random.randint(k[1], shape, 0, T.MAX_WIRES),
-            speak_to=jax.random.randint(k[4], shape, -1, n),
-            speech=pad(speech, self.speech_bytes),
+            speak_to=jax.random.randint(k[4], shape, -1, n), speech=pad(speech, self.speech_bytes),
             gesture_to=jax.random.randint(k[5], shape, -1, n),
-            gesture=pad(gesture, self.gesture_symbols),
-        )
+            gesture=pad(gesture, self.gesture_symbols))
 
-    def action(
-        self,
-        role: int | str,
-        act: str = "wait",
-        arg: int = 0,
-        speak_to: int | str | None = None,
-        text: str = "",
-        gesture_to: int | str | None = None,
-        symbols: tuple[str, ...] = (),
-    ) -> BombAction:
+    def action(self, role: int | str, act: str = "wait", arg: int = 0,
+               speak_to: int | str | None = None, text: str = "",
+               gesture_to: int | str | None = None, symbols: tuple[str, ...] = ()) -> BombAction:
         """Host side: a joint action where ``role`` does the given turn and the others wait.
 
         ``text`` is UTF-8 encoded and cut to the speech cap; ``symbols`` are gesture names from
@@ -134,10 +121,8 @@ class BombEnv(Environment[BombState, BombParams]):
         """
         params = self._params(params)
         state, reward, terminated, truncated = turn(state, actions, params)
-        info = {
-            k: getattr(state, k)
-            for k in ("ending", "round", "progress", "bounces", "rejected", "acts", "wrong_round")
-        }
+        info = {k: getattr(state, k) for k in ("ending", "round", "progress", "bounces",
+                                               "rejected", "acts", "wrong_round")}
         return observe(state, params), state, reward, terminated, truncated, info
 
     def observe(self, state: BombState, params=None) -> jax.Array:
@@ -190,6 +175,7 @@ def ending_counts(endings: np.ndarray) -> dict[str, int]:
     return {name: int((endings == i).sum()) for i, name in enumerate(T.ENDING_NAMES) if i}
 
 
+
 #: Jitted pure functions shared by every variant with the same caps (params are arguments), so
 #: hosts that step single episodes (tests, LLM drivers) compile each once per process.
 reset_jit = jax.jit(generate, static_argnames=("speech_bytes", "gesture_symbols"))
@@ -197,12 +183,5 @@ turn_jit = jax.jit(turn, static_argnames=("messages",))
 observe_jit = jax.jit(observe)
 
 
-__all__ = [
-    "BombEnv",
-    "BombAction",
-    "ending_counts",
-    "is_done",
-    "observe_jit",
-    "reset_jit",
-    "turn_jit",
-]
+__all__ = ["BombEnv", "BombAction", "ending_counts", "is_done", "observe_jit", "reset_jit",
+           "turn_jit"]

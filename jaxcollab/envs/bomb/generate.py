@@ -17,20 +17,10 @@ from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.params import BombParams
 from jaxcollab.envs.bomb.state import BombState, mix
 
-_SIZES = {
-    "key": T.MANUAL_ENTRIES,
-    "light": T.N_LIGHTS,
-    "colour": T.N_COLOURS,
-    "pos": T.MAX_WIRES,
-    "flash": T.SEQ,
-    "glyph": len(T.PLATE_GLYPHS),
-    "digit": 10,
-    "kp": T.N_KEYS,
-    "fill": T.SEQ,
-    "val": 2 * T.MANUAL_ENTRIES,
-    "other": T.MAX_WIRES * T.N_COLOURS,
-    "misc": 4,
-}
+_SIZES = {"key": T.MANUAL_ENTRIES, "light": T.N_LIGHTS, "colour": T.N_COLOURS,
+          "pos": T.MAX_WIRES, "flash": T.SEQ, "glyph": len(T.PLATE_GLYPHS), "digit": 10,
+          "kp": T.N_KEYS, "fill": T.SEQ, "val": 2 * T.MANUAL_ENTRIES,
+          "other": T.MAX_WIRES * T.N_COLOURS, "misc": 4}
 
 
 def _uniforms(key: jax.Array) -> tuple[dict[str, jax.Array], jax.Array]:
@@ -76,9 +66,8 @@ def _pick_by_onehot(index: jax.Array, values: jax.Array, active: jax.Array, n: i
     return hit.any(0), (hit * values[:, None]).sum(0)
 
 
-def generate(
-    key: jax.Array, params: BombParams, speech_bytes: int, gesture_symbols: int
-) -> BombState:
+def generate(key: jax.Array, params: BombParams, speech_bytes: int, gesture_symbols: int
+             ) -> BombState:
     """Draw one episode's initial state for the variant in ``params``.
 
     Args:
@@ -115,9 +104,8 @@ def generate(
     disp_seq = jnp.where(p.cols > 1, key_seq % p.cols, 0)
 
     # Named answers: distinct colours; bait chains them so the light's colour is never the answer.
-    n_named = jnp.where(
-        p.task == T.TASK_CODE, 0, jnp.where(p.light == T.LIGHT_CYCLE, p.period, p.steps)
-    )
+    n_named = jnp.where(p.task == T.TASK_CODE, 0, jnp.where(p.light == T.LIGHT_CYCLE, p.period,
+                                                             p.steps))
     stage_light = key_seq // p.cols
     in_lights = ((stage_light[:, None] == jnp.arange(T.N_COLOURS)) & (s < p.steps)[:, None]).any(0)
     bait_first = colour_perm[jnp.argmax(~in_lights[colour_perm])]
@@ -136,19 +124,15 @@ def generate(
     rand_code = (u["val"][T.MANUAL_ENTRIES :] * 100).astype(jnp.int32)
     is_code = p.task == T.TASK_CODE
     n_manual_named = jnp.where(is_code, 1, n_named)
-    hit, val = _pick_by_onehot(
-        key_seq, jnp.where(is_code, code, named), s < n_manual_named, T.MANUAL_ENTRIES
-    )
+    hit, val = _pick_by_onehot(key_seq, jnp.where(is_code, code, named), s < n_manual_named,
+                               T.MANUAL_ENTRIES)
     manual_val = jnp.where(hit, val, jnp.where(is_code, rand_code, rand_colour))
     used = k < p.rows * p.cols
     manual_a = jnp.where(p.key == T.KEY_GLYPH, glyph_perm[jnp.minimum(k, 7)], k // p.cols)
     manual_a = jnp.where(used, manual_a, -1)
     manual_b = jnp.where(used & (p.cols > 1), k % p.cols, -1)
-    plate = jnp.where(
-        p.key == T.KEY_GLYPH,
-        glyph_perm[key_seq[0]],
-        (u["misc"][2] * len(T.PLATE_GLYPHS)).astype(jnp.int32),
-    )
+    plate = jnp.where(p.key == T.KEY_GLYPH, glyph_perm[key_seq[0]],
+                      (u["misc"][2] * len(T.PLATE_GLYPHS)).astype(jnp.int32))
 
     # Wires: named colours at random positions, then the bait wire, then colours nobody names.
     named_mask = ((named[:, None] == jnp.arange(T.N_COLOURS)) & (s < n_named)[:, None]).any(0)
@@ -161,34 +145,20 @@ def generate(
 
     i32 = jnp.int32
     return BombState(
-        round=i32(0),
-        turn=i32(0),
-        ending=i32(T.RUNNING),
-        progress=i32(0),
-        wire_colour=colour.astype(i32),
-        wire_cut=jnp.zeros(T.MAX_WIRES, bool),
-        key_seq=key_seq.astype(i32),
-        light_seq=light_seq.astype(i32),
-        disp_seq=disp_seq.astype(i32),
-        pick=pick.astype(i32),
-        manual_a=manual_a.astype(i32),
-        manual_b=manual_b.astype(i32),
+        round=i32(0), turn=i32(0), ending=i32(T.RUNNING), progress=i32(0),
+        wire_colour=colour.astype(i32), wire_cut=jnp.zeros(T.MAX_WIRES, bool),
+        key_seq=key_seq.astype(i32), light_seq=light_seq.astype(i32),
+        disp_seq=disp_seq.astype(i32), pick=pick.astype(i32),
+        manual_a=manual_a.astype(i32), manual_b=manual_b.astype(i32),
         manual_val=manual_val.astype(i32),
-        keypad=keypad.astype(i32),
-        pressed=jnp.zeros(T.N_KEYS, bool),
-        plate=plate.astype(i32),
+        keypad=keypad.astype(i32), pressed=jnp.zeros(T.N_KEYS, bool), plate=plate.astype(i32),
         noise=noise,
-        hist_light=jnp.full(T.MAX_ROUNDS, -1, i32),
-        hist_disp=jnp.full(T.MAX_ROUNDS, -1, i32),
-        seen_colours=i32(0),
-        bounces=i32(0),
-        rejected=i32(0),
-        acts=i32(0),
+        hist_light=jnp.full(T.MAX_ROUNDS, -1, i32), hist_disp=jnp.full(T.MAX_ROUNDS, -1, i32),
+        seen_colours=i32(0), bounces=i32(0), rejected=i32(0), acts=i32(0),
         wrong_round=jnp.bool_(False),
         speech=jnp.zeros((T.N_AGENTS, speech_bytes // 4), jnp.uint32),
         speech_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
         gesture=jnp.zeros((T.N_AGENTS, gesture_symbols // 4), jnp.uint32),
         gesture_to=jnp.full(T.N_AGENTS, T.NO_TARGET, i32),
-        bounced=jnp.zeros((T.N_AGENTS, 2), bool),
-        act_rejected=jnp.zeros(T.N_AGENTS, bool),
+        bounced=jnp.zeros((T.N_AGENTS, 2), bool), act_rejected=jnp.zeros(T.N_AGENTS, bool),
     )

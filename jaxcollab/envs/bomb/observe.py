@@ -43,23 +43,11 @@ class Layout:
 
     def sizes(self) -> dict[str, int]:
         return {
-            "header": 4,
-            "light": 1,
-            "display": 1,
-            "display2": 1,
-            "wires": T.MAX_WIRES,
-            "keys": T.N_KEYS,
-            "pressed": T.N_KEYS,
-            "plate": 1,
-            "strip": T.STRIP_SLOTS,
-            "history": 2 * T.MAX_ROUNDS,
-            "manual_mode": 2,
-            "manual": 4 * T.MANUAL_ENTRIES,
-            "picks": T.SEQ,
-            "speech_meta": T.N_AGENTS,
-            "speech": T.N_AGENTS * self.speech_bytes,
-            "gesture_meta": T.N_AGENTS,
-            "gesture": T.N_AGENTS * self.gesture_symbols,
+            "header": 4, "light": 1, "display": 1, "display2": 1, "wires": T.MAX_WIRES,
+            "keys": T.N_KEYS, "pressed": T.N_KEYS, "plate": 1, "strip": T.STRIP_SLOTS,
+            "history": 2 * T.MAX_ROUNDS, "manual_mode": 2, "manual": 4 * T.MANUAL_ENTRIES,
+            "picks": T.SEQ, "speech_meta": T.N_AGENTS, "speech": T.N_AGENTS * self.speech_bytes,
+            "gesture_meta": T.N_AGENTS, "gesture": T.N_AGENTS * self.gesture_symbols,
             "feedback": 3,
         }
 
@@ -82,9 +70,8 @@ def _tok(value, base: int, empty: int = T.PAD):
 
 def _by_role(deaf, mute, blind) -> jax.Array:
     """Stack per-role token rows (each broadcast to a common shape) into ``[3, ...]``."""
-    deaf, mute, blind = jnp.broadcast_arrays(
-        jnp.asarray(deaf), jnp.asarray(mute), jnp.asarray(blind)
-    )
+    deaf, mute, blind = jnp.broadcast_arrays(jnp.asarray(deaf), jnp.asarray(mute),
+                                             jnp.asarray(blind))
     return jnp.stack([deaf, mute, blind]).astype(jnp.int32)
 
 
@@ -95,33 +82,22 @@ def _board(state: BombState, params: BombParams) -> jax.Array:
     disp_deaf = T.DIGIT_TOK + display_now(state, params)
     d2 = noise["decoy_display"]
     present = state.wire_colour >= 0
-    wires_deaf = jnp.where(
-        state.wire_cut, T.CUT_MARK, _tok(state.wire_colour, T.COLOUR_TOK, T.ABSENT)
-    )
-    wires_blind = jnp.where(state.wire_cut, T.CUT_MARK, jnp.where(present, T.UNREADABLE, T.ABSENT))
+    wires_deaf = jnp.where(state.wire_cut, T.CUT_MARK, _tok(state.wire_colour, T.COLOUR_TOK,
+                                                             T.ABSENT))
+    wires_blind = jnp.where(state.wire_cut, T.CUT_MARK, jnp.where(present, T.UNREADABLE,
+                                                                  T.ABSENT))
     keys = _tok(keys_shown(state, params), T.DIGIT_TOK, T.ABSENT)
     has_keys = params.keypad != T.KEYPAD_NONE
     pressed = jnp.where(has_keys, jnp.where(state.pressed, T.YES, T.NO), T.ABSENT)
-    deaf = jnp.concatenate(
-        [
-            jnp.stack([light_deaf, disp_deaf, _tok(d2, T.DIGIT_TOK, T.ABSENT)]),
-            wires_deaf,
-            keys,
-            pressed,
-            jnp.array([T.UNREADABLE]),
-            _tok(noise["strip_colour"], T.COLOUR_TOK, T.ABSENT),
-        ]
-    )
-    blind = jnp.concatenate(
-        [
-            jnp.stack([T.UNREADABLE, T.UNREADABLE, jnp.where(d2 >= 0, T.UNREADABLE, T.ABSENT)]),
-            wires_blind,
-            keys,
-            pressed,
-            (T.PLATE_TOK + state.plate)[None],
-            _tok(noise["strip_glyph"], T.STRIP_TOK, T.ABSENT),
-        ]
-    )
+    deaf = jnp.concatenate([
+        jnp.stack([light_deaf, disp_deaf, _tok(d2, T.DIGIT_TOK, T.ABSENT)]), wires_deaf, keys,
+        pressed, jnp.array([T.UNREADABLE]), _tok(noise["strip_colour"], T.COLOUR_TOK, T.ABSENT),
+    ])
+    blind = jnp.concatenate([
+        jnp.stack([T.UNREADABLE, T.UNREADABLE, jnp.where(d2 >= 0, T.UNREADABLE, T.ABSENT)]),
+        wires_blind, keys, pressed, (T.PLATE_TOK + state.plate)[None],
+        _tok(noise["strip_glyph"], T.STRIP_TOK, T.ABSENT),
+    ])
     return _by_role(deaf, T.HIDDEN, blind)
 
 
@@ -146,14 +122,10 @@ def _manual(state: BombState, params: BombParams) -> jax.Array:
     v1 = jnp.where(code, T.DIGIT_TOK + state.manual_val % 10, T.PAD)
     entries = jnp.stack([label, _tok(state.manual_b, T.DIGIT_TOK), v0, v1], 1)
     entries = jnp.where(used[:, None], entries, T.PAD).reshape(-1)
-    picks = jnp.where(
-        (jnp.arange(T.SEQ) < params.steps) & (params.key == T.KEY_FLASH),
-        T.NUM_TOK + state.pick,
-        T.PAD,
-    )
-    mute = jnp.concatenate(
-        [jnp.stack([T.MODE_TOK + params.key, T.TASK_TOK + params.task]), entries, picks]
-    )
+    picks = jnp.where((jnp.arange(T.SEQ) < params.steps) & (params.key == T.KEY_FLASH),
+                      T.NUM_TOK + state.pick, T.PAD)
+    mute = jnp.concatenate([jnp.stack([T.MODE_TOK + params.key, T.TASK_TOK + params.task]),
+                            entries, picks])
     return _by_role(T.HIDDEN, mute, T.HIDDEN)
 
 
@@ -172,29 +144,12 @@ def observe(state: BombState, params: BombParams) -> jax.Array:
     """Every role's observation: int32 ``[3, Layout(S, G).length]`` tokens."""
     role = jnp.arange(T.N_AGENTS)
     your_turn = jnp.where(jnp.asarray(params.turn_order)[state.turn] == role, T.YES, T.NO)
-    header = jnp.stack(
-        [
-            T.ROLE_TOK + role,
-            jnp.full(3, T.NUM_TOK + state.round),
-            jnp.full(3, T.NUM_TOK + params.rounds),
-            your_turn,
-        ],
-        1,
-    )
+    header = jnp.stack([T.ROLE_TOK + role, jnp.full(3, T.NUM_TOK + state.round),
+                        jnp.full(3, T.NUM_TOK + params.rounds), your_turn], 1)
     s_meta, s_body = _inbox(state.speech_to, state.speech, T.BYTE_TOK)
     g_meta, g_body = _inbox(state.gesture_to, state.gesture, T.SYMBOL_TOK)
     feedback = jnp.concatenate([state.bounced, state.act_rejected[:, None]], 1)
-    return jnp.concatenate(
-        [
-            header,
-            _board(state, params),
-            _history(state, params),
-            _manual(state, params),
-            s_meta,
-            s_body,
-            g_meta,
-            g_body,
-            jnp.where(feedback, T.YES, T.NO),
-        ],
-        1,
-    ).astype(jnp.int32)
+    return jnp.concatenate([
+        header, _board(state, params), _history(state, params), _manual(state, params),
+        s_meta, s_body, g_meta, g_body, jnp.where(feedback, T.YES, T.NO),
+    ], 1).astype(jnp.int32)

@@ -11,13 +11,8 @@ import numpy as np
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.observe import Layout
 
-_FIXED = {
-    T.UNREADABLE: "[unreadable]",
-    T.CUT_MARK: "[CUT]",
-    T.DARK: "[dark]",
-    T.YES: "yes",
-    T.NO: "no",
-}
+_FIXED = {T.UNREADABLE: "[unreadable]", T.CUT_MARK: "[CUT]", T.DARK: "[dark]",
+          T.YES: "yes", T.NO: "no"}
 
 
 def token_text(tok: int) -> str:
@@ -61,20 +56,15 @@ def _board_lines(o: dict[str, np.ndarray]) -> list[str]:
         lines.append(f"DISPLAY2 {token_text(o['display2'][0])}")
     lines.append(f"WIRES {_numbered(o['wires'])}")
     if o["keys"][0] != T.ABSENT:
-        keys = " ".join(
-            f"{i + 1}:{token_text(k)}{'(pressed)' if p == T.YES else ''}"
-            for i, (k, p) in enumerate(zip(o["keys"], o["pressed"], strict=True))
-        )
+        keys = " ".join(f"{i + 1}:{token_text(k)}{'(pressed)' if p == T.YES else ''}"
+                        for i, (k, p) in enumerate(zip(o["keys"], o["pressed"], strict=True)))
         lines.append(f"KEYPAD {keys}")
     lines.append(f"PLATE {token_text(o['plate'][0])}")
     if o["strip"][0] != T.ABSENT:
         lines.append("STRIP " + " ".join(token_text(t) for t in o["strip"]))
     past = o["history"].reshape(T.MAX_ROUNDS, 2)
-    seen = [
-        f"r{r + 1}: LIGHT {token_text(a)} DISPLAY {token_text(b)}"
-        for r, (a, b) in enumerate(past)
-        if a != T.PAD
-    ]
+    seen = [f"r{r + 1}: LIGHT {token_text(a)} DISPLAY {token_text(b)}"
+            for r, (a, b) in enumerate(past) if a != T.PAD]
     if seen:
         lines.append("HISTORY " + " | ".join(seen))
     return lines
@@ -88,10 +78,9 @@ def _manual_lines(o: dict[str, np.ndarray]) -> list[str]:
     for label, col, v0, v1 in o["manual"].reshape(T.MANUAL_ENTRIES, 4):
         if label == T.PAD:
             continue
-        where = f"{head} {token_text(label)}" + (
-            f" DISPLAY {token_text(col)}" if col != T.PAD else ""
-        )
-        answer = f"CODE {token_text(v0)} {token_text(v1)}" if code else f"CUT {token_text(v0)}"
+        where = f"{head} {token_text(label)}" + (f" DISPLAY {token_text(col)}" if col != T.PAD
+                                                 else "")
+        answer = (f"CODE {token_text(v0)} {token_text(v1)}" if code else f"CUT {token_text(v0)}")
         lines.append(f"  {where} -> {answer}")
     for stage, pick in enumerate(o["picks"]):
         if pick != T.PAD:
@@ -101,10 +90,8 @@ def _manual_lines(o: dict[str, np.ndarray]) -> list[str]:
 
 def _message_lines(o: dict[str, np.ndarray], me: int, layout: Layout) -> list[str]:
     lines = []
-    channels = (
-        ("speech", layout.speech_bytes, lambda t: f'"{speech_text(t)}"'),
-        ("gesture", layout.gesture_symbols, gesture_text),
-    )
+    channels = (("speech", layout.speech_bytes, lambda t: f'"{speech_text(t)}"'),
+                ("gesture", layout.gesture_symbols, gesture_text))
     for name, width, show in channels:
         body = o[name].reshape(T.N_AGENTS, width)
         for sender, meta in enumerate(o[f"{name}_meta"]):
@@ -114,15 +101,10 @@ def _message_lines(o: dict[str, np.ndarray], me: int, layout: Layout) -> list[st
                 lines.append(f"YOU SENT ({name}) to {token_text(meta)}: {show(body[sender])}")
             else:
                 lines.append(f"FROM {T.ROLE_NAMES[sender]} ({name}): {show(body[sender])}")
-    for flag, text in zip(
-        o["feedback"],
-        (
-            "your speech bounced (not delivered)",
-            "your gesture bounced (not delivered)",
-            "your action was rejected (only Blind acts)",
-        ),
-        strict=True,
-    ):
+    for flag, text in zip(o["feedback"], ("your speech bounced (not delivered)",
+                                         "your gesture bounced (not delivered)",
+                                         "your action was rejected (only Blind acts)"),
+                          strict=True):
         if flag == T.YES:
             lines.append(f"NOTICE {text}")
     return lines

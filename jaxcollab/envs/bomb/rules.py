@@ -50,12 +50,9 @@ def noop_action(speech_bytes: int, gesture_symbols: int) -> BombAction:
     """Everyone waits and sends nothing."""
     none = jnp.full(T.N_AGENTS, T.NO_TARGET, jnp.int32)
     return BombAction(
-        act=jnp.zeros(T.N_AGENTS, jnp.int32),
-        arg=jnp.zeros(T.N_AGENTS, jnp.int32),
-        speak_to=none,
-        speech=jnp.zeros((T.N_AGENTS, speech_bytes), jnp.uint8),
-        gesture_to=none,
-        gesture=jnp.zeros((T.N_AGENTS, gesture_symbols), jnp.uint8),
+        act=jnp.zeros(T.N_AGENTS, jnp.int32), arg=jnp.zeros(T.N_AGENTS, jnp.int32),
+        speak_to=none, speech=jnp.zeros((T.N_AGENTS, speech_bytes), jnp.uint8),
+        gesture_to=none, gesture=jnp.zeros((T.N_AGENTS, gesture_symbols), jnp.uint8),
     )
 
 
@@ -86,11 +83,9 @@ def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:
 def _silent(state: BombState, actor, active):
     """:func:`_send` for a joint action known (statically) to carry no messages."""
     row = (jnp.arange(T.N_AGENTS) == actor) & active
-    return dict(
-        speech_to=jnp.where(row, T.NO_TARGET, state.speech_to),
-        gesture_to=jnp.where(row, T.NO_TARGET, state.gesture_to),
-        bounced=state.bounced & ~row[:, None],
-    )
+    return dict(speech_to=jnp.where(row, T.NO_TARGET, state.speech_to),
+                gesture_to=jnp.where(row, T.NO_TARGET, state.gesture_to),
+                bounced=state.bounced & ~row[:, None])
 
 
 def _send(state: BombState, actions: BombAction, actor, active):
@@ -102,9 +97,8 @@ def _send(state: BombState, actions: BombAction, actor, active):
         ok = deliverable(actor, to, ch) & active
         bounced.append((to != T.NO_TARGET) & ~ok & active)
         write = row & ok
-        out[body_f] = jnp.where(
-            write[:, None], pack(getattr(actions, body_f)), getattr(state, body_f)
-        )
+        out[body_f] = jnp.where(write[:, None], pack(getattr(actions, body_f)),
+                                getattr(state, body_f))
         field = to_f.replace("speak_to", "speech_to")
         out[field] = jnp.where(row & active, jnp.where(ok, to, T.NO_TARGET), getattr(state, field))
     flags = jnp.stack(bounced)
@@ -125,16 +119,9 @@ def _act(state: BombState, params: BombParams, actions: BombAction, actor, activ
     cut = acting & (act == T.CUT)
     cut_right = cut & wire_ok & (params.task == T.TASK_CUT) & (colour == req)
     key = jnp.clip(arg, 0, T.N_KEYS - 1)
-    press_right = (
-        acting
-        & (act == T.PRESS)
-        & (arg >= 0)
-        & (arg < T.N_KEYS)
-        & (params.keypad == T.KEYPAD_REAL)
-        & (params.task == T.TASK_CODE)
-        & ~state.pressed[key]
-        & (state.keypad[key] == req)
-    )
+    press_right = (acting & (act == T.PRESS) & (arg >= 0) & (arg < T.N_KEYS)
+                   & (params.keypad == T.KEYPAD_REAL) & (params.task == T.TASK_CODE)
+                   & ~state.pressed[key] & (state.keypad[key] == req))
     right = cut_right | press_right
     wrong = acting & ~right
     earlier = (state.seen_colours >> jnp.clip(colour, 0, 31)) & 1
@@ -149,9 +136,8 @@ def _act(state: BombState, params: BombParams, actions: BombAction, actor, activ
         progress=state.progress + right,
         acts=state.acts + acting,
         rejected=state.rejected + (trying & ~acting),
-        act_rejected=jnp.where(
-            (jnp.arange(T.N_AGENTS) == actor) & active, trying & ~acting, state.act_rejected
-        ),
+        act_rejected=jnp.where((jnp.arange(T.N_AGENTS) == actor) & active, trying & ~acting,
+                               state.act_rejected),
         wrong_round=state.wrong_round | (wrong & cut & wire_ok & (earlier == 1)),
         seen_colours=jnp.where(active, seen, state.seen_colours),
     ), wrong
@@ -187,9 +173,8 @@ def turn(state: BombState, actions: BombAction, params: BombParams, messages: bo
         round=state.round + end_round,
     )
     timed_out = active & ~defused & ~wrong & (state.round >= params.rounds)
-    ending = jnp.select(
-        [wrong, defused, timed_out], [T.WRONG_ACTION, T.DEFUSED, T.TIMED_OUT], state.ending
-    )
+    ending = jnp.select([wrong, defused, timed_out], [T.WRONG_ACTION, T.DEFUSED, T.TIMED_OUT],
+                        state.ending)
     state = state.replace(ending=ending.astype(jnp.int32))
     reward = jnp.full(T.N_AGENTS, defused.astype(jnp.float32) - wrong.astype(jnp.float32))
     return state, reward, active & (defused | wrong), timed_out

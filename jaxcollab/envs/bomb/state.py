@@ -96,9 +96,8 @@ def seq_index(state: BombState, params: BombParams) -> jax.Array:
 
 def light_now(state: BombState, params: BombParams) -> jax.Array:
     """The light colour on the board now (``-1`` = dark after the flashes)."""
-    flash = jnp.where(
-        state.round < params.flashes, state.light_seq[jnp.minimum(state.round, T.SEQ - 1)], -1
-    )
+    flash = jnp.where(state.round < params.flashes,
+                      state.light_seq[jnp.minimum(state.round, T.SEQ - 1)], -1)
     shown = state.light_seq[seq_index(state, params)]
     return jnp.where(params.light == T.LIGHT_FLASH, flash, shown)
 
