@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 def navigate(env: KtaneEnv, state: BombState, verb, target):
     """Face and zoom after a select / back / rotate / flip; returns ``(face, zoom, valid)``."""
     slot = jnp.clip(target, 0, env.n_slots - 1)
-    select = (verb == SELECT) & (target == slot) & (jnp.asarray(env.slot_face)[slot] == state.face)
+    select = (
+        (verb == SELECT) & (target == slot) & (jnp.asarray(env.slot_face)[slot] == state.face)
+    )
     rotate = (verb == ROTATE) & (target >= 0) & (target < len(T.ROTATIONS))
     flip = verb == FLIP
     back = (verb == BACK) & (state.zoom >= 0)

@@ -32,18 +32,18 @@ def _pad(tokens: jax.Array, length: int) -> jax.Array:
 
 def observe(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.Array:
     """Both roles' observations, int32 ``[2, OBS_LEN]`` word tokens (see :class:`KtaneEnv`)."""
-    defuser = jnp.concatenate([header(state, params), face_view(env, state), zoom_view(env, state)])
+    defuser = jnp.concatenate(
+        [header(state, params), face_view(env, state), zoom_view(env, state)]
+    )
     expert = _pad(
         jnp.stack([V.tok("defuser"), V.tok("says"), word(state.messages[DEFUSER])]),
         OBS_LEN,
     )
     return jnp.stack([defuser, expert]).astype(jnp.int32)
 
-
 def word(token):
     """A message token, with 0 (nothing sent) shown as ``none``."""
     return jnp.where(token == 0, V.tok("none"), token)
-
 
 def header(state: BombState, params: KtaneParams) -> jax.Array:
     """The Defuser's header: timer, strikes, face, zoom, last result, the Expert's word."""
@@ -85,7 +85,6 @@ def header(state: BombState, params: KtaneParams) -> jax.Array:
         ]
     )
 
-
 def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
     """Tokens of the visible face: module slots on front/back, edgework on the sides."""
     titles = V.toks([t.title for t in env.types])
@@ -103,7 +102,6 @@ def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
     slots = jnp.where((jnp.asarray(env.slot_face) == state.face)[:, None], slots, 0)
     modules = _pad(slots.reshape(-1), FACE_LEN)
     return jnp.where(state.face < 2, modules, side_view(state.edge, state.face))
-
 
 def zoom_view(env: KtaneEnv, state: BombState) -> jax.Array:
     """The zoomed module's view tokens (zeros when not zoomed)."""

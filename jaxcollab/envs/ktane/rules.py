@@ -65,8 +65,7 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, param
         & (target >= 0)
         & (target < n_targets)
     )
-    vec, strike, solved_now, valid = act(
-        env,
+    vec, strike, solved_now, valid = act(env, 
         key,
         state.modules[z],
         kind,
@@ -85,10 +84,7 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, param
         [FEEDBACK[3], FEEDBACK[4], FEEDBACK[5], FEEDBACK[2]],
         FEEDBACK[1],
     )
-    time_left = (
-        state.time_left_cs
-        - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, len(T.TURN_COST_CS) - 1)]
-    )
+    time_left = state.time_left_cs - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, 4)]
     outcome = jnp.select(
         [jnp.all(solved), strikes >= params.max_strikes, time_left <= 0],
         [T.SOLVED, T.STRIKEOUT, T.TIMEOUT],
@@ -103,19 +99,22 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, param
         face=face,
         zoom=zoom,
         feedback=feedback.astype(jnp.int32),
-        messages=state.messages.at[DEFUSER].set(jnp.where(message, word, state.messages[DEFUSER])),
+        messages=state.messages.at[DEFUSER].set(
+            jnp.where(message, word, state.messages[DEFUSER])
+        ),
         outcome=outcome.astype(jnp.int32),
         n_actions=state.n_actions + ~message,
         n_messages=state.n_messages.at[DEFUSER].add(message),
     )
     return new, strike, ok
 
-
 def expert_turn(state: BombState, verb, word) -> BombState:
     """The Expert's turn: only a message changes anything (time is not charged)."""
     message = verb == MESSAGE
     return state.replace(
         turn=state.turn + 1,
-        messages=state.messages.at[EXPERT].set(jnp.where(message, word, state.messages[EXPERT])),
+        messages=state.messages.at[EXPERT].set(
+            jnp.where(message, word, state.messages[EXPERT])
+        ),
         n_messages=state.n_messages.at[EXPERT].add(message),
     )

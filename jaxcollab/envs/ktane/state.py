@@ -17,7 +17,6 @@ from jaxcollab.envs.ktane.mission import KtaneParams
 if TYPE_CHECKING:
     from jaxcollab.envs.ktane.env import KtaneEnv
 
-
 @chex.dataclass(frozen=True)
 class BombState:
     """Full episode state (the Defuser sees part of it, the Expert none).
