@@ -9,7 +9,7 @@ episode; and GPTNT's fixed mission sets (groups ``ktane/missions/single`` and
 from jaxcollab.core.registry import register
 from jaxcollab.envs.ktane.env import KtaneEnv
 from jaxcollab.envs.ktane.mission import GPTNT_TIME_LIMIT_S, KtaneParams, Mission
-from jaxcollab.envs.ktane.missions import multi_missions, single_missions
+from jaxcollab.envs.ktane.missions import MISSIONS
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
 from jaxcollab.envs.ktane.state import BombState
 
@@ -18,6 +18,8 @@ __all__ = [
     "KtaneEnv",
     "KtaneParams",
     "Mission",
+    "mission_env",
+    "single_module_env",
     "single_module_mission",
 ]
 
@@ -33,18 +35,28 @@ def single_module_mission(module: str) -> Mission:
     return Mission(modules=(module,), time_limit_s=GPTNT_TIME_LIMIT_S[module])
 
 
-def _factory(module: str):
-    return lambda: KtaneEnv(single_module_mission(module), f"ktane/{module}")
+def single_module_env(module: str) -> KtaneEnv:
+    """``ktane/<module>``: the environment of :func:`single_module_mission`.
+
+    Raises:
+        KeyError: unknown module (lists valid names).
+    """
+    return KtaneEnv(single_module_mission(module), f"ktane/{module}")
+
+
+def mission_env(name: str) -> KtaneEnv:
+    """``ktane/missions/...``: the environment of the fixed mission called ``name``.
+
+    Raises:
+        KeyError: unknown mission name.
+    """
+    return KtaneEnv(MISSIONS[name], name)
 
 
 for _module in MODULE_TYPES:
-    register(f"ktane/{_module}", _factory(_module), groups=("ktane/all",))
+    register(f"ktane/{_module}", "jaxcollab.envs.ktane:single_module_env", groups=("ktane/all",),
+             module=_module)
 
-
-def _mission_factory(mission: Mission, name: str):
-    return lambda: KtaneEnv(mission, name)
-
-
-for _group, _missions in (("single", single_missions()), ("multi", multi_missions())):
-    for _name, _mission in _missions.items():
-        register(_name, _mission_factory(_mission, _name), groups=(f"ktane/missions/{_group}",))
+for _name in MISSIONS:
+    register(_name, "jaxcollab.envs.ktane:mission_env", groups=("/".join(_name.split("/")[:3]),),
+             name=_name)

@@ -22,6 +22,7 @@ module. The Expert may ``wait`` or ``message``; its other verbs count as ``wait`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -33,7 +34,6 @@ from jaxcollab.core.spaces import Discrete
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import context, module_oracle
-from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES, KtaneParams, Mission
 from jaxcollab.envs.ktane.modules import module_type
 from jaxcollab.envs.ktane.modules.base import VERBS, Ctx
@@ -68,13 +68,29 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         self.max_turns = 2 * math.ceil(mission.time_limit_s / T.TURN_S) + 2
 
     @property
+    def max_episode_steps(self) -> int:
+        """:attr:`max_turns`: the timer ends every episode within it."""
+        return self.max_turns
+
+    @property
     def default_params(self) -> KtaneParams:
         m = self.mission
         return KtaneParams(
             time_limit_cs=jnp.int32(round(m.time_limit_s * 100)),
             max_strikes=jnp.int32(m.max_strikes),
             n_widgets=jnp.int32(m.n_widgets),
+            bomb_seed=jnp.int32(-1 if m.seed is None else m.seed),
         )
+
+    def _shape(self):
+        return type(self), dataclasses.replace(self.mission, seed=None)
+
+    def __eq__(self, other):
+        """Missions that differ only in their seed (a runtime param) are one compiled env."""
+        return isinstance(other, KtaneEnv) and self._shape() == other._shape()
+
+    def __hash__(self):
+        return hash(self._shape())
 
     def observation_space(self, params=None) -> Discrete:
         return Discrete(len(V.VOCAB), (2, OBS_LEN))
@@ -89,13 +105,6 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         params = self._params(params)
         state = self.init_state(key, params)
         return self.observe(state, params), state
-
-    def bomb_key(self, key: jax.Array) -> jax.Array:
-        """The key episode key ``key`` resets from: ``fold_in(key, 0)``, or, for a seeded
-        (fixed) mission, ``fold_in(key(mission.seed), 0)`` whatever ``key`` is."""
-        if self.mission.seed is None:
-            return fold_in(key, 0)
-        return fold_in(jax.random.key(self.mission.seed), 0)
 
     def init_state(self, key, params=None) -> BombState:
         """:meth:`reset` without the observation: a fresh bomb (edgework, then each module)."""

@@ -69,8 +69,11 @@ class Mission:
 
 @chex.dataclass(frozen=True)
 class KtaneParams:
-    """Dynamic parameters (int32 scalars): ``time_limit_cs``, ``max_strikes``, ``n_widgets``."""
+    """Dynamic parameters (int32 scalars): ``time_limit_cs``, ``max_strikes``, ``n_widgets``,
+    ``bomb_seed`` (a fixed mission's seed: every reset draws the bomb from it; -1 = a fresh
+    bomb from each episode's key)."""
 
     time_limit_cs: jax.Array
     max_strikes: jax.Array
     n_widgets: jax.Array
+    bomb_seed: jax.Array

@@ -93,3 +93,7 @@ def multi_missions() -> dict[str, Mission]:
         )
         for k, (modules, limit) in enumerate(MULTI, start=1)
     }
+
+
+#: Every fixed mission by registered name (single set, then multi set).
+MISSIONS: dict[str, Mission] = {**single_missions(), **multi_missions()}
