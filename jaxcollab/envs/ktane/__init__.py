@@ -44,13 +44,13 @@ def single_module_env(module: str) -> KtaneEnv:
     return KtaneEnv(single_module_mission(module), f"ktane/{module}")
 
 
-def mission_env(name: str) -> KtaneEnv:
-    """``ktane/missions/...``: the environment of the fixed mission called ``name``.
+def mission_env(mission: str) -> KtaneEnv:
+    """``ktane/missions/...``: the environment of the fixed mission called ``mission``.
 
     Raises:
         KeyError: unknown mission name.
     """
-    return KtaneEnv(MISSIONS[name], name)
+    return KtaneEnv(MISSIONS[mission], mission)
 
 
 for _module in MODULE_TYPES:
@@ -59,4 +59,4 @@ for _module in MODULE_TYPES:
 
 for _name in MISSIONS:
     register(_name, "jaxcollab.envs.ktane:mission_env", groups=("/".join(_name.split("/")[:3]),),
-             name=_name)
+             mission=_name)
