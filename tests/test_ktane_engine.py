@@ -208,8 +208,8 @@ def test_defuser_text_lists_labelled_targets_in_reading_order():
     assert lines[0] == "time 01:21" and "strikes 0 of 3" in lines
     wires_lines = [ln for ln in lines if ln.startswith("[")]
     assert wires_lines == [
-        "[1] red intact", "[2] empty", "[3] white intact", "[4] black intact", "[5] empty",
-        "[6] blue intact",
+        "[A] red intact", "[B] empty", "[C] white intact", "[D] black intact", "[E] empty",
+        "[F] blue intact",
     ]  # fmt: skip
     assert "WIRES" not in text and "manual" not in text.lower()
 

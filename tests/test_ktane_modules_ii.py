@@ -273,3 +273,26 @@ def test_passwords_arrows_cycle_submit_strikes_or_solves():
         passwords.PASSWORDS, dict(m, index=[0] * 5), PRESS, passwords.SUBMIT, make_ctx()
     )
     assert solved and not strike
+
+
+# --- set-of-marks labels (GPTNT App. D.2) -------------------------------------------------------
+
+
+def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module():
+    import re
+
+    import jaxcollab
+    from jaxcollab.envs.ktane import KtaneEnv, Mission
+    from jaxcollab.envs.ktane.modules import MODULE_TYPES
+    from jaxcollab.envs.ktane.modules.base import SELECT
+
+    env = KtaneEnv(Mission(tuple(MODULE_TYPES)[:6], 600), "ktane-test/som")
+    state = env.init_state(jax.random.key(0))
+    face = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
+    assert face == ["[A]", "[B]", "[C]", "[D]", "[E]", "[F]"]
+    for name, t in MODULE_TYPES.items():
+        env = jaxcollab.make(f"ktane/{name}")
+        state = env.init_state(jax.random.key(1))
+        state, *_ = env.transition(jax.random.key(0), state, jnp.array([[SELECT, 0, 0], [0, 0, 0]]))
+        labels = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
+        assert labels == [f"[{chr(65 + k)}]" for k in range(t.n_targets)], name

@@ -7,8 +7,8 @@ The package is split like the bomb families: :mod:`.mission` (missions, params),
 Sync mode: turns alternate Defuser, Expert, Defuser, … (``state.turn`` even = Defuser). Each
 Defuser turn, whatever it does, costs ``3 s × rate(strikes)`` of bomb time, with the rate read
 *before* the turn's action (×1, ×1.25, ×1.5, ×1.75, ×2 at 0, 1, 2, 3, ≥4 strikes); Expert
-turns are free. Time is int32 centiseconds. A module action is evaluated on the timer display shown at
-the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
+turns are free. Time is int32 centiseconds. A module action is evaluated on the timer display
+shown at the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
 solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
 outcome, :meth:`KtaneEnv.step` leaves the state unchanged.
 

@@ -89,7 +89,9 @@ MODULE_TITLES = (
     "Maze",
     "Password",
 )
-LABELS = tuple(f"[{k}]" for k in range(1, T.MAX_SLOTS + 1))
+#: Set-of-marks labels of interactable elements, letters in reading order (GPTNT App. D.2:
+#: letters, so labels are never confused with the digits modules show).
+LABELS = tuple(f"[{chr(ord('A') + k)}]" for k in range(T.MAX_SLOTS))
 
 
 def _unique(words) -> tuple[str, ...]:

@@ -1,8 +1,8 @@
 """Maze (spec ``ktane-rules.md`` §11): walk the light to the goal through an unseen maze.
 
 State: ``maze`` (0–8; the Defuser sees only its two green markers), ``light`` and ``goal``
-(cells ``row * 6 + col``, 0-based from the top left). Targets: ``[1]`` up, ``[2]`` down,
-``[3]`` left, ``[4]`` right. A move into a wall (the border included) is a strike and the
+(cells ``row * 6 + col``, 0-based from the top left). Targets: ``[A]`` up, ``[B]`` down,
+``[C]`` left, ``[D]`` right. A move into a wall (the border included) is a strike and the
 light stays; reaching the goal solves the module.
 """
 
@@ -80,7 +80,7 @@ def _cell(cell):
 
 
 def view(m):
-    """``markers c r c r ; light c r ; goal c r ; [1] up [2] down [3] left [4] right``
+    """``markers c r c r ; light c r ; goal c r ; [A] up [B] down [C] left [D] right``
     (columns and rows 1-based from the top left)."""
     markers = jnp.asarray(T.MAZE_MARKERS)[m["maze"]]  # [2, (col, row)] 0-based
     buttons = jnp.stack([jnp.asarray(V.LABEL[:4]), jnp.asarray(V.toks(T.MAZE_MOVES))], 1)

@@ -2,8 +2,8 @@
 
 State: ``word`` (index into ``MORSE_WORDS``, also the answer's dial position), ``dial`` (0–15,
 starts at 3.505 MHz) and ``phase`` (which letter of the loop the light is at when the Defuser
-looks, ``n_letters`` = the pause before the word repeats). Targets: ``[1]`` dial left,
-``[2]`` dial right, ``[3]`` TX.
+looks, ``n_letters`` = the pause before the word repeats). Targets: ``[A]`` dial left,
+``[B]`` dial right, ``[C]`` TX.
 
 The light is a timed signal (:func:`signal`: on/off per dot unit, standard Morse timing, the
 word looping after a 7-unit pause). The Defuser's view is one full loop of it as watched from
@@ -81,7 +81,7 @@ def oracle(m, ctx):
 
 
 def view(m):
-    """``light p1 p2 … pause … ; frequency 3.505 MHz ; [1] left [2] right [3] TX``."""
+    """``light p1 p2 … pause … ; frequency 3.505 MHz ; [A] left [B] right [C] TX``."""
     length = jnp.asarray(_N_LETTERS)[m["word"]] + 1
     k = jnp.arange(LOOP)
     loop = jnp.where(k < length, jnp.asarray(_LOOP_TOK)[m["word"], (m["phase"] + k) % length], 0)

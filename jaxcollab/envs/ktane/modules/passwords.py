@@ -1,9 +1,9 @@
 """Passwords (spec ``ktane-rules.md`` §12): cycle five letter columns to spell the password.
 
 State: ``columns[5]`` (each column's 6 letters, 0–25, packed 5 bits apiece), ``index[5]`` (the
-letter shown in each column) and ``answer`` (index into ``PASSWORD_WORDS``). Targets: ``[1]``
-– ``[5]`` each column's up arrow (previous letter), ``[6]`` – ``[10]`` its down arrow (next
-letter), ``[11]`` submit. Exactly one listed word can be spelled from the columns.
+letter shown in each column) and ``answer`` (index into ``PASSWORD_WORDS``). Targets: ``[A]``
+– ``[E]`` each column's up arrow (previous letter), ``[F]`` – ``[J]`` its down arrow (next
+letter), ``[K]`` submit. Exactly one listed word can be spelled from the columns.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def oracle(m, ctx):
 
 
 def view(m):
-    """``display L1 … L5 ; up [1] … [5] ; down [6] … [10] ; [11] submit``."""
+    """``display L1 … L5 ; up [A] … [E] ; down [F] … [J] ; [K] submit``."""
     labels = jnp.asarray(V.LABEL)
     return view_tokens(
         [

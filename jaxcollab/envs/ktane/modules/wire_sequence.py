@@ -1,8 +1,8 @@
 """Wire Sequence (spec ``ktane-rules.md`` §10): four panels of wires seen one at a time.
 
 State: ``wires[12]`` (``colour * 3 + target letter`` per terminal 1–12, -1 = no wire),
-``cut[12]`` (0/1) and ``panel`` (0–3; panel p shows terminals 3p+1 … 3p+3). Targets: ``[1]``
-– ``[3]`` the current panel's terminals (cut), ``[4]`` down (next panel), ``[5]`` up.
+``cut[12]`` (0/1) and ``panel`` (0–3; panel p shows terminals 3p+1 … 3p+3). Targets: ``[A]``
+– ``[C]`` the current panel's terminals (cut), ``[D]`` down (next panel), ``[E]`` up.
 
 Occurrences are counted per colour over all wires in terminal order, so the count carries
 across panels; the k-th wire of a colour must be cut iff its target letter is in
@@ -95,7 +95,7 @@ def oracle(m, ctx):
 
 def view(m):
     """``panel p ; [k] terminal colour to letter cut|intact ;`` ×3 (``[k] n empty``), then
-    ``[4] down [5] up``."""
+    ``[D] down [E] up``."""
     slots = m["panel"] * T.WS_PER_PANEL + jnp.arange(T.WS_PER_PANEL)
     w = m["wires"][slots]
     present = w >= 0
