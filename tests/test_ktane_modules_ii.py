@@ -284,12 +284,19 @@ def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module()
     import jaxcollab
     from jaxcollab.envs.ktane import KtaneEnv, Mission
     from jaxcollab.envs.ktane.modules import MODULE_TYPES
-    from jaxcollab.envs.ktane.modules.base import SELECT
+    from jaxcollab.envs.ktane.modules.base import FLIP, SELECT
 
-    env = KtaneEnv(Mission(tuple(MODULE_TYPES)[:6], 600), "ktane-test/som")
+    env = KtaneEnv(Mission(tuple(MODULE_TYPES)[:8], 600), "ktane-test/som")
     state = env.init_state(jax.random.key(0))
     face = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
     assert face == ["[A]", "[B]", "[C]", "[D]", "[E]", "[F]"]
+    # the back face's labels restart at [A]; select [B] there zooms into slot 7
+    flip = jnp.array([[FLIP, 0, 0], [0, 0, 0]])
+    state, *_ = env.transition(jax.random.key(0), state, flip)
+    assert re.findall(r"\[[^\]]+\]", env.render_text(state, 0)) == ["[A]", "[B]"]
+    state, *_ = env.transition(jax.random.key(0), state, jnp.zeros((2, 3), jnp.int32))
+    state, *_ = env.transition(jax.random.key(0), state, jnp.array([[SELECT, 1, 0], [0, 0, 0]]))
+    assert int(state.zoom) == 7
     for name, t in MODULE_TYPES.items():
         env = jaxcollab.make(f"ktane/{name}")
         state = env.init_state(jax.random.key(1))

@@ -62,7 +62,8 @@ def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     on_face = jnp.flatnonzero(here, size=env.n_slots, fill_value=0)
     slot = on_face[randint(u[2], 0, jnp.maximum(here.sum(), 1))]
     working = (zoom >= 0) & ~solved[z]
-    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, slot),
+    label = slot % T.SLOTS_PER_FACE  # select by the face's set-of-marks label
+    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, label),
                       0]).astype(jnp.int32)
 
 

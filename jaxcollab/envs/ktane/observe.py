@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
@@ -98,7 +99,7 @@ def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
             jnp.where(
                 state.zoom >= 0,
                 jnp.where(jnp.arange(env.n_slots) == state.zoom, V.tok("zoom"), 0),
-                jnp.asarray(V.LABEL[: env.n_slots]),
+                jnp.asarray(V.LABEL)[np.arange(env.n_slots) % T.SLOTS_PER_FACE],
             ),
             jnp.asarray(titles),
             status,
