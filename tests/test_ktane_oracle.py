@@ -306,6 +306,10 @@ def test_rollout_cli_results_and_determinism(tmp_path):
         assert key in saved
     assert sum(saved["outcomes"].values()) == 256 and saved["outcomes"]["running"] == 0
     assert 0 < saved["success_rate"] < 1 and saved["mean_strikes"] > 0
+    # one module: partial credit equals success; the random team never sends a word
+    assert saved["modules_solved_fraction"] == saved["success_rate"]
+    assert saved["mean_modules_solved"] == saved["success_rate"]
+    assert saved["messages_per_defuser_cycle"] == 0.0
     again = evaluate(["ktane/wires"], "random", 256, 5)
     assert {k: again[k] for k in ("success_rate", "mean_strikes", "outcomes")} == {
         k: res[k] for k in ("success_rate", "mean_strikes", "outcomes")
