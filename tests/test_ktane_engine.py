@@ -9,7 +9,7 @@ import pytest
 import jaxcollab
 from jaxcollab.envs.ktane import Mission
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane.edgework import display_digits, display_text
+from jaxcollab.envs.ktane.edgework import display_digits, display_text, sample_edgework
 from jaxcollab.envs.ktane.modules import wires
 from jaxcollab.envs.ktane.modules.base import (
     BACK,
@@ -88,14 +88,39 @@ def test_defuser_turn_costs_three_seconds_times_rate_and_expert_turn_is_free(str
     assert int(state.time_left_cs) == 8100 - cost and int(state.turn) == 2
 
 
-def test_turn_cost_at_three_or_more_strikes_doubles():
-    params = ENV.default_params.replace(max_strikes=jnp.int32(5))
+def test_turn_cost_is_x175_at_three_strikes_and_doubles_from_four():
+    params = ENV.default_params.replace(max_strikes=jnp.int32(6))
     state = wires_state("RKWK--", strikes=3)
     _, state, *_ = STEP(jax.random.key(1), state, defuser(WAIT), params)
-    assert int(state.time_left_cs) == 8100 - 600 and int(state.outcome) == T.RUNNING
+    assert int(state.time_left_cs) == 8100 - 525 and int(state.outcome) == T.RUNNING
     _, state, *_ = STEP(jax.random.key(1), state, expert(WAIT), params)
     _, state, *_ = STEP(jax.random.key(1), state, defuser(CUT, 0), params)
     assert int(state.strikes) == 4 and int(state.outcome) == T.RUNNING
+    assert int(state.time_left_cs) == 8100 - 2 * 525  # rate read before the striking action
+    _, state, *_ = STEP(jax.random.key(1), state, expert(WAIT), params)
+    _, state, *_ = STEP(jax.random.key(1), state, defuser(WAIT), params)
+    assert int(state.time_left_cs) == 8100 - 2 * 525 - 600
+    _, state, *_ = STEP(jax.random.key(1), state, expert(WAIT), params)
+    state = state.replace(strikes=jnp.int32(5))
+    _, state, *_ = STEP(jax.random.key(1), state, defuser(WAIT), params)
+    assert int(state.time_left_cs) == 8100 - 2 * 525 - 2 * 600
+
+
+def test_serial_vowel_rate_matches_the_games_35_entry_table():
+    # P(vowel) = 1 - (30/35)^2 (20/25)^2 = 0.5298 (E twice); the old table gave 0.4594.
+    n = 20_000
+    keys = jax.vmap(jax.random.fold_in, (None, 0))(jax.random.key(0), jnp.arange(n))
+    edge = jax.jit(jax.vmap(lambda k: sample_edgework(k, jnp.int32(5))))(keys)
+    serial = np.asarray(edge.serial)
+    p = 1 - (30 / 35) ** 2 * (20 / 25) ** 2
+    tol = 4.5 * np.sqrt(p * (1 - p) / n)  # 4.5 binomial standard errors: false alarm < 1e-5
+    rate = np.mean(np.isin(serial, T.VOWEL_CODES).any(1))
+    assert abs(rate - p) < tol and abs(rate - 0.4594) > tol
+    letters = serial[:, 3:5].reshape(-1)
+    e_share = np.mean(letters == T.SERIAL_CHARS.index("E"))
+    p_e = 2 / 25
+    assert abs(e_share - p_e) < 4.5 * np.sqrt(p_e * (1 - p_e) / letters.size)
+    assert np.all(serial[:, [2, 5]] < 10) and np.all(serial[:, 3:5] >= 10)
 
 
 def test_only_the_role_on_turn_acts():
@@ -183,8 +208,8 @@ def test_defuser_text_lists_labelled_targets_in_reading_order():
     assert lines[0] == "time 01:21" and "strikes 0 of 3" in lines
     wires_lines = [ln for ln in lines if ln.startswith("[")]
     assert wires_lines == [
-        "[1] red intact", "[2] empty", "[3] white intact", "[4] black intact", "[5] empty",
-        "[6] blue intact",
+        "[A] red intact", "[B] empty", "[C] white intact", "[D] black intact", "[E] empty",
+        "[F] blue intact",
     ]  # fmt: skip
     assert "WIRES" not in text and "manual" not in text.lower()
 
@@ -283,8 +308,8 @@ def test_step_does_not_retrace_across_states_and_actions():
 def test_bad_input_errors_name_the_value():
     with pytest.raises(KeyError, match="ktane/wirez.*ktane/wires"):
         jaxcollab.make("ktane/wirez")
-    with pytest.raises(KeyError, match="'maze'.*wires"):
-        Mission(("maze",), 60)
+    with pytest.raises(KeyError, match="'mazes'.*wires"):
+        Mission(("mazes",), 60)
     with pytest.raises(ValueError, match="time_limit_s"):
         Mission(("wires",), 0)
     with pytest.raises(ValueError, match="max_strikes"):
@@ -298,5 +323,6 @@ def test_bad_input_errors_name_the_value():
 def test_registry_group():
     assert jaxcollab.resolve("ktane/all") == [
         "ktane/wires", "ktane/button", "ktane/keypad", "ktane/simon", "ktane/whos_on_first",
-        "ktane/memory",
+        "ktane/memory", "ktane/morse", "ktane/complicated_wires", "ktane/wire_sequence",
+        "ktane/maze", "ktane/passwords",
     ]  # fmt: skip

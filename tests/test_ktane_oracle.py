@@ -11,6 +11,7 @@ from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
 
 ALL = ("wires", "button", "keypad", "simon", "whos_on_first", "memory")
+NEW = ("morse", "complicated_wires", "wire_sequence", "maze", "passwords")
 
 
 # --- an independent, plain-Python reading of the rules, applied to exported instances ---------
@@ -125,6 +126,111 @@ def _memory(m):
     return "press", (n if kind == "p" else m["history"][n - 1]["position"]) - 1
 
 
+_MORSE_FREQ = ("3.505 3.515 3.522 3.532 3.535 3.542 3.545 3.552 3.555 3.565 3.572 3.575 3.582 "
+               "3.592 3.595 3.600").split()  # fmt: skip
+_MORSE = {".-": "a", "-...": "b", "-.-.": "c", ".": "e", "..-.": "f", "--.": "g", "....": "h",
+          "..": "i", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".-.": "r",
+          "...": "s", "-": "t", "...-": "v", "-..-": "x"}  # fmt: skip
+_MORSE_WORDS = ("shell halls slick trick boxes leaks strobe bistro flick bombs break brick steak "
+                "sting vector beats").split()  # fmt: skip
+
+
+def _morse(m):
+    # decode the exported light (one loop, 1 = on per dot unit): the word, hence its frequency
+    word = "".join(
+        _MORSE["".join("." if len(s) == 1 else "-" for s in letter.split("0") if s)]
+        for letter in m["light_units"].rstrip("0").split("000")
+    )
+    want, dial = _MORSE_FREQ[_MORSE_WORDS.index(word)], m["dial"]
+    return "press", 1 if dial < want else 0 if dial > want else 2
+
+
+_VENN = "CCDBSDPPSCBBSPSD"  # index 8·red + 4·blue + 2·LED + star
+
+
+def _complicated(m, f):
+    for i, w in enumerate(m["wires"]):
+        if w is None or w["cut"]:
+            continue
+        red, blue = "red" in w["color"], "blue" in w["color"]
+        letter = _VENN[8 * red + 4 * blue + 2 * w["led"] + w["star"]]
+        cut = {"C": True, "D": False, "S": not f["odd"], "P": f["parallel"],
+               "B": f["batteries"] >= 2}[letter]  # fmt: skip
+        if cut:
+            return "cut", i
+    raise AssertionError("no wire left to cut")
+
+
+_WSEQ = {"red": "C B A AC B AC ABC AB B".split(), "blue": "B AC B A B BC C AC A".split(),
+         "black": "ABC AC B AC B BC AB C C".split()}  # fmt: skip
+
+
+def _wire_sequence(m):
+    seen = {c: 0 for c in _WSEQ}
+    for i, w in enumerate(m["wires"]):
+        if w is None:
+            continue
+        seen[w["color"]] += 1
+        must = w["target"] in _WSEQ[w["color"]][seen[w["color"]] - 1]
+        if i // 3 == m["panel"] - 1 and must and not w["cut"]:
+            return "cut", i % 3
+    return "press", 3
+
+
+_MAZE_V = ("..|.. |.|.. |.|.. |..|. ..|.| .|.|.", "..|.. .|.|. |.|.. .|.|| |||.| |.|..",
+           "..||. |||.| .||.| ||||| |.||| ...|.", ".|... ||... |.|.| |.... ....| ..|.|",
+           "..... ....| .|.|. |..|| |...| |....", "|.|.. |||.| .|||. .|.|| .|||. ...|.",
+           "...|. |.|.| .|.|. .|..| ||..| .....", "|..|. ..|.| |...| |.|.. ||... .....",
+           "|.... ||.|| ..|.| ||.|. |||.| .|.|.")  # fmt: skip
+_MAZE_H = (".-..-- ..---. .-..-. .----. .-..-.", "-.-..- .-.--. ..-.-. .-.-.. ....-.",
+           ".-.... -..--. ...... ...... .--...", "..---. ...--. .--.-. .----. .---..",
+           "----.. .--.-- ..--.. .--.-. ..---.", "...-.. ....-. .--..- -..... .--.-.",
+           ".--... ..---. --.-.- ...--. .---..", "..-... .----. ..--.. .-.--- ..----",
+           "..--.. ...-.. .--.-. ...--. .....-")  # fmt: skip
+
+
+def _maze(m):
+    v, h = _MAZE_V[m["maze"] - 1].split(), _MAZE_H[m["maze"] - 1].split()
+
+    def moves(c, r):  # 1-based (col, row) → [(move id, (col, row))] through openings
+        out = []
+        if r > 1 and h[r - 2][c - 1] == ".":
+            out.append((0, (c, r - 1)))
+        if r < 6 and h[r - 1][c - 1] == ".":
+            out.append((1, (c, r + 1)))
+        if c > 1 and v[r - 1][c - 2] == ".":
+            out.append((2, (c - 1, r)))
+        if c < 6 and v[r - 1][c - 1] == ".":
+            out.append((3, (c + 1, r)))
+        return out
+
+    goal, dist, frontier = tuple(m["goal"]), {tuple(m["goal"]): 0}, [tuple(m["goal"])]
+    while frontier:
+        cell = frontier.pop(0)
+        for _, nxt in moves(*cell):
+            if nxt not in dist:
+                dist[nxt] = dist[cell] + 1
+                frontier.append(nxt)
+    light = tuple(m["light"])
+    assert light != goal
+    return "press", next(k for k, nxt in moves(*light) if dist[nxt] == dist[light] - 1)
+
+
+_PASSWORDS = ("about after again below could every first found great house large learn never "
+              "other place plant point right small sound spell still study their there these "
+              "thing think three water where which world would write").split()  # fmt: skip
+
+
+def _passwords(m):
+    cols = m["columns"]
+    (word,) = [w for w in _PASSWORDS if all(c.upper() in cols[k] for k, c in enumerate(w))]
+    for k, c in enumerate(word.upper()):
+        ahead = (cols[k].index(c) - m["index"][k]) % 6
+        if ahead:
+            return "press", (5 + k) if ahead <= 3 else k
+    return "press", 10
+
+
 def expected_action(kind, m, f, strikes, time):
     return {
         "wires": lambda: ("cut", _wire_to_cut(m["colors"], f)),
@@ -133,6 +239,11 @@ def expected_action(kind, m, f, strikes, time):
         "simon": lambda: _simon(m, f, strikes),
         "whos_on_first": lambda: _wof(m),
         "memory": lambda: _memory(m),
+        "morse": lambda: _morse(m),
+        "complicated_wires": lambda: _complicated(m, f),
+        "wire_sequence": lambda: _wire_sequence(m),
+        "maze": lambda: _maze(m),
+        "passwords": lambda: _passwords(m),
     }[kind]()
 
 
@@ -162,6 +273,13 @@ def test_oracle_solves_1000_instances_of_every_module_by_the_rules_without_a_str
     assert flips == 1000
 
 
+def test_oracle_solves_the_five_new_modules_by_an_independent_reading_of_the_rules():
+    # all five on the front, a second Maze on the back
+    env = KtaneEnv(Mission(NEW + ("maze",) * 2, time_limit_s=1800), "ktane-test/new")
+    for rec in export_env(env, 200, 0):
+        check_instance(rec)
+
+
 def test_export_cli_writes_checkable_jsonl(tmp_path):
     path = export("ktane/memory", 40, 3, tmp_path / "inst.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -170,7 +288,7 @@ def test_export_cli_writes_checkable_jsonl(tmp_path):
         check_instance(rec)
 
 
-@pytest.mark.parametrize("module", ALL)
+@pytest.mark.parametrize("module", ALL + NEW)
 def test_exported_instances_follow_the_rules_all_modules(module):
     for rec in export_instances(f"ktane/{module}", 300, 11):
         check_instance(rec)
@@ -186,6 +304,10 @@ def test_rollout_cli_results_and_determinism(tmp_path, cli):
         assert key in saved
     assert sum(saved["outcomes"].values()) == 256 and saved["outcomes"]["running"] == 0
     assert 0 < saved["success_rate"] < 1 and saved["mean_strikes"] > 0
+    # one module: partial credit equals success; the random team never sends a word
+    assert saved["modules_solved_fraction"] == saved["success_rate"]
+    assert saved["mean_modules_solved"] == saved["success_rate"]
+    assert saved["messages_per_defuser_cycle"] == 0.0
     again = evaluate(["ktane/wires"], "random", 256, 5)
     assert {k: again[k] for k in ("success_rate", "mean_strikes", "outcomes")} == {
         k: res[k] for k in ("success_rate", "mean_strikes", "outcomes")

@@ -1,6 +1,8 @@
 """Keep-Talking benchmark: oracle episodes per second per module at batch 4,096.
 
-Each row plays a full batch of one-module bombs (``ktane/<module>``, GPTNT time limits) to the
+Each row plays a full batch of one-module bombs (``ktane/<module>``, GPTNT time limits; all
+eleven module types), and one row a 4-module mission (``ktane/missions/multi/9``: Memory,
+Morse, Complicated Wires, Wire Sequence, 300 s; every episode is that one fixed bomb), to the
 end with the oracle Defuser and a silent Expert (``jaxcollab.agents.ktane.play``: the generic
 rollout, vmap over episodes, a while-loop over turns until every episode has ended). The time is
 the best of a few runs of the compiled rollout, so compile time is excluded (in ``notes``).
@@ -39,6 +41,7 @@ def _row(name: str, batch: int, repeats: int) -> dict:
 
 
 def run(quick: bool) -> list[dict]:
-    """One row per module type (see the module docstring)."""
+    """One row per module type and one for a 4-module mission (see the module docstring)."""
     batch, repeats = (QUICK_BATCH, 1) if quick else (BATCH, 3)
-    return [_row(name, batch, repeats) for name in resolve("ktane/all")]
+    names = [*resolve("ktane/all"), "ktane/missions/multi/9"]
+    return [_row(name, batch, repeats) for name in names]

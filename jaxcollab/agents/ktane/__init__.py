@@ -30,15 +30,24 @@ def play(env: KtaneEnv, agent: str, keys: jax.Array):
 
 
 def _summary(final, seconds: float) -> dict:
+    """GPTNT's metrics of a batch of final states (§4 and App. E): success, strikes, outcome
+    counts, time left, modules solved (partial credit) and the communication rate."""
     outcome = np.asarray(final.outcome)
     n = len(outcome)
+    solved = np.asarray(final.solved)
+    cycles = np.maximum((np.asarray(final.turn) + 1) // 2, 1)  # Defuser cycles played
+    messages = np.asarray(final.n_messages)
     return {
         "episodes": n,
         "success_rate": float(np.mean(outcome == T.SOLVED)),
         "mean_strikes": float(np.mean(final.strikes)),
         "outcomes": {name: int(np.sum(outcome == i)) for i, name in enumerate(T.OUTCOMES)},
         "mean_time_left_s": float(np.mean(np.maximum(final.time_left_cs, 0)) / 100),
+        "mean_modules_solved": float(np.mean(solved.sum(1))),
+        "modules_solved_fraction": float(np.mean(solved)),
         "mean_defuser_actions": float(np.mean(final.n_actions)),
+        "messages_per_defuser_cycle": float(np.mean(messages.sum(1) / cycles)),
+        "mean_messages": [float(x) for x in messages.mean(0)],
         "episodes_per_second": n / seconds,
     }
 
@@ -69,9 +78,12 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
     Returns:
         ``agent``, ``seed``, ``episodes`` (total), ``success_rate``, ``mean_strikes``,
         ``outcomes`` (counts of running / solved / strikeout / timeout), ``mean_time_left_s``
-        (bomb seconds left, 0 on timeout), ``mean_defuser_actions``, ``episodes_per_second``
-        (all episodes / summed run time, compile excluded) and ``per_module`` (name → the same
-        keys, when several environments are given).
+        (bomb seconds left, 0 on timeout), ``mean_modules_solved`` and
+        ``modules_solved_fraction`` (partial credit), ``mean_defuser_actions``,
+        ``messages_per_defuser_cycle`` (both roles' messages / Defuser cycles: GPTNT's
+        communication rate), ``episodes_per_second`` (all episodes / summed run time, compile
+        excluded) and ``per_module`` (name → the same keys plus ``mean_messages`` per role,
+        when several environments are given).
 
     Raises:
         ValueError: unknown agent or a non-ktane environment; KeyError: unknown name.
@@ -94,7 +106,10 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
         "mean_strikes": mean("mean_strikes"),
         "outcomes": {k: sum(r["outcomes"][k] for r in runs.values()) for k in T.OUTCOMES},
         "mean_time_left_s": mean("mean_time_left_s"),
+        "mean_modules_solved": mean("mean_modules_solved"),
+        "modules_solved_fraction": mean("modules_solved_fraction"),
         "mean_defuser_actions": mean("mean_defuser_actions"),
+        "messages_per_defuser_cycle": mean("messages_per_defuser_cycle"),
         "episodes_per_second": n
         / sum(r["episodes"] / r["episodes_per_second"] for r in runs.values()),
     }

@@ -105,7 +105,14 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
       ``label``, ``held``, ``strip``; keypad ``symbols`` (TL, TR, BL, BR) and ``pressed``; simon
       ``sequence``, ``stage``, ``entered``; whos_on_first ``stage`` (1-based), ``display``,
       ``buttons`` (TL, TR, ML, MR, BL, BR); memory ``stage`` (1-based), ``display``, ``labels``
-      (left to right), ``history`` (``position`` and ``label`` of earlier stages, 1-based));
+      (left to right), ``history`` (``position`` and ``label`` of earlier stages, 1-based);
+      morse ``word``, ``frequency``, ``dial`` (MHz strings), ``phase``, ``light_units`` (one
+      loop of the light, ``1`` = on per dot unit); complicated_wires ``wires`` (per slot, null =
+      empty: ``color``, ``led``, ``star``, ``cut``); wire_sequence ``wires`` (per terminal 1-12,
+      null = none: ``color``, ``target`` letter, ``cut``) and ``panel`` (1-based); maze
+      ``maze`` (1-9), ``markers``, ``light``, ``goal`` (``[col, row]``, 1-based from the top
+      left); passwords ``columns`` (six letters each), ``index`` (shown letter per column),
+      ``password``);
     * ``oracle_actions``: the Defuser's turns in order, each with the timer ``time`` shown and
       ``time_left_cs`` before the turn, ``strikes`` before it, ``slot`` (the zoomed slot, null
       if none), ``verb``, ``target`` (0-based target id: slot, wire slot, key position, colour,

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcollab.envs.ktane import BombState, KtaneEnv
+from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.modules.base import FLIP, SELECT
 
 
@@ -21,7 +22,7 @@ def oracle_defuser(env: KtaneEnv, state: BombState) -> jax.Array:
     working = (state.zoom >= 0) & ~state.solved[z]
     here = (jnp.asarray(env.slot_face) == state.face) & ~state.solved
     nav_verb = jnp.where(jnp.any(here), SELECT, FLIP)
-    nav_target = jnp.argmax(here).astype(jnp.int32)
+    nav_target = (jnp.argmax(here) % T.SLOTS_PER_FACE).astype(jnp.int32)  # its face label
     return jnp.stack(
         [
             jnp.where(working, verb, nav_verb),

@@ -30,18 +30,20 @@ from jaxcollab.envs.ktane.observe import HEADER_LEN
 
 SILENT = np.array([WAIT, 0, 0], np.int32)
 
-#: Defuser-row positions of the face and zoom words (:func:`jaxcollab.envs.ktane.observe.header`).
-FACE_AT, ZOOM_AT = 13, 16
-#: Tokens per module slot in the face view: ``module [k] title status ;``.
+#: Defuser-row position of the face word (:func:`jaxcollab.envs.ktane.observe.header`).
+FACE_AT = 13
+#: Tokens per module slot in the face view: ``module [k]|zoom title status ;``.
 SLOT_TOKENS = 5
 
 
 def defuser_view(env: KtaneEnv, row: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(face, zoom, solved)`` decoded from the Defuser's observation row: face index, zoomed
-    slot (-1 = none) and bool ``[n_slots]`` (slots not on the visible face read unsolved)."""
+    slot (-1 = none; its face-view label reads ``zoom``) and bool ``[n_slots]`` (slots not on
+    the visible face read unsolved)."""
     face = jnp.argmax(jnp.asarray(V.toks(T.FACES)) == row[FACE_AT])
-    labels = jnp.asarray(V.LABEL[: env.n_slots])
-    zoom = jnp.where(jnp.any(labels == row[ZOOM_AT]), jnp.argmax(labels == row[ZOOM_AT]), -1)
+    mark = row[np.minimum(HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 1, row.shape[0] - 1)]
+    zoomed = (mark == V.tok("zoom")) & (face < 2)
+    zoom = jnp.where(jnp.any(zoomed), jnp.argmax(zoomed), -1)
     status = HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 3
     solved = row[np.minimum(status, row.shape[0] - 1)] == V.tok("solved")
     return face.astype(jnp.int32), zoom.astype(jnp.int32), solved
@@ -60,7 +62,8 @@ def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     on_face = jnp.flatnonzero(here, size=env.n_slots, fill_value=0)
     slot = on_face[randint(u[2], 0, jnp.maximum(here.sum(), 1))]
     working = (zoom >= 0) & ~solved[z]
-    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, slot),
+    label = slot % T.SLOTS_PER_FACE  # select by the face's set-of-marks label
+    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, label),
                       0]).astype(jnp.int32)
 
 

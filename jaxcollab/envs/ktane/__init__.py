@@ -1,12 +1,15 @@
 """Keep Talking and Nobody Explodes-style bombs: a Defuser and an Expert (spec ``ktane-rules.md``).
 
 Registers ``ktane/<module>`` for each module type (group ``ktane/all``): one module on the
-front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets.
+front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets, a fresh bomb per
+episode; and GPTNT's fixed mission sets (groups ``ktane/missions/single`` and
+``ktane/missions/multi``, see :mod:`~jaxcollab.envs.ktane.missions`).
 """
 
 from jaxcollab.core.registry import register
 from jaxcollab.envs.ktane.env import KtaneEnv
 from jaxcollab.envs.ktane.mission import GPTNT_TIME_LIMIT_S, KtaneParams, Mission
+from jaxcollab.envs.ktane.missions import MISSIONS
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
 from jaxcollab.envs.ktane.state import BombState
 
@@ -15,6 +18,7 @@ __all__ = [
     "KtaneEnv",
     "KtaneParams",
     "Mission",
+    "mission_env",
     "single_module_env",
     "single_module_mission",
 ]
@@ -40,6 +44,19 @@ def single_module_env(module: str) -> KtaneEnv:
     return KtaneEnv(single_module_mission(module), f"ktane/{module}")
 
 
+def mission_env(mission: str) -> KtaneEnv:
+    """``ktane/missions/...``: the environment of the fixed mission called ``mission``.
+
+    Raises:
+        KeyError: unknown mission name.
+    """
+    return KtaneEnv(MISSIONS[mission], mission)
+
+
 for _module in MODULE_TYPES:
     register(f"ktane/{_module}", "jaxcollab.envs.ktane:single_module_env", groups=("ktane/all",),
              module=_module)
+
+for _name in MISSIONS:
+    register(_name, "jaxcollab.envs.ktane:mission_env", groups=("/".join(_name.split("/")[:3]),),
+             mission=_name)

@@ -51,11 +51,13 @@ class Facts:
 
 def sample_serial(u: jax.Array) -> jax.Array:
     """int32 ``[6]`` serial codes with pattern [any][any][digit][letter][letter][digit], from
-    six uniforms ``u``."""
-    n_chars, n_digits = len(T.SERIAL_CHARS), T.N_DIGITS
-    low = jnp.array([0, 0, 0, n_digits, n_digits, 0])
-    high = jnp.array([n_chars, n_chars, n_digits, n_chars, n_chars, n_digits])
-    return randint(u, low, high)
+    six uniforms ``u``, drawn as the game does from its 35-entry table ``SERIAL_DRAW`` (E
+    twice; letters from its letter part)."""
+    n_any, n_letters = len(T.SERIAL_DRAW), T.SERIAL_DRAW_LETTERS
+    high = jnp.array([n_any, n_any, T.N_DIGITS, n_letters, n_letters, T.N_DIGITS])
+    is_digit = jnp.array([False, False, True, False, False, True])
+    draw = randint(u, 0, high)
+    return jnp.where(is_digit, draw, jnp.asarray(T.SERIAL_DRAW)[draw]).astype(jnp.int32)
 
 
 def sample_edgework(key: jax.Array, n_widgets: jax.Array) -> Edgework:

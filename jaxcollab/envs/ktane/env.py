@@ -6,9 +6,9 @@ The package is split like the bomb families: :mod:`.mission` (missions, params),
 
 Sync mode: turns alternate Defuser, Expert, Defuser, … (``state.turn`` even = Defuser). Each
 Defuser turn, whatever it does, costs ``3 s × rate(strikes)`` of bomb time, with the rate read
-*before* the turn's action (×1, ×1.25, ×1.5, ×2 at 0, 1, 2, ≥3 strikes); Expert turns are
-free. Time is int32 centiseconds. A module action is evaluated on the timer display shown at
-the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
+*before* the turn's action (×1, ×1.25, ×1.5, ×1.75, ×2 at 0, 1, 2, 3, ≥4 strikes); Expert
+turns are free. Time is int32 centiseconds. A module action is evaluated on the timer display
+shown at the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
 solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
 outcome, :meth:`KtaneEnv.step` leaves the state unchanged.
 
@@ -22,6 +22,7 @@ module. The Expert may ``wait`` or ``message``; its other verbs count as ``wait`
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -78,7 +79,18 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
             time_limit_cs=jnp.int32(round(m.time_limit_s * 100)),
             max_strikes=jnp.int32(m.max_strikes),
             n_widgets=jnp.int32(m.n_widgets),
+            bomb_seed=jnp.int32(-1 if m.seed is None else m.seed),
         )
+
+    def _shape(self):
+        return type(self), dataclasses.replace(self.mission, seed=None)
+
+    def __eq__(self, other):
+        """Missions that differ only in their seed (a runtime param) are one compiled env."""
+        return isinstance(other, KtaneEnv) and self._shape() == other._shape()
+
+    def __hash__(self):
+        return hash(self._shape())
 
     def observation_space(self, params=None) -> Discrete:
         return Discrete(len(V.VOCAB), (2, OBS_LEN))

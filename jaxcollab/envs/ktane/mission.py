@@ -23,6 +23,11 @@ GPTNT_TIME_LIMIT_S = {
     "memory": 105,
     "simon": 135,
     "button": 144,
+    "complicated_wires": 126,
+    "wire_sequence": 135,
+    "morse": 144,
+    "maze": 183,
+    "passwords": 231,
 }
 
 
@@ -35,7 +40,8 @@ class Mission:
         time_limit_s: bomb time in seconds (> 0).
         max_strikes: the strike that ends the episode (1–9; default 3).
         n_widgets: optional widgets on the casing (0–5).
-        seed: the mission's own seed (fixed missions reuse it for their episodes' keys).
+        seed: the mission's own seed, or None. A seeded mission is one fixed bomb (GPTNT's
+            benchmark missions): every episode resets to the bomb drawn from ``seed``.
 
     Raises:
         ValueError / KeyError: a value out of range or an unknown module name (listing valid).
@@ -45,7 +51,7 @@ class Mission:
     time_limit_s: float
     max_strikes: int = 3
     n_widgets: int = 5
-    seed: int = 0
+    seed: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "modules", tuple(self.modules))
@@ -63,8 +69,11 @@ class Mission:
 
 @chex.dataclass(frozen=True)
 class KtaneParams:
-    """Dynamic parameters (int32 scalars): ``time_limit_cs``, ``max_strikes``, ``n_widgets``."""
+    """Dynamic parameters (int32 scalars): ``time_limit_cs``, ``max_strikes``, ``n_widgets``,
+    ``bomb_seed`` (a fixed mission's seed: every reset draws the bomb from it; -1 = a fresh
+    bomb from each episode's key)."""
 
     time_limit_cs: jax.Array
     max_strikes: jax.Array
     n_widgets: jax.Array
+    bomb_seed: jax.Array

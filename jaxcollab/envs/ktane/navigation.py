@@ -15,10 +15,18 @@ if TYPE_CHECKING:
 
 
 def navigate(env: KtaneEnv, state: BombState, verb, target):
-    """Face and zoom after a select / back / rotate / flip; returns ``(face, zoom, valid)``."""
-    slot = jnp.clip(target, 0, env.n_slots - 1)
+    """Face and zoom after a select / back / rotate / flip; returns ``(face, zoom, valid)``.
+
+    ``select`` targets the visible face's module by its set-of-marks label (0 = ``[A]``, in
+    reading order on that face), so slot ``face * SLOTS_PER_FACE + target``.
+    """
+    on_face = (target >= 0) & (target < T.SLOTS_PER_FACE)
+    slot = jnp.clip(state.face * T.SLOTS_PER_FACE + target, 0, env.n_slots - 1)
     select = (
-        (verb == SELECT) & (target == slot) & (jnp.asarray(env.slot_face)[slot] == state.face)
+        (verb == SELECT)
+        & on_face
+        & (slot == state.face * T.SLOTS_PER_FACE + target)
+        & (jnp.asarray(env.slot_face)[slot] == state.face)
     )
     rotate = (verb == ROTATE) & (target >= 0) & (target < len(T.ROTATIONS))
     flip = verb == FLIP

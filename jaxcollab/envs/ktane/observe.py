@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
@@ -50,7 +51,7 @@ def header(state: BombState, params: KtaneParams) -> jax.Array:
     d = jnp.asarray(V.DIGIT)[display_digits(state.time_left_cs)]
     sep = jnp.where(state.time_left_cs >= 6000, V.tok(":"), V.tok("."))
     zoom = jnp.where(
-        state.zoom >= 0, jnp.asarray(V.LABEL)[jnp.maximum(state.zoom, 0)], V.tok("none")
+        state.zoom >= 0, V.tok("on"), V.tok("none")
     )
     bar = V.tok("|")
     digit = jnp.asarray(V.DIGIT)
@@ -86,13 +87,20 @@ def header(state: BombState, params: KtaneParams) -> jax.Array:
     )
 
 def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
-    """Tokens of the visible face: module slots on front/back, edgework on the sides."""
+    """Tokens of the visible face: module slots on front/back, edgework on the sides. While
+    zoomed, the slots lose their labels (the zoomed one reads ``zoom``): only the zoomed
+    module's elements are interactable, so each label is unique within an observation (GPTNT
+    App. D.2)."""
     titles = V.toks([t.title for t in env.types])
     status = jnp.where(state.solved, V.tok("solved"), V.tok("unsolved"))
     slots = jnp.stack(
         [
             jnp.full(env.n_slots, V.tok("module")),
-            jnp.asarray(V.LABEL[: env.n_slots]),
+            jnp.where(
+                state.zoom >= 0,
+                jnp.where(jnp.arange(env.n_slots) == state.zoom, V.tok("zoom"), 0),
+                jnp.asarray(V.LABEL)[np.arange(env.n_slots) % T.SLOTS_PER_FACE],
+            ),
             jnp.asarray(titles),
             status,
             jnp.full(env.n_slots, V.tok(";")),

@@ -84,7 +84,7 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, param
         [FEEDBACK[3], FEEDBACK[4], FEEDBACK[5], FEEDBACK[2]],
         FEEDBACK[1],
     )
-    time_left = state.time_left_cs - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, 3)]
+    time_left = state.time_left_cs - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, 4)]
     outcome = jnp.select(
         [jnp.all(solved), strikes >= params.max_strikes, time_left <= 0],
         [T.SOLVED, T.STRIKEOUT, T.TIMEOUT],

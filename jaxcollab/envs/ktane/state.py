@@ -50,9 +50,20 @@ class BombState:
 FEEDBACK = V.toks(("none", "ok", "wait", "strike", "solved", "invalid"))
 
 
+def _bomb_key(key: jax.Array, seed: jax.Array) -> jax.Array:
+    """``key``, or (``seed >= 0``) a key of the same kind made from ``seed`` only."""
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    data = jax.random.key_data(key) if typed else key
+    fixed = fold_in(jnp.zeros_like(data), seed)
+    data = jnp.where(seed >= 0, fixed, data)
+    return jax.random.wrap_key_data(data, impl=jax.random.key_impl(key)) if typed else data
+
+
 def init_state(env: KtaneEnv, key: jax.Array, params: KtaneParams) -> BombState:
     """A fresh bomb for ``env``'s mission: edgework from ``fold_in(key, 0)``, then module ``i``
-    from ``fold_in(key, i + 1)``."""
+    from ``fold_in(key, i + 1)``; a fixed mission (``params.bomb_seed >= 0``) replaces ``key``
+    by one derived from the seed alone, so all its episodes get the same bomb."""
+    key = _bomb_key(key, params.bomb_seed)
     edge = sample_edgework(fold_in(key, 0), params.n_widgets)
     f = facts(edge)
     modules = jnp.stack(

@@ -15,9 +15,18 @@ import numpy as np
 SERIAL_CHARS = "0123456789ABCDEFGHIJKLMNPQRSTUVWXZ"
 N_DIGITS = 10
 VOWEL_CODES = np.array([SERIAL_CHARS.index(c) for c in "AEIU"], np.int32)
+#: The game's serial-number draw table (35 entries, letters first, ``E`` twice, as in its
+#: edgework generator): "any" positions draw from all of it, letter positions from its first
+#: :data:`SERIAL_DRAW_LETTERS` entries, so a serial has a vowel with p ≈ 0.53.
+SERIAL_DRAW = np.array(
+    [SERIAL_CHARS.index(c) for c in "ABCDEFGHIJKLMNEPQRSTUVWXZ0123456789"], np.int32
+)
+SERIAL_DRAW_LETTERS = 25
 
-#: Bomb-time cost of one Defuser turn in centiseconds: 3 s × timer rate at 0, 1, 2, ≥3 strikes.
-TURN_COST_CS = np.array([300, 375, 450, 600], np.int32)
+#: Bomb-time cost of one Defuser turn in centiseconds: 3 s × timer rate at 0, 1, 2, 3, ≥4
+#: strikes (×1, ×1.25, ×1.5, ×1.75, ×2: the game's modding-kit timer; 3+ strikes only occur
+#: with a strike limit above 3).
+TURN_COST_CS = np.array([300, 375, 450, 525, 600], np.int32)
 TURN_S = 3
 
 WIDGET_KINDS = ("battery", "indicator", "ports")
@@ -294,3 +303,107 @@ _MEM_KIND = {"p": POSITION, "l": LABEL, "P": POSITION_OF, "L": LABEL_OF}
 #: MEMORY_RULES[stage - 1, display - 1] = (kind, argument); arguments are 1-based.
 MEMORY_RULES = np.array([[(_MEM_KIND[c[0]], int(c[1])) for c in row] for row in _MEM], np.int32)
 MEMORY_STAGES = 5
+
+# --- §8 morse code ------------------------------------------------------------------------------
+
+#: The 16 words in dial order, with their frequencies in MHz (vanilla manual, "Morse Code").
+MORSE_WORDS = (
+    "shell", "halls", "slick", "trick", "boxes", "leaks", "strobe", "bistro",
+    "flick", "bombs", "break", "brick", "steak", "sting", "vector", "beats",
+)  # fmt: skip
+MORSE_FREQS = (
+    "3.505", "3.515", "3.522", "3.532", "3.535", "3.542", "3.545", "3.552",
+    "3.555", "3.565", "3.572", "3.575", "3.582", "3.592", "3.595", "3.600",
+)  # fmt: skip
+#: International Morse for the letters the words use.
+MORSE_CODE = {
+    "a": ".-", "b": "-...", "c": "-.-.", "e": ".", "f": "..-.", "g": "--.", "h": "....",
+    "i": "..", "k": "-.-", "l": ".-..", "m": "--", "n": "-.", "o": "---", "r": ".-.",
+    "s": "...", "t": "-", "v": "...-", "x": "-..-",
+}  # fmt: skip
+#: Light timing in dot units: dot, dash, gap inside a letter, gap between letters, pause
+#: before the word repeats (standard Morse timing, as ktanesim plays it).
+MORSE_DOT, MORSE_DASH, MORSE_SYMBOL_GAP, MORSE_LETTER_GAP, MORSE_WORD_GAP = 1, 3, 1, 3, 7
+#: Seconds per dot unit of the light (our choice; the manual gives no timing).
+MORSE_UNIT_S = 0.25
+MORSE_MAX_LETTERS = 6
+MORSE_START = 0  # the dial starts at 3.505 MHz
+
+# --- §9 complicated wires -----------------------------------------------------------------------
+
+#: Wire colourings; a wire "has red" / "has blue" as in CW_RED / CW_BLUE.
+CW_COLORS = ("white", "red", "blue", "red+white", "blue+white", "red+blue")
+CW_RED = np.array([0, 1, 0, 1, 0, 1], bool)
+CW_BLUE = np.array([0, 0, 1, 0, 1, 1], bool)
+#: Instruction letters: cut, do not cut, cut if the last serial digit is even, cut if there is
+#: a parallel port, cut if there are two or more batteries.
+CW_LETTERS = ("C", "D", "S", "P", "B")
+CW_CUT, CW_DONT, CW_SERIAL, CW_PARALLEL, CW_BATTERIES = range(5)
+#: CW_RULES[red, blue, led, star]: instruction letter (vanilla manual Venn diagram).
+CW_RULES = np.array([CW_LETTERS.index(c) for c in "CCDBSDPPSCBBSPSD"], np.int32).reshape(2, 2, 2, 2)
+CW_MAX_WIRES = 6
+
+# --- §10 wire sequence --------------------------------------------------------------------------
+
+WS_COLORS = ("red", "blue", "black")
+WS_TARGETS = ("A", "B", "C")
+WS_PANELS, WS_PER_PANEL, WS_PER_COLOR = 4, 3, 9
+_WS = (  # occurrence k = 1..9: targets to cut for red, blue, black
+    ("C", "B", "ABC"), ("B", "AC", "AC"), ("A", "B", "B"), ("AC", "A", "AC"), ("B", "B", "B"),
+    ("AC", "BC", "BC"), ("ABC", "C", "AB"), ("AB", "AC", "C"), ("B", "A", "C"),
+)  # fmt: skip
+#: WS_RULES[colour, occurrence - 1, target]: cut the wire? (vanilla manual "Wire Sequences").
+WS_RULES = np.array([[[t in row[c] for t in WS_TARGETS] for row in _WS] for c in range(3)], bool)
+
+# --- §11 maze -----------------------------------------------------------------------------------
+
+MAZE_SIZE = 6
+#: The 9 mazes: markers (col, row) 1-based, then V (walls right of column k, per row) and H
+#: (walls below row r, per column), as in the spec's encoding of the vanilla manual.
+_MAZES = (
+    ((1, 2), (6, 3), "..|.. |.|.. |.|.. |..|. ..|.| .|.|.", ".-..-- ..---. .-..-. .----. .-..-."),
+    ((5, 2), (2, 4), "..|.. .|.|. |.|.. .|.|| |||.| |.|..", "-.-..- .-.--. ..-.-. .-.-.. ....-."),
+    ((4, 4), (6, 4), "..||. |||.| .||.| ||||| |.||| ...|.", ".-.... -..--. ...... ...... .--..."),
+    ((1, 1), (1, 4), ".|... ||... |.|.| |.... ....| ..|.|", "..---. ...--. .--.-. .----. .---.."),
+    ((5, 3), (4, 6), "..... ....| .|.|. |..|| |...| |....", "----.. .--.-- ..--.. .--.-. ..---."),
+    ((5, 1), (3, 5), "|.|.. |||.| .|||. .|.|| .|||. ...|.", "...-.. ....-. .--..- -..... .--.-."),
+    ((2, 1), (2, 6), "...|. |.|.| .|.|. .|..| ||..| .....", ".--... ..---. --.-.- ...--. .---.."),
+    ((4, 1), (3, 4), "|..|. ..|.| |...| |.|.. ||... .....", "..-... .----. ..--.. .-.--- ..----"),
+    ((3, 2), (1, 5), "|.... ||.|| ..|.| ||.|. |||.| .|.|.", "..--.. ...-.. .--.-. ...--. .....-"),
+)
+MAZE_MOVES = ("up", "down", "left", "right")
+#: (d col, d row) of each move.
+MAZE_STEP = np.array([(0, -1), (0, 1), (-1, 0), (1, 0)], np.int32)
+
+
+def maze_walls(v_rows, h_rows) -> np.ndarray:
+    """bool ``[6, 6, 4]`` walls[row, col, move] from the V/H strings; the border is a wall."""
+    n = MAZE_SIZE
+    walls = np.zeros((n, n, 4), bool)
+    walls[0, :, 0] = walls[-1, :, 1] = walls[:, 0, 2] = walls[:, -1, 3] = True
+    for r, row in enumerate(v_rows):
+        for k, ch in enumerate(row):
+            if ch == "|":
+                walls[r, k, 3] = walls[r, k + 1, 2] = True
+    for r, row in enumerate(h_rows):
+        for c, ch in enumerate(row):
+            if ch == "-":
+                walls[r, c, 1] = walls[r + 1, c, 0] = True
+    return walls
+
+
+#: MAZE_WALLS[maze, row, col, move]; MAZE_MARKERS[maze, k] = (col, row) 0-based.
+MAZE_WALLS = np.stack([maze_walls(v.split(), h.split()) for _, _, v, h in _MAZES])
+MAZE_MARKERS = np.array([(a, b) for a, b, _, _ in _MAZES], np.int32) - 1
+
+# --- §12 passwords ------------------------------------------------------------------------------
+
+PASSWORD_WORDS = tuple(
+    "about after again below could every first found great house large learn never other "
+    "place plant point right small sound spell still study their there these thing think three "
+    "water where which world would write".split()
+)
+PW_LETTERS, PW_COLUMN = 5, 6  # letters per word; letters per column
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+#: PASSWORD_CODES[word, k]: letter index 0-25 of the word's k-th letter.
+PASSWORD_CODES = np.array([[LETTERS.index(c.upper()) for c in w] for w in PASSWORD_WORDS], np.int32)

@@ -56,9 +56,42 @@ _STRUCTURE = (
     "invalid",
     "wait",
     "nothing",
+    "light",
+    "pause",
+    "frequency",
+    "MHz",
+    "TX",
+    "LED",
+    "star",
+    "on",
+    "off",
+    "panel",
+    "to",
+    "markers",
+    "goal",
+    "up",
+    "down",
+    "submit",
+    "10",
+    "11",
+    "12",
 )
-MODULE_TITLES = ("Wires", "The Button", "Keypad", "Simon Says", "Who's on First", "Memory")
-LABELS = tuple(f"[{k}]" for k in range(1, T.MAX_SLOTS + 1))
+MODULE_TITLES = (
+    "Wires",
+    "The Button",
+    "Keypad",
+    "Simon Says",
+    "Who's on First",
+    "Memory",
+    "Morse Code",
+    "Complicated Wires",
+    "Wire Sequence",
+    "Maze",
+    "Password",
+)
+#: Set-of-marks labels of interactable elements, letters in reading order (GPTNT App. D.2:
+#: letters, so labels are never confused with the digits modules show).
+LABELS = tuple(f"[{chr(ord('A') + k)}]" for k in range(T.MAX_SLOTS))
 
 
 def _unique(words) -> tuple[str, ...]:
@@ -84,6 +117,10 @@ VOCAB: tuple[str, ...] = _unique(
     + T.WOF_POSITIONS
     + tuple(w for w in T.WOF_DISPLAYS if w)
     + T.WOF_LABELS
+    + tuple(T.MORSE_CODE.values())
+    + T.MORSE_FREQS
+    + T.CW_COLORS
+    + tuple(T.LETTERS)
 )
 _INDEX = {w: i for i, w in enumerate(VOCAB)}
 PAD = 0

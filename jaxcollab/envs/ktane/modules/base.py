@@ -22,7 +22,7 @@ from jaxcollab.envs.ktane.edgework import Facts
 #: Words of int32 state per module slot (every layout must fit).
 MOD_WORDS = 32
 #: Tokens of a zoomed module's view in the Defuser's observation.
-VIEW_LEN = 32
+VIEW_LEN = 40
 
 #: Defuser / Expert verbs (``actions[role] = (verb, target, word)``).
 VERBS = (

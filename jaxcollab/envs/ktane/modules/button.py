@@ -92,7 +92,7 @@ def oracle(m, ctx):
 
 
 def view(m):
-    """``[1] button colour label ; held|idle ; strip colour|none`` (the strip shows only while
+    """``[A] button colour label ; held|idle ; strip colour|none`` (the strip shows only while
     held)."""
     held = m["held"] == 1
     return view_tokens(

@@ -59,7 +59,7 @@ def oracle(m, ctx):
 
 
 def view(m):
-    """``flashes c1 … ck ; entered n ; [1] red [2] blue [3] green [4] yellow``."""
+    """``flashes c1 … ck ; entered n ; [A] red [B] blue [C] green [D] yellow``."""
     shown = jnp.arange(T.SIMON_MAX_LEN) < m["stage"]
     flashes = jnp.where(shown, jnp.asarray(_COLOR_TOK)[m["seq"]], 0)
     buttons = jnp.stack([jnp.asarray(V.LABEL[:N_BUTTONS]), jnp.asarray(_COLOR_TOK)], 1)
