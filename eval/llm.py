@@ -16,6 +16,8 @@ bootstrap interval pooled across mazes; ``calibration_loss_by_round``).
 
 from __future__ import annotations
 
+import logging
+
 import hydra
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
@@ -44,6 +46,7 @@ def configs(cfg: DictConfig) -> tuple[LLMConfig, RunConfig]:
 
 @hydra.main(version_base=None, config_path="../configs", config_name="llm")
 def main(cfg: DictConfig) -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request otherwise
     llm, rc = configs(cfg)
     names = jaxcollab.resolve(rc.env)
     per_env = rc.episodes if rc.episodes is not None else (

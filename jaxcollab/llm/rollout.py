@@ -23,7 +23,8 @@ def play(env, policy, keys, params, policy_state, max_steps: int, states=None):
         policy: ``policy(key, obs, policy_state) -> (actions, policy_state)`` for one episode.
         keys: PRNG keys ``[B]`` (each split into reset, environment and policy streams).
         params: the environment's params (shared by the batch).
-        policy_state: the batch's policy state (leading axis ``B``), with a bool ``done``.
+        policy_state: the batch's policy state (leading axis ``B``), with a bool ``done``
+            (episodes already marked done are padding: never queried, never stepped on).
         max_steps: step cap (static).
         states: optional start states ``[B]`` (e.g. fixed held-out mazes) instead of ``reset``.
 
@@ -48,7 +49,7 @@ def _compiled(env, policy, max_steps: int):
         else:
             obs = jax.vmap(env.observe, (0, None))(states, params)
         n = keys.shape[0]
-        carry = (jnp.int32(0), states, obs, policy_state, jnp.zeros(n, bool),
+        carry = (jnp.int32(0), states, obs, policy_state, policy_state["done"],
                  jnp.zeros((n, env.n_agents), jnp.float32), jnp.zeros(n, jnp.int32))
 
         def cond(c):

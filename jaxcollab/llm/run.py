@@ -171,12 +171,16 @@ def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress
     host = Host(game, client, on_step=on_step)
     policy = make_policy(host)
     base = jax.random.PRNGKey(rc.seed)
-    for start in range(0, len(todo), rc.batch):
-        ids = todo[start: start + rc.batch]
-        keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.asarray(ids))
-        states = _maze_states(env, rc, ids) if family == "maze" else None
+    size = min(int(rc.batch), len(todo))
+    for start in range(0, len(todo), size):
+        ids = todo[start: start + size]
+        padded = ids + [ids[-1]] * (size - len(ids))  # one compiled shape for every chunk
+        keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.asarray(padded))
+        states = _maze_states(env, rc, padded) if family == "maze" else None
+        ps = init_policy_state(padded)
+        ps["done"] = ps["done"].at[len(ids):].set(True)
         state, _, ret, steps = jax.device_get(play(
-            env, policy, keys, params, init_policy_state(ids), _max_steps(env, family), states))
+            env, policy, keys, params, ps, _max_steps(env, family), states))
         pick = lambda b: jax.tree.map(lambda x: x[b], state)  # noqa: E731
         host.finish({i: _outcome(family, pick(b), ret[b])[1] for b, i in enumerate(ids)})
         path.parent.mkdir(parents=True, exist_ok=True)
