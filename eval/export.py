@@ -28,10 +28,12 @@ def export(env_name: str, n: int, seed: int, out: str | Path) -> Path:
         raise ValueError(f"n must be a positive number of instances, got {n!r}")
     jaxcollab.make(env_name)  # validates the name with a helpful error
     family = env_name.split("/")[0]
-    module = importlib.import_module(f"jaxcollab.envs.{family}")
-    if not hasattr(module, "export_instances"):
+    # Exporters that replay an agent (the Keep-Talking oracle's moves) live with the agents.
+    module = next((m for m in (f"jaxcollab.envs.{family}", f"jaxcollab.agents.{family}")
+                   if hasattr(importlib.import_module(m), "export_instances")), None)
+    if module is None:
         raise ValueError(f"environment family {family!r} has no instance exporter")
-    records = module.export_instances(env_name, int(n), int(seed))
+    records = importlib.import_module(module).export_instances(env_name, int(n), int(seed))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w") as f:

@@ -1,9 +1,35 @@
 """jaxcollab: JAX simulator and training framework for collaboration under information asymmetry.
 
-``jaxcollab.make(name)`` builds a registered environment; ``jaxcollab.names()`` lists them.
+``jaxcollab.make(name)`` builds a registered environment; ``jaxcollab.names()`` lists them;
+``jaxcollab.rollout(env, policy, keys, max_steps=...)`` plays episodes with a policy
+(:mod:`jaxcollab.core.rollout`).
 """
 
 from jaxcollab.core.registry import groups, make, names, resolve
+from jaxcollab.core.rollout import (
+    Policy,
+    PrivilegedPolicy,
+    Rollout,
+    episode_keys,
+    policy,
+    privileged_policy,
+    rollout,
+    stateless,
+)
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "groups", "make", "names", "resolve"]
+__all__ = [
+    "Policy",
+    "PrivilegedPolicy",
+    "Rollout",
+    "__version__",
+    "episode_keys",
+    "groups",
+    "make",
+    "names",
+    "policy",
+    "privileged_policy",
+    "resolve",
+    "rollout",
+    "stateless",
+]

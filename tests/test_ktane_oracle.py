@@ -6,10 +6,10 @@ import pytest
 
 from eval.export import export
 from eval.rollout import run as rollout_cli
-from jaxcollab.agents.ktane import rollout
-from jaxcollab.envs.ktane import KtaneEnv, Mission, export_instances
+from jaxcollab.agents.ktane import export_instances, rollout
+from jaxcollab.agents.ktane.export import export_env
+from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane.export import export_env
 
 ALL = ("wires", "button", "keypad", "simon", "whos_on_first", "memory")
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from eval.benchmarks._timing import best_time
 from jaxcollab.agents.ktane import oracle_team, play
+from jaxcollab.agents.ktane.export import episode_keys
 from jaxcollab.core.registry import make, resolve
-from jaxcollab.envs.ktane.export import episode_keys
 
 BATCH, QUICK_BATCH = 4096, 512
 

@@ -20,9 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcollab.models.gpt import GPT, GPTConfig
+from jaxcollab.scale.mesh import data_mesh
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,11 +80,6 @@ def make_optimizer(tc: TrainConfig) -> optax.GradientTransformation:
             mask=lambda params: jax.tree.map(lambda p: p.ndim >= 2, params),
         ),
     )
-
-
-def data_mesh() -> Mesh:
-    """A one-axis (``data``) mesh over every device."""
-    return Mesh(np.array(jax.devices()), ("data",))
 
 
 def answer_logits(graphdef, params, tokens: jax.Array, rngs: nnx.Rngs | None = None) -> jax.Array:

@@ -42,8 +42,11 @@ class Wrapper(Environment):
     def action_space(self, params=None):
         return self.env.action_space(params)
 
-    def render_text(self, state, role):
-        return self.env.render_text(state, role)
+    def render_observation(self, obs_row, role):
+        return self.env.render_observation(obs_row, role)
+
+    def render_text(self, state, role, params=None):
+        return self.env.render_text(state, role, params)
 
 
 class AutoResetWrapper(Wrapper):
@@ -120,5 +123,5 @@ class EpisodeStatsWrapper(Wrapper):
     def observe(self, state: EpisodeStats, params=None):
         return self.env.observe(state.env_state, params)
 
-    def render_text(self, state: EpisodeStats, role):
-        return self.env.render_text(state.env_state, role)
+    def render_text(self, state: EpisodeStats, role, params=None):
+        return self.env.render_text(state.env_state, role, params)

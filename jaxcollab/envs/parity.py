@@ -352,13 +352,16 @@ class ParityEnv(Environment[ParityState, ParityParams]):
         return self.observe(state, params), state
 
     def step(self, key, state: ParityState, actions, params=None):
+        """One round; once all ``n_rounds`` are played the episode is frozen (contract)."""
         params = self._params(params)
+        running = state.round < self.n_rounds
         speaker = state.round % 2
         value = jnp.clip(jnp.asarray(actions, jnp.int32)[speaker], 0, self.levels - 1)
         messages = state.messages.at[jnp.minimum(state.round, self.n_rounds - 1)].set(value)
-        state = state.replace(messages=messages, round=state.round + 1)
+        new = state.replace(messages=messages, round=state.round + 1)
+        state = jax.tree.map(lambda a, b: jnp.where(running, a, b), new, state)
         prob = value / (1 if self.protocol == "action" else self.levels)
-        reward = jnp.full((2,), -((state.label - prob) ** 2), jnp.float32)
+        reward = jnp.full((2,), jnp.where(running, -((state.label - prob) ** 2), 0.0), jnp.float32)
         terminated = state.round >= self.n_rounds
         info = {"speaker": speaker, "message": value}
         return self.observe(state, params), state, reward, terminated, jnp.bool_(False), info
@@ -375,11 +378,14 @@ class ParityEnv(Environment[ParityState, ParityParams]):
             jnp.int32
         )
 
-    def render_text(self, state: ParityState, role: int) -> str:
-        """The agent's prefix string: its masked view, then ``|`` + digits per message so far."""
-        if role not in (BOB, ALICE):
-            raise ValueError(f"role must be 0 (bob) or 1 (alice), got {role!r}")
-        return decode(jax.device_get(self.observe(state))[role])
+    def render_observation(self, obs_row, role: int) -> str:
+        """The agent's prefix string: its masked view, then ``|`` + digits per message so far.
+
+        Raises:
+            ValueError: ``role`` not 0 (bob) or 1 (alice).
+        """
+        self._check_role(role)
+        return decode(obs_row)
 
 
 register("parity/probability", lambda: ParityEnv(protocol="probability"), groups=("parity/all",))

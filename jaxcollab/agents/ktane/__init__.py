@@ -9,14 +9,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.ktane.export import episode_keys, export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
 from jaxcollab.core.registry import make
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.draw import fold_in
-from jaxcollab.envs.ktane.export import episode_keys
 
-__all__ = ["TEAMS", "oracle_team", "play", "random_team", "rollout", "team"]
+__all__ = ["TEAMS", "export_instances", "oracle_team", "play", "random_team", "rollout", "team"]
 
 
 def play(env: KtaneEnv, policy, keys: jax.Array):

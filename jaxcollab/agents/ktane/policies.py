@@ -1,6 +1,6 @@
 """Scripted Keep-Talking teams: ``(key, state) -> actions int32 [2, 3]`` (jit/vmap-safe).
 
-* ``oracle``: the rule-reading Defuser of :mod:`jaxcollab.envs.ktane.oracle` with a silent
+* ``oracle``: the rule-reading Defuser of :mod:`jaxcollab.agents.ktane.oracle` with a silent
   Expert (it never needs the manual, so no word is ever sent).
 * ``random``: a Defuser that zooms into a random module slot on the visible face when not
   working on an unsolved module, and otherwise plays a uniformly random (verb, target) pair
@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.ktane.oracle import oracle_defuser
+from jaxcollab.envs.ktane import BombState, KtaneEnv
 from jaxcollab.envs.ktane.draw import randint, uniforms
-from jaxcollab.envs.ktane.engine import BombState, KtaneEnv
 from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
-from jaxcollab.envs.ktane.oracle import oracle_defuser
 
 SILENT = np.array([WAIT, 0, 0], np.int32)
 

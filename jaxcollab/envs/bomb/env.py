@@ -8,6 +8,7 @@ every variant with the same message caps shares one compiled ``reset``/``step``.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.core.env import Environment
@@ -62,6 +63,21 @@ class BombEnv(Environment[BombState, BombParams]):
         """A joint action where everyone waits and sends nothing."""
         return noop_action(self.speech_bytes, self.gesture_symbols)
 
+    def sample_action(self, key, params=None) -> BombAction:
+        """A random joint action: per role a random act id and position (0..6), 4 random
+        printable bytes and 2 random symbols to a random role or nobody (jit-safe)."""
+        k = jax.random.split(key, 6)
+        n, shape = T.N_AGENTS, (T.N_AGENTS,)
+        speech = jax.random.randint(k[2], (n, 4), 32, 127).astype(jnp.uint8)
+        gesture = jax.random.randint(k[3], (n, 2), 1, T.N_SYMBOLS + 1).astype(jnp.uint8)
+        pad = lambda x, w: jnp.pad(x, ((0, 0), (0, w - x.shape[1])))  # noqa: E731
+        return BombAction(
+            act=jax.random.randint(k[0], shape, 0, len(T.ACT_NAMES)),
+            arg=jax.random.randint(k[1], shape, 0, T.MAX_WIRES),
+            speak_to=jax.random.randint(k[4], shape, -1, n), speech=pad(speech, self.speech_bytes),
+            gesture_to=jax.random.randint(k[5], shape, -1, n),
+            gesture=pad(gesture, self.gesture_symbols))
+
     def action(self, role: int | str, act: str = "wait", arg: int = 0,
                speak_to: int | str | None = None, text: str = "",
                gesture_to: int | str | None = None, symbols: tuple[str, ...] = ()) -> BombAction:
@@ -112,19 +128,24 @@ class BombEnv(Environment[BombState, BombParams]):
     def observe(self, state: BombState, params=None) -> jax.Array:
         return observe(state, self._params(params))
 
-    def render_text(self, state: BombState, role: int, params=None) -> str:
-        """Host-side text of ``role``'s observation (what an LLM reads); see
-        :func:`jaxcollab.envs.bomb.render.render_tokens`.
+    def render_observation(self, obs_row, role: int) -> str:
+        """Host-side text of ``role``'s observation row (what an LLM reads); see
+        :func:`jaxcollab.envs.bomb.render.render_tokens` (the row names its role too).
 
         Raises:
-            ValueError: ``role`` not in 0..2.
+            ValueError: ``role`` not in 0..2, or a token outside its section's vocabulary.
         """
         from jaxcollab.envs.bomb.render import render_tokens
 
-        if role not in range(T.N_AGENTS):
-            raise ValueError(f"role must be 0 (deaf), 1 (mute) or 2 (blind), got {role!r}")
+        self._check_role(role)
+        return render_tokens(np.asarray(obs_row), self.layout)
+
+    def render_text(self, state: BombState, role: int, params=None) -> str:
+        """:meth:`render_observation` of ``observe(state)[role]`` (one compiled ``observe``
+        shared by every variant with the same caps)."""
+        self._check_role(role)
         tokens = np.asarray(jax.device_get(observe_jit(state, self._params(params))))[role]
-        return render_tokens(tokens, self.layout)
+        return self.render_observation(tokens, role)
 
     def solution(self, state: BombState, params=None) -> list[int]:
         """Host side: the required positions (cuts) or keys (code) in order, 0-based, for an

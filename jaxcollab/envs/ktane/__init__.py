@@ -5,22 +5,16 @@ front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets.
 """
 
 from jaxcollab.core.registry import register
-from jaxcollab.envs.ktane.engine import (
-    GPTNT_TIME_LIMIT_S,
-    BombState,
-    KtaneEnv,
-    KtaneParams,
-    Mission,
-)
-from jaxcollab.envs.ktane.export import export_instances
+from jaxcollab.envs.ktane.env import KtaneEnv
+from jaxcollab.envs.ktane.mission import GPTNT_TIME_LIMIT_S, KtaneParams, Mission
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
+from jaxcollab.envs.ktane.state import BombState
 
 __all__ = [
     "BombState",
     "KtaneEnv",
     "KtaneParams",
     "Mission",
-    "export_instances",
     "single_module_mission",
 ]
 

@@ -140,10 +140,13 @@ class MazeEnv(Environment[MazeState, MazeParams]):
     def observe(self, state: MazeState, params=None):
         return views(state.open_, state.masks, state.pos)[:N_AGENTS]
 
-    def render_text(self, state: MazeState, role: int) -> str:
-        """Role's masked grid, one line per row (``#`` wall, ``.`` open, ``?`` unseen, ``@``)."""
-        if role not in range(N_AGENTS):
-            raise ValueError(f"role must be 0 or 1, got {role!r}")
-        text = decode(np.asarray(jax.device_get(self.observe(state)))[role])
+    def render_observation(self, obs_row, role: int) -> str:
+        """Role's masked grid, one line per row (``#`` wall, ``.`` open, ``?`` unseen, ``@``).
+
+        Raises:
+            ValueError: ``role`` not 0 or 1.
+        """
+        self._check_role(role)
+        text = decode(obs_row)
         w = self.shape[1]
         return "\n".join(text[i : i + w] for i in range(0, len(text), w))

@@ -2,8 +2,7 @@
 
 It reads the full state (including hidden fields such as the wire to cut), so it is a solver,
 not a player: it selects the first unsolved module on the visible face (flipping the bomb when
-that face is done), then plays each module's ``oracle`` move. Agents build on it in
-:mod:`jaxcollab.agents.ktane`.
+that face is done), then plays each module's ``oracle`` move (the module rules' own solver).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxcollab.envs.ktane.engine import BombState, KtaneEnv
+from jaxcollab.envs.ktane import BombState, KtaneEnv
 from jaxcollab.envs.ktane.modules.base import FLIP, SELECT
 
 

@@ -13,13 +13,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.ktane.oracle import oracle_defuser
 from jaxcollab.core.registry import make
+from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.edgework import display_text
-from jaxcollab.envs.ktane.engine import DEFUSER, KtaneEnv
+from jaxcollab.envs.ktane.mission import DEFUSER
 from jaxcollab.envs.ktane.modules.base import VERBS, WAIT
-from jaxcollab.envs.ktane.oracle import oracle_defuser
 
 
 def episode_keys(seed: int, n: int) -> jax.Array:

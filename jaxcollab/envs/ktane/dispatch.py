@@ -1,0 +1,55 @@
+"""Module dispatch: ``lax.switch`` over the mission's module types on packed module state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jax
+import jax.numpy as jnp
+
+from jaxcollab.envs.ktane.edgework import display_digits, facts
+from jaxcollab.envs.ktane.modules.base import Ctx
+from jaxcollab.envs.ktane.state import BombState
+
+if TYPE_CHECKING:
+    from jaxcollab.envs.ktane.env import KtaneEnv
+
+
+def switch(env: KtaneEnv, kind, method: str, *args):
+    """``lax.switch`` over the mission's module types, calling ``method`` on unpacked state."""
+
+    def branch(t):
+        def call(vec, *rest):
+            return getattr(t, method)(t.layout.unpack(vec), *rest)
+
+        return call
+
+    return jax.lax.switch(kind, [branch(t) for t in env.kinds], *args)
+
+
+def act(env: KtaneEnv, key, vec, kind, verb, target, ctx):
+    """A module action on packed state ``vec``: ``(vec, strike, solved, valid)``."""
+
+    def branch(t):
+        def call(key, vec, verb, target, ctx):
+            m, strike, solved, valid = t.act(key, t.layout.unpack(vec), verb, target, ctx)
+            return t.layout.pack(m), strike, solved, valid
+
+        return call
+
+    return jax.lax.switch(kind, [branch(t) for t in env.kinds], key, vec, verb, target, ctx)
+
+
+def context(state: BombState) -> Ctx:
+    """What module rules read: edgework facts, strikes and the displayed timer digits."""
+    return Ctx(
+        facts=facts(state.edge),
+        strikes=state.strikes,
+        display=display_digits(state.time_left_cs),
+    )
+
+
+def module_oracle(env: KtaneEnv, state: BombState) -> tuple[jax.Array, jax.Array]:
+    """The zoomed module's next correct ``(verb, target)`` (reads hidden state; for oracles)."""
+    z = jnp.maximum(state.zoom, 0)
+    return switch(env, jnp.asarray(env.slot_kind)[z], "oracle", state.modules[z], context(state))

@@ -1,0 +1,132 @@
+"""The Keep-Talking environment under the team contract (spec ``ktane-rules.md`` §1).
+
+The package is split like the bomb families: :mod:`.mission` (missions, params), :mod:`.state`
+(state, a fresh bomb), :mod:`.dispatch` (module types), :mod:`.navigation`, :mod:`.rules`
+(turns), :mod:`.observe` (tokens) and :mod:`.render` (text).
+
+Sync mode: turns alternate Defuser, Expert, Defuser, … (``state.turn`` even = Defuser). Each
+Defuser turn, whatever it does, costs ``3 s × rate(strikes)`` of bomb time, with the rate read
+*before* the turn's action (×1, ×1.25, ×1.5, ×2 at 0, 1, 2, ≥3 strikes); Expert turns are
+free. Time is int32 centiseconds. A module action is evaluated on the timer display shown at
+the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
+solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
+outcome, :meth:`KtaneEnv.step` leaves the state unchanged.
+
+Actions are int32 ``[2, 3]``: ``(verb, target, word)`` per role (see
+:data:`~jaxcollab.envs.ktane.modules.base.VERBS`). Only the role whose turn it is acts. The
+Defuser may ``wait``, ``message`` (send one vocabulary word), ``select`` a module slot on the
+face it sees (zoom in), go ``back`` (zoom out), ``rotate`` (target 0–3: up, down, left, right),
+``flip``, or ``press`` / ``cut`` / ``hold`` / ``release`` a labelled target of the zoomed
+module. The Expert may ``wait`` or ``message``; its other verbs count as ``wait``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcollab.core.env import Environment
+from jaxcollab.core.spaces import Discrete
+from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.dispatch import context, module_oracle
+from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES, KtaneParams, Mission
+from jaxcollab.envs.ktane.modules import module_type
+from jaxcollab.envs.ktane.modules.base import VERBS, Ctx
+from jaxcollab.envs.ktane.observe import OBS_LEN, observe
+from jaxcollab.envs.ktane.rules import transition
+from jaxcollab.envs.ktane.state import BombState, init_state
+
+
+class KtaneEnv(Environment[BombState, KtaneParams]):
+    """A bomb with the modules of a :class:`Mission`, played by a Defuser and an Expert.
+
+    Observations are int32 ``[2, OBS_LEN]`` word tokens (:mod:`~jaxcollab.envs.ktane.vocab`):
+    the Defuser's row holds the timer, strikes, face, zoom, last result and the Expert's last
+    word, then what is on the visible face, then the zoomed module's view; the Expert's row
+    holds only the Defuser's last word. Rewards are float32 ``[2]`` (shared): +1 on the turn
+    the bomb is solved, -1 on strikeout or timeout, else 0.
+    """
+
+    n_agents = 2
+    role_names = ROLE_NAMES
+
+    def __init__(self, mission: Mission, name: str):
+        self.mission, self.name = mission, name
+        self.types = [module_type(m) for m in mission.modules]
+        self.kinds = list(dict.fromkeys(self.types))  # distinct types, lax.switch branches
+        self.slot_kind = np.array([self.kinds.index(t) for t in self.types], np.int32)
+        self.n_slots = len(self.types)
+        self.slot_face = np.arange(self.n_slots, dtype=np.int32) // T.SLOTS_PER_FACE
+        self.n_targets = np.array([t.n_targets for t in self.kinds], np.int32)
+        self.accepts = np.array([[v in t.verbs for v in range(len(VERBS))] for t in self.kinds])
+        #: Upper bound on turns per episode (each Defuser turn costs at least 3 s).
+        self.max_turns = 2 * math.ceil(mission.time_limit_s / T.TURN_S) + 2
+
+    @property
+    def default_params(self) -> KtaneParams:
+        m = self.mission
+        return KtaneParams(
+            time_limit_cs=jnp.int32(round(m.time_limit_s * 100)),
+            max_strikes=jnp.int32(m.max_strikes),
+            n_widgets=jnp.int32(m.n_widgets),
+        )
+
+    def observation_space(self, params=None) -> Discrete:
+        return Discrete(len(V.VOCAB), (2, OBS_LEN))
+
+    def action_space(self, params=None) -> Discrete:
+        """``(verb, target, word)`` per role; bounded by the vocabulary size (the largest)."""
+        return Discrete(len(V.VOCAB), (2, 3))
+
+    # --- reset ----------------------------------------------------------------------------
+
+    def reset(self, key, params=None):
+        params = self._params(params)
+        state = self.init_state(key, params)
+        return self.observe(state, params), state
+
+    def init_state(self, key, params=None) -> BombState:
+        """:meth:`reset` without the observation: a fresh bomb (edgework, then each module)."""
+        return init_state(self, key, self._params(params))
+
+    def context(self, state: BombState) -> Ctx:
+        """What module rules read: edgework facts, strikes and the displayed timer digits."""
+        return context(state)
+
+    def module_oracle(self, state: BombState) -> tuple[jax.Array, jax.Array]:
+        """The zoomed module's next correct ``(verb, target)`` (reads hidden state; for agents)."""
+        return module_oracle(self, state)
+
+    # --- step -----------------------------------------------------------------------------
+
+    def step(self, key, state: BombState, actions, params=None):
+        params = self._params(params)
+        new, reward, info = self.transition(key, state, actions, params)
+        terminated = new.outcome != T.RUNNING
+        return self.observe(new, params), new, reward, terminated, jnp.bool_(False), info
+
+    def transition(self, key, state: BombState, actions, params=None):
+        """:meth:`step` without the observation: ``(state, reward, info)`` (see
+        :func:`jaxcollab.envs.ktane.rules.transition`)."""
+        return transition(self, key, state, actions, self._params(params))
+
+    def observe(self, state: BombState, params=None):
+        return observe(self, state, self._params(params))
+
+    # --- host side --------------------------------------------------------------------------
+
+    def render_observation(self, obs_row, role: int) -> str:
+        """Text of role ``role``'s observation row; the Expert's starts with the manual.
+
+        Raises:
+            ValueError: ``role`` is not 0 (defuser) or 1 (expert).
+        """
+        from jaxcollab.envs.ktane.render import manual_text, tokens_to_text
+
+        self._check_role(role)
+        text = tokens_to_text(np.asarray(obs_row))
+        return text if role == DEFUSER else manual_text() + "\n\n" + text

@@ -1,0 +1,70 @@
+"""Missions and dynamic parameters of a Keep-Talking bomb (spec ``ktane-rules.md`` §1; GPTNT
+single-module time limits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import chex
+import jax
+
+from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane.modules import module_type
+
+DEFUSER, EXPERT = 0, 1
+ROLE_NAMES = ("defuser", "expert")
+
+#: GPTNT single-module time limits in seconds (spec §"Roles, turns, time").
+GPTNT_TIME_LIMIT_S = {
+    "wires": 81,
+    "keypad": 90,
+    "whos_on_first": 93,
+    "memory": 105,
+    "simon": 135,
+    "button": 144,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Mission:
+    """A mission as data: which modules, how long, how many strikes, how many widgets.
+
+    Attributes:
+        modules: module type names, one per slot (front slots 0–5, then back 6–11).
+        time_limit_s: bomb time in seconds (> 0).
+        max_strikes: the strike that ends the episode (1–9; default 3).
+        n_widgets: optional widgets on the casing (0–5).
+        seed: the mission's own seed (fixed missions reuse it for their episodes' keys).
+
+    Raises:
+        ValueError / KeyError: a value out of range or an unknown module name (listing valid).
+    """
+
+    modules: tuple[str, ...]
+    time_limit_s: float
+    max_strikes: int = 3
+    n_widgets: int = 5
+    seed: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "modules", tuple(self.modules))
+        if not 1 <= len(self.modules) <= T.MAX_SLOTS:
+            raise ValueError(f"a mission needs 1-{T.MAX_SLOTS} modules, got {self.modules!r}")
+        for name in self.modules:
+            module_type(name)
+        if not self.time_limit_s > 0:
+            raise ValueError(f"time_limit_s must be positive, got {self.time_limit_s!r}")
+        if not 1 <= self.max_strikes <= 9:
+            raise ValueError(f"max_strikes must be in 1-9, got {self.max_strikes!r}")
+        if not 0 <= self.n_widgets <= T.MAX_WIDGETS:
+            raise ValueError(f"n_widgets must be in 0-{T.MAX_WIDGETS}, got {self.n_widgets!r}")
+
+
+@chex.dataclass(frozen=True)
+class KtaneParams:
+    """Dynamic parameters (int32 scalars): ``time_limit_cs``, ``max_strikes``, ``n_widgets``."""
+
+    time_limit_cs: jax.Array
+    max_strikes: jax.Array
+    n_widgets: jax.Array

@@ -1,0 +1,31 @@
+"""Navigation: turning the bomb and zooming into a module (spec ``ktane-rules.md`` §1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jax.numpy as jnp
+
+from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane.modules.base import BACK, FLIP, ROTATE, SELECT
+
+if TYPE_CHECKING:
+    from jaxcollab.envs.ktane.env import KtaneEnv
+    from jaxcollab.envs.ktane.state import BombState
+
+
+def navigate(env: KtaneEnv, state: BombState, verb, target):
+    """Face and zoom after a select / back / rotate / flip; returns ``(face, zoom, valid)``."""
+    slot = jnp.clip(target, 0, env.n_slots - 1)
+    select = (
+        (verb == SELECT) & (target == slot) & (jnp.asarray(env.slot_face)[slot] == state.face)
+    )
+    rotate = (verb == ROTATE) & (target >= 0) & (target < len(T.ROTATIONS))
+    flip = verb == FLIP
+    back = (verb == BACK) & (state.zoom >= 0)
+    turned = jnp.asarray(T.NEXT_FACE)[state.face, jnp.clip(target, 0, 3)]
+    face = jnp.where(
+        rotate, turned, jnp.where(flip, jnp.asarray(T.FLIP_FACE)[state.face], state.face)
+    )
+    zoom = jnp.where(select, slot, jnp.where(rotate | flip | back, -1, state.zoom))
+    return face, zoom, select | rotate | flip | back

@@ -1,0 +1,149 @@
+"""Observations: what the Defuser sees of the bomb and what each role hears (spec
+``ktane-rules.md`` §1). Only the Defuser's row shows the bomb; the Expert's row holds only the
+Defuser's last word.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jax
+import jax.numpy as jnp
+
+from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.dispatch import switch
+from jaxcollab.envs.ktane.edgework import Edgework, display_digits
+from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, KtaneParams
+from jaxcollab.envs.ktane.modules.base import VIEW_LEN
+from jaxcollab.envs.ktane.state import BombState
+
+if TYPE_CHECKING:
+    from jaxcollab.envs.ktane.env import KtaneEnv
+
+HEADER_LEN = 26
+FACE_LEN = 48
+OBS_LEN = HEADER_LEN + FACE_LEN + VIEW_LEN
+
+
+def _pad(tokens: jax.Array, length: int) -> jax.Array:
+    return jnp.pad(tokens, (0, length - tokens.shape[0]))
+
+
+def observe(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.Array:
+    """Both roles' observations, int32 ``[2, OBS_LEN]`` word tokens (see :class:`KtaneEnv`)."""
+    defuser = jnp.concatenate(
+        [header(state, params), face_view(env, state), zoom_view(env, state)]
+    )
+    expert = _pad(
+        jnp.stack([V.tok("defuser"), V.tok("says"), word(state.messages[DEFUSER])]),
+        OBS_LEN,
+    )
+    return jnp.stack([defuser, expert]).astype(jnp.int32)
+
+def word(token):
+    """A message token, with 0 (nothing sent) shown as ``none``."""
+    return jnp.where(token == 0, V.tok("none"), token)
+
+def header(state: BombState, params: KtaneParams) -> jax.Array:
+    """The Defuser's header: timer, strikes, face, zoom, last result, the Expert's word."""
+    d = jnp.asarray(V.DIGIT)[display_digits(state.time_left_cs)]
+    sep = jnp.where(state.time_left_cs >= 6000, V.tok(":"), V.tok("."))
+    zoom = jnp.where(
+        state.zoom >= 0, jnp.asarray(V.LABEL)[jnp.maximum(state.zoom, 0)], V.tok("none")
+    )
+    bar = V.tok("|")
+    digit = jnp.asarray(V.DIGIT)
+    return jnp.stack(
+        [
+            V.tok("time"),
+            d[0],
+            d[1],
+            sep,
+            d[2],
+            d[3],
+            bar,
+            V.tok("strikes"),
+            digit[jnp.minimum(state.strikes, 9)],
+            V.tok("of"),
+            digit[params.max_strikes],
+            bar,
+            V.tok("face"),
+            jnp.asarray(V.toks(T.FACES))[state.face],
+            bar,
+            V.tok("zoom"),
+            zoom,
+            bar,
+            V.tok("last"),
+            state.feedback,
+            bar,
+            V.tok("expert"),
+            V.tok("says"),
+            word(state.messages[EXPERT]),
+            bar,
+            bar,
+        ]
+    )
+
+def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
+    """Tokens of the visible face: module slots on front/back, edgework on the sides."""
+    titles = V.toks([t.title for t in env.types])
+    status = jnp.where(state.solved, V.tok("solved"), V.tok("unsolved"))
+    slots = jnp.stack(
+        [
+            jnp.full(env.n_slots, V.tok("module")),
+            jnp.asarray(V.LABEL[: env.n_slots]),
+            jnp.asarray(titles),
+            status,
+            jnp.full(env.n_slots, V.tok(";")),
+        ],
+        axis=1,
+    )
+    slots = jnp.where((jnp.asarray(env.slot_face) == state.face)[:, None], slots, 0)
+    modules = _pad(slots.reshape(-1), FACE_LEN)
+    return jnp.where(state.face < 2, modules, side_view(state.edge, state.face))
+
+def zoom_view(env: KtaneEnv, state: BombState) -> jax.Array:
+    """The zoomed module's view tokens (zeros when not zoomed)."""
+    z = jnp.maximum(state.zoom, 0)
+    view = switch(env, jnp.asarray(env.slot_kind)[z], "view", state.modules[z])
+    return jnp.where(state.zoom >= 0, view, 0)
+
+
+def side_view(edge: Edgework, face: jax.Array) -> jax.Array:
+    """Tokens of a side face: the serial number (if here), then each widget here as
+    ``kind detail… ;`` in 8 tokens (battery holder; indicator lit|unlit label; port names)."""
+    w = T.MAX_WIDGETS
+    port_tok = jnp.asarray(V.toks(T.PORT_NAMES))
+    ports = jnp.where((edge.b[:, None] >> jnp.arange(6)) & 1 == 1, port_tok, 0)  # [w, 6]
+    ports = ports.at[:, 0].set(jnp.where(jnp.all(ports == 0, 1), V.tok("empty"), ports[:, 0]))
+    holder = jnp.asarray(V.toks(T.HOLDERS))[jnp.clip(edge.a - 1, 0, 1)]
+    lit = jnp.where(edge.b == 1, V.tok("lit"), V.tok("unlit"))
+    label = jnp.asarray(V.toks(T.INDICATOR_LABELS))[jnp.clip(edge.a, 0, 10)]
+    zeros = jnp.zeros((w, 6), jnp.int32)
+    details = jnp.stack(
+        [
+            zeros.at[:, 0].set(holder),
+            zeros.at[:, 0].set(lit).at[:, 1].set(label),
+            ports,
+        ]
+    )  # [3 kinds, w, 6]
+    kind = jnp.clip(edge.kind, 0, 2)
+    rows = jnp.concatenate(
+        [
+            jnp.asarray(V.toks(T.WIDGET_KINDS))[kind][:, None],
+            details[kind, jnp.arange(w)],
+            jnp.full((w, 1), V.tok(";")),
+        ],
+        axis=1,
+    )
+    rows = jnp.where(((edge.side == face) & (edge.kind >= 0))[:, None], rows, 0)
+    serial = jnp.concatenate(
+        [
+            jnp.array([V.tok("serial")]),
+            jnp.asarray(V.SERIAL_CHAR)[edge.serial],
+            jnp.array([V.tok(";")]),
+        ]
+    )
+    serial = jnp.where(edge.serial_side == face, serial, 0)
+    return _pad(jnp.concatenate([serial, rows.reshape(-1)]), FACE_LEN)

@@ -1,0 +1,120 @@
+"""Sync-mode turns: the Defuser's and the Expert's turn, time, strikes and outcomes (spec
+``ktane-rules.md`` §1; see :mod:`jaxcollab.envs.ktane.env` for the rules in words).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jax
+import jax.numpy as jnp
+
+from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.dispatch import act, context
+from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, KtaneParams
+from jaxcollab.envs.ktane.modules.base import MESSAGE, MODULE_VERBS, VERBS, WAIT
+from jaxcollab.envs.ktane.navigation import navigate
+from jaxcollab.envs.ktane.state import FEEDBACK, BombState
+
+if TYPE_CHECKING:
+    from jaxcollab.envs.ktane.env import KtaneEnv
+
+
+def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParams):
+    """One turn without the observation: ``(state, reward, info)``; a no-op once ended.
+
+    ``info`` holds int32/bool scalars ``role`` (who acted), ``strike``, ``valid`` (the
+    action had an effect or was a wait/message) and ``outcome``.
+    """
+    actions = jnp.asarray(actions, jnp.int32)
+    role = state.turn % 2
+    verb, target, word = actions[role, 0], actions[role, 1], actions[role, 2]
+    word = jnp.clip(word, 0, len(V.VOCAB) - 1)
+    defuser_state, strike, valid = defuser_turn(env, key, state, verb, target, word, params)
+    expert_state = expert_turn(state, verb, word)
+    running = state.outcome == T.RUNNING
+    pick = lambda d, e, old: jnp.where(running, jnp.where(role == DEFUSER, d, e), old)  # noqa: E731
+    new = jax.tree.map(pick, defuser_state, expert_state, state)
+    ended = running & (new.outcome != T.RUNNING)
+    won = new.outcome == T.SOLVED
+    reward = jnp.full((2,), jnp.where(ended, jnp.where(won, 1.0, -1.0), 0.0), jnp.float32)
+    info = {
+        "role": role,
+        "strike": running & (role == DEFUSER) & strike,
+        "valid": running & jnp.where(role == DEFUSER, valid, True),
+        "outcome": new.outcome,
+    }
+    return new, reward, info
+
+
+def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, params: KtaneParams):
+    """The Defuser's turn: navigate, act on the zoomed module, or message; costs bomb time.
+
+    Returns ``(state, strike, ok)``.
+    """
+    face, zoom, nav_ok = navigate(env, state, verb, target)
+    z = jnp.maximum(state.zoom, 0)
+    kind = jnp.asarray(env.slot_kind)[z]
+    n_targets = jnp.asarray(env.n_targets)[kind]
+    can_act = (
+        jnp.isin(verb, jnp.asarray(MODULE_VERBS))
+        & (state.zoom >= 0)
+        & ~state.solved[z]
+        & jnp.asarray(env.accepts)[kind, jnp.clip(verb, 0, len(VERBS) - 1)]
+        & (target >= 0)
+        & (target < n_targets)
+    )
+    vec, strike, solved_now, valid = act(env, 
+        key,
+        state.modules[z],
+        kind,
+        verb,
+        jnp.clip(target, 0, n_targets - 1),
+        context(state),
+    )
+    acted = can_act & valid
+    strike, solved_now = acted & strike, acted & solved_now
+    solved = state.solved.at[z].set(state.solved[z] | solved_now)
+    strikes = state.strikes + strike
+    message = verb == MESSAGE
+    ok = nav_ok | acted | message | (verb == WAIT)
+    feedback = jnp.select(
+        [strike, solved_now, ~ok, verb == WAIT],
+        [FEEDBACK[3], FEEDBACK[4], FEEDBACK[5], FEEDBACK[2]],
+        FEEDBACK[1],
+    )
+    time_left = state.time_left_cs - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, 3)]
+    outcome = jnp.select(
+        [jnp.all(solved), strikes >= params.max_strikes, time_left <= 0],
+        [T.SOLVED, T.STRIKEOUT, T.TIMEOUT],
+        T.RUNNING,
+    )
+    new = state.replace(
+        modules=state.modules.at[z].set(jnp.where(acted, vec, state.modules[z])),
+        solved=solved,
+        strikes=strikes,
+        time_left_cs=time_left,
+        turn=state.turn + 1,
+        face=face,
+        zoom=zoom,
+        feedback=feedback.astype(jnp.int32),
+        messages=state.messages.at[DEFUSER].set(
+            jnp.where(message, word, state.messages[DEFUSER])
+        ),
+        outcome=outcome.astype(jnp.int32),
+        n_actions=state.n_actions + ~message,
+        n_messages=state.n_messages.at[DEFUSER].add(message),
+    )
+    return new, strike, ok
+
+def expert_turn(state: BombState, verb, word) -> BombState:
+    """The Expert's turn: only a message changes anything (time is not charged)."""
+    message = verb == MESSAGE
+    return state.replace(
+        turn=state.turn + 1,
+        messages=state.messages.at[EXPERT].set(
+            jnp.where(message, word, state.messages[EXPERT])
+        ),
+        n_messages=state.n_messages.at[EXPERT].add(message),
+    )
