@@ -1,19 +1,23 @@
 """Host-callback bridge: an LLM team as a policy of the library rollout.
 
-``policy(key, obs, policy_state) -> (actions, policy_state)`` calls ``jax.pure_callback`` once
-per step (``vmap_method="broadcast_all"``: under the rollout's ``vmap`` the host receives the
-whole batch of episodes at once). On the host, a :class:`Game` (one per family: prompts and
-action encoding) turns each episode's observation rows into requests, the :class:`Host` sends the
-requests of *all* agents of *all* episodes concurrently, and the game turns the replies into the
-joint action the environment's ``step`` applies. Every rule stays in the environment: the host
-only renders observations (``env.render_observation`` / the family's token renderer), parses
-replies and encodes actions. Replies are cached by request hash, so the callback is
-deterministic and a rerun replays it exactly (DESIGN.md "LLM path").
+:func:`make_policy` gives a :class:`jaxcollab.Policy` for the library rollout
+(:func:`jaxcollab.rollout`) whose ``act(key, obs, policy_state)`` calls ``jax.pure_callback`` once
+per step (``vmap_method="broadcast_all"``: under the rollout's ``vmap`` the host receives the whole
+batch of episodes at once). The environment is wrapped in :class:`EndedFlag`, which appends one
+public "the game is over" token to every observation row, so the host stops querying the agents of
+an ended episode (players know when their game has ended); episodes are told apart by their policy-
+init key, which the host maps back to the episode index (:meth:`Host.begin`). On the host, a
+:class:`Game` (one per family: prompts and action encoding) turns each episode's observation rows
+into requests, the :class:`Host` sends the requests of *all* agents of *all* episodes concurrently,
+and the game turns the replies into the joint action the environment's ``step`` applies. Every rule
+stays in the environment: the host only renders observations (``env.render_observation`` / the
+family's token renderer), parses replies and encodes actions. Replies are cached by request hash,
+so the callback is deterministic and a rerun replays it exactly (DESIGN.md "LLM path").
 
-A game's :meth:`Game.turn` is a generator: it yields lists of :class:`~.client.Request` (one
-batch per conversation round) and receives the replies, then returns the joint action. This lets
-one step hold several rounds (the maze protocol's K rounds, sampled responses) while still
-batching every episode's requests together.
+A game's :meth:`Game.turn` is a generator: it yields lists of :class:`~.client.Request` (one batch
+per conversation round) and receives the replies, then returns the joint action. This lets one step
+hold several rounds (the maze protocol's K rounds, sampled responses) while still batching every
+episode's requests together.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.core.rollout import Policy, split_episode_key
+from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.llm.client import ChatClient, Reply, Request
 from jaxcollab.llm.parse import REFUSAL, Parsed
 
@@ -111,6 +117,7 @@ class Host:
     def __init__(self, game: Game, client: ChatClient, on_step=None):
         self.game, self.client, self.on_step = game, client, on_step
         self.episodes: dict[int, Episode] = {}
+        self.ids: dict[bytes, int] = {}
 
     def episode(self, index: int) -> Episode:
         if index not in self.episodes:
@@ -143,16 +150,25 @@ class Host:
                 self.on_step(len(flat))
         return results
 
-    def callback(self, obs, episode, step, done):
+    def begin(self, keys, ids) -> None:
+        """Map the episode keys ``[B]`` of the next rollout to episode indices (``-1``: padding,
+        never queried), via the policy-init key each episode's policy state carries."""
+        init = jax.vmap(lambda k: split_episode_key(k)[1])(jnp.asarray(keys))
+        self.ids = {_key_id(k): int(i) for k, i in zip(np.asarray(jax.random.key_data(init)
+                                                                  if _typed(init) else init), ids)}
+
+    def callback(self, obs, key, step):
         """The ``pure_callback`` body: batched (or single) episodes → joint actions."""
-        obs, episode, step, done = (np.asarray(x) for x in (obs, episode, step, done))
-        single = episode.ndim == 0
+        obs, key, step = (np.asarray(x) for x in (obs, key, step))
+        single = step.ndim == 0
         if single:
-            obs, episode, step, done = obs[None], episode[None], step[None], done[None]
-        live = [b for b in range(len(episode)) if not done[b]]
-        acts = self.drive([self.game.turn(self.episode(int(episode[b])), int(step[b]), obs[b])
-                           for b in live])
-        out = [self.game.noop() for _ in range(len(episode))]
+            obs, key, step = obs[None], key[None], step[None]
+        episode = [self.ids.get(_key_id(k), -1) for k in key]
+        ended = obs[:, 0, -1] != 0
+        live = [b for b in range(len(step)) if episode[b] >= 0 and not ended[b]]
+        acts = self.drive([self.game.turn(self.episode(episode[b]), int(step[b]),
+                                          obs[b, :, :-1]) for b in live])
+        out = [self.game.noop() for _ in range(len(step))]
         for b, a in zip(live, acts):
             out[b] = a
         joint = jax.tree.map(lambda *xs: np.stack(xs), *out)
@@ -165,26 +181,66 @@ class Host:
         self.drive([self.game.finish(self.episode(i), o) for i, o in outcomes.items()])
 
 
-def init_policy_state(episodes) -> dict:
-    """Policy state of a batch: int32 ``episode`` ids ``[B]``, step ``t`` and ``done`` flags."""
-    episodes = jnp.asarray(episodes, jnp.int32)
-    return {"episode": episodes, "t": jnp.zeros_like(episodes),
-            "done": jnp.zeros(episodes.shape, bool)}
+def _typed(key) -> bool:
+    return jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
 
 
-def make_policy(host: Host):
-    """The LLM team as ``policy(key, obs, policy_state) -> (actions, policy_state)``.
+def _key_id(key) -> bytes:
+    return np.asarray(key, np.uint32).tobytes()
 
-    ``policy_state`` is one episode's slice of :func:`init_policy_state`; the rollout sets
-    ``done`` once the episode ended so its agents are not queried again. ``key`` is unused:
-    sampling randomness lives on the server, and the cache makes replies replayable.
+
+class EndedFlag(Wrapper):
+    """Appends one token to every observation row: 1 once the episode has ended, else 0.
+
+    The LLM host reads it to stop querying ended episodes (the library rollout keeps stepping
+    ended episodes until the whole batch has ended). The flag is sticky (kept in the state, so it
+    holds even where an environment reports ``terminated`` only on the ending step), and the
+    state also counts the steps played. State: ``{"env": wrapped state, "ended": bool [],
+    "length": int32 []}``; observations: int32 ``[n_agents, L + 1]``.
     """
 
-    def policy(key, obs, policy_state):
+    def _flag(self, obs, ended):
+        col = jnp.broadcast_to(jnp.asarray(ended, jnp.int32), obs.shape[:-1] + (1,))
+        return jnp.concatenate([obs, col], axis=-1)
+
+    def reset(self, key, params=None):
+        obs, state = self.env.reset(key, params)
+        return self._flag(obs, False), {"env": state, "ended": jnp.bool_(False),
+                                        "length": jnp.int32(0)}
+
+    def step(self, key, state, actions, params=None):
+        obs, inner, reward, term, trunc, info = self.env.step(key, state["env"], actions, params)
+        was = state["ended"]
+        ended = was | term | trunc
+        new = {"env": inner, "ended": ended, "length": state["length"] + ~was}
+        reward = jnp.where(was, 0.0, reward)
+        return self._flag(obs, ended), new, reward, term | was, trunc & ~was, info
+
+    def observe(self, state, params=None):
+        return self._flag(self.env.observe(state["env"], params), state["ended"])
+
+    def __hash__(self):
+        return hash((EndedFlag, id(self.env)))
+
+    def __eq__(self, other):
+        return isinstance(other, EndedFlag) and other.env is self.env
+
+
+def make_policy(host: Host) -> Policy:
+    """The LLM team as a :class:`jaxcollab.Policy` (play it on ``EndedFlag(env)``).
+
+    Policy state: ``{"key": the episode's policy-init key data, "t": step}``. The step key is
+    unused: sampling randomness lives on the server, and the cache makes replies replayable.
+    """
+
+    def init(key):
+        return {"key": jax.random.key_data(key) if _typed(key) else key, "t": jnp.int32(0)}
+
+    def act(key, obs, policy_state):
         del key
         actions = jax.pure_callback(
-            host.callback, host.game.action_struct(), obs, policy_state["episode"],
-            policy_state["t"], policy_state["done"], vmap_method="broadcast_all")
+            host.callback, host.game.action_struct(), obs, policy_state["key"],
+            policy_state["t"], vmap_method="broadcast_all")
         return actions, {**policy_state, "t": policy_state["t"] + 1}
 
-    return policy
+    return Policy(act=act, init=init, name=f"llm-{type(host.game).__name__}")

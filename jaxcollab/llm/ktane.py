@@ -27,7 +27,7 @@ import numpy as np
 
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
-from jaxcollab.envs.ktane.engine import DEFUSER, ROLE_NAMES
+from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES
 from jaxcollab.envs.ktane.modules.base import (
     BACK,
     CUT,

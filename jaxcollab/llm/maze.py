@@ -27,8 +27,10 @@ from jaxcollab.collab.metrics import (
     event_probs,
     self_calibration_error,
 )
+from jaxcollab.core.wrappers import Wrapper
+from jaxcollab.envs.maze.env import state_from_maze
 from jaxcollab.envs.maze.generator import MOVE_CHARS
-from jaxcollab.envs.maze.text import decode
+from jaxcollab.envs.maze.text import decode, make_mazes
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed
@@ -244,3 +246,35 @@ def calibration_by_round(rounds: list[dict], labels: dict[int, int], n_rounds: i
             pe, ye, pp = event_probs(p, y, prev)
             out.append(float(conversation_calibration_error(pe, pp, ye, n_bins=n_bins)))
     return out
+
+
+class HeldOutMazes(Wrapper):
+    """A maze environment whose ``reset`` starts a fixed maze of a held-out bank.
+
+    The bank is ``make_mazes(key(seed), n, shape)`` (drawn apart from any training set by its
+    seed). Params are ``{"env": the wrapped env's params, "maze": int32 bank index}``; play it
+    with ``batched_params`` so each episode names its maze (paper §6: 30 fixed mazes × 10
+    rollouts).
+    """
+
+    def __init__(self, env, n: int, seed: int):
+        super().__init__(env)
+        mazes, _ = make_mazes(jax.random.key(int(seed)), int(n), shape=env.shape)
+        self.bank = (mazes.open_, mazes.masks, mazes.moves.astype(np.int32), mazes.n_moves)
+
+    @property
+    def default_params(self):
+        return {"env": self.env.default_params, "maze": np.int32(0)}
+
+    def reset(self, key, params=None):
+        params = self.default_params if params is None else params
+        state = state_from_maze(*(jax.numpy.asarray(a)[params["maze"]] for a in self.bank))
+        return self.env.observe(state, params["env"]), state
+
+    def step(self, key, state, actions, params=None):
+        params = self.default_params if params is None else params
+        return self.env.step(key, state, actions, params["env"])
+
+    def observe(self, state, params=None):
+        params = self.default_params if params is None else params
+        return self.env.observe(state, params["env"])

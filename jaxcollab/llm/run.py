@@ -17,6 +17,7 @@ Transcript records (one JSON object per episode, keys sorted): ``env``, ``episod
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections import Counter
 from pathlib import Path
@@ -25,10 +26,9 @@ import jax
 import numpy as np
 
 import jaxcollab
-from jaxcollab.llm.bridge import Host, init_policy_state, make_policy
+from jaxcollab.llm.bridge import EndedFlag, Host, make_policy
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.parse import REFUSAL
-from jaxcollab.llm.rollout import play
 
 FAMILY_TEMPERATURE = {"bomb": 0.6, "ktane": 0.6, "maze": 1.0}  # GPTNT app. H; collab-gap §6
 
@@ -105,17 +105,6 @@ def _outcome(family: str, state, ret) -> tuple[bool, str]:
                                         else "truncated")
 
 
-def _maze_states(env, rc: RunConfig, ids: list[int]):
-    """Start states of episodes ``ids``: maze ``i // rollouts`` of the fixed held-out set."""
-    from jaxcollab.envs.maze.env import state_from_maze
-    from jaxcollab.envs.maze.text import make_mazes
-
-    mazes, _ = make_mazes(jax.random.key(rc.maze_seed), rc.mazes, shape=env.shape)
-    pick = np.asarray(ids) // rc.rollouts
-    return jax.vmap(state_from_maze)(mazes.open_[pick], mazes.masks[pick],
-                                     mazes.moves[pick].astype(np.int32), mazes.n_moves[pick])
-
-
 def _record(env_name, family, host, index, state, ret, steps) -> dict:
     ep = host.episode(index)
     success, ending = _outcome(family, state, ret)
@@ -133,6 +122,10 @@ def _record(env_name, family, host, index, state, ret, steps) -> dict:
             "parse_errors": dict(sorted(ep.errors.items())), "tokens": tokens,
             "latency_s": latency, "agents": {a: t for a, t in ep.history.items() if t},
             "data": data}
+
+
+def _row(tree, b: int):
+    return jax.tree.map(lambda x: x[b], tree)
 
 
 def total_tokens(client: ChatClient) -> int:
@@ -170,18 +163,29 @@ def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress
         lambda _: progress.set_postfix(tokens=total_tokens(client), refresh=False))
     host = Host(game, client, on_step=on_step)
     policy = make_policy(host)
+    played = env
+    if family == "maze":
+        from jaxcollab.llm.maze import HeldOutMazes
+
+        played = HeldOutMazes(env, rc.mazes, rc.maze_seed)
+    played = EndedFlag(played)
     base = jax.random.PRNGKey(rc.seed)
     size = min(int(rc.batch), len(todo))
     for start in range(0, len(todo), size):
         ids = todo[start: start + size]
-        padded = ids + [ids[-1]] * (size - len(ids))  # one compiled shape for every chunk
-        keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.asarray(padded))
-        states = _maze_states(env, rc, padded) if family == "maze" else None
-        ps = init_policy_state(padded)
-        ps["done"] = ps["done"].at[len(ids):].set(True)
-        state, _, ret, steps = jax.device_get(play(
-            env, policy, keys, params, ps, _max_steps(env, family), states))
-        pick = lambda b: jax.tree.map(lambda x: x[b], state)  # noqa: E731
+        padded = ids + [-1 - j for j in range(size - len(ids))]  # one compiled shape per run
+        keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.asarray(padded) % 2**31)
+        host.begin(keys, padded)
+        batched = family == "maze"
+        if batched:
+            params = {"env": jax.tree.map(lambda x: np.broadcast_to(x, (size, *np.shape(x))),
+                                          env.default_params),
+                      "maze": np.asarray([max(i, 0) // rc.rollouts for i in padded], np.int32)}
+        out = jax.device_get(jaxcollab.rollout(
+            played, policy, keys, params, max_steps=_max_steps(env, family),
+            batched_params=batched, until_done=True))
+        ret, steps = out.episode_return, out.state["length"]
+        pick = functools.partial(_row, out.state["env"])
         host.finish({i: _outcome(family, pick(b), ret[b])[1] for b, i in enumerate(ids)})
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:
