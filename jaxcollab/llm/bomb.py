@@ -22,7 +22,6 @@ import jax
 import numpy as np
 
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.envs.bomb.render import render_tokens
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed, parse_reply, parse_tool_calls
@@ -87,14 +86,6 @@ TOOLS = (
         "parameters": {"type": "object", "properties": {}}}},
 )
 _GLYPH_TO_NAME = {glyph: name for name, glyph in T.GESTURES}
-
-
-def render_observation(env, row: np.ndarray, role: int) -> str:
-    """The environment's text of one role's observation row (``env.render_observation`` when
-    the environment provides it, else the family's token renderer)."""
-    if hasattr(env, "render_observation"):
-        return env.render_observation(row, role)
-    return render_tokens(row, env.layout)
 
 
 def system_prompt(role: int, hint: str, turn_order=(0, 1, 2), rounds: int | None = None,
@@ -218,9 +209,9 @@ class BombGame(Game):
             return self._noop
         name = "solo" if self.solo else T.ROLE_NAMES[role]
         if self.solo:
-            seen = "\n\n".join(render_observation(self.env, obs[r], r) for r in range(3))
+            seen = "\n\n".join(self.env.render_observation(obs[r], r) for r in range(3))
         else:
-            seen = render_observation(self.env, obs[role], role)
+            seen = self.env.render_observation(obs[role], role)
         rnd = int(obs[role, 1]) - T.NUM_TOK
         note = ep.take_note(name)
         user = seen + (f"\n\nNOTICE {note}" if note else "")

@@ -10,8 +10,8 @@ init key, which the host maps back to the episode index (:meth:`Host.begin`). On
 :class:`Game` (one per family: prompts and action encoding) turns each episode's observation rows
 into requests, the :class:`Host` sends the requests of *all* agents of *all* episodes concurrently,
 and the game turns the replies into the joint action the environment's ``step`` applies. Every rule
-stays in the environment: the host only renders observations (``env.render_observation`` / the
-family's token renderer), parses replies and encodes actions. Replies are cached by request hash,
+stays in the environment: the host only renders observations (``env.render_observation``), parses
+replies and encodes actions. Replies are cached by request hash,
 so the callback is deterministic and a rerun replays it exactly (DESIGN.md "LLM path").
 
 A game's :meth:`Game.turn` is a generator: it yields lists of :class:`~.client.Request` (one batch
@@ -220,27 +220,42 @@ class EndedFlag(Wrapper):
         return self._flag(self.env.observe(state["env"], params), state["ended"])
 
     def __hash__(self):
-        return hash((EndedFlag, id(self.env)))
+        return hash((EndedFlag, self.env))
 
     def __eq__(self, other):
-        return isinstance(other, EndedFlag) and other.env is self.env
+        return isinstance(other, EndedFlag) and other.env == self.env
 
 
-def make_policy(host: Host) -> Policy:
-    """The LLM team as a :class:`jaxcollab.Policy` (play it on ``EndedFlag(env)``).
+#: The host each policy slot calls (see :func:`make_policy`).
+_HOSTS: dict[str, Host] = {}
 
-    Policy state: ``{"key": the episode's policy-init key data, "t": step}``. The step key is
-    unused: sampling randomness lives on the server, and the cache makes replies replayable.
-    """
 
-    def init(key):
-        return {"key": jax.random.key_data(key) if _typed(key) else key, "t": jnp.int32(0)}
+@dataclasses.dataclass(frozen=True)
+class _Act:
+    """``act`` of an LLM policy: compares by value (slot and action shapes), so every run in a
+    process that plays the same environment reuses one compiled rollout."""
 
-    def act(key, obs, policy_state):
-        del key
+    slot: str
+    struct: Any
+
+    def __call__(self, key, obs, policy_state):
+        del key  # sampling randomness lives on the server; the cache makes replies replayable
         actions = jax.pure_callback(
-            host.callback, host.game.action_struct(), obs, policy_state["key"],
-            policy_state["t"], vmap_method="broadcast_all")
+            lambda *args: _HOSTS[self.slot].callback(*args), self.struct, obs,
+            policy_state["key"], policy_state["t"], vmap_method="broadcast_all")
         return actions, {**policy_state, "t": policy_state["t"] + 1}
 
-    return Policy(act=act, init=init, name=f"llm-{type(host.game).__name__}")
+
+def _init(key):
+    return {"key": jax.random.key_data(key) if _typed(key) else key, "t": jnp.int32(0)}
+
+
+def make_policy(host: Host, slot: str = "llm") -> Policy:
+    """The LLM team as a :class:`jaxcollab.Policy` (play it on ``EndedFlag(env)``).
+
+    Policy state: ``{"key": the episode's policy-init key data, "t": step}``. ``host`` becomes
+    the active host of ``slot``: the compiled rollout calls whichever host is active there, so
+    one slot serves one run at a time.
+    """
+    _HOSTS[slot] = host
+    return Policy(act=_Act(slot, host.game.action_struct()), init=_init, name=f"llm-{slot}")

@@ -40,7 +40,7 @@ from jaxcollab.envs.ktane.modules.base import (
     SELECT,
     WAIT,
 )
-from jaxcollab.envs.ktane.render import manual_text, tokens_to_text
+from jaxcollab.envs.ktane.render import manual_text
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed, parse_reply
@@ -72,13 +72,6 @@ _INTERACT_DOC = (
 def marks(text: str) -> str:
     """The Defuser's text with label tokens ``[k]`` shown as set-of-marks letters (GPTNT D.2)."""
     return _LABEL.sub(lambda m: f"[{chr(64 + int(m.group(1)))}]", text)
-
-
-def render_observation(env, row: np.ndarray, role: int) -> str:
-    """The environment's text of the Defuser's row (``env.render_observation`` when present)."""
-    if hasattr(env, "render_observation"):
-        return env.render_observation(row, role)
-    return tokens_to_text(row)
 
 
 def system_prompt(role: int, mode: str) -> str:
@@ -163,6 +156,7 @@ class KtaneGame(Game):
     def __init__(self, env, mode: str = "sync", reflection: bool = True):
         self.env, self.mode, self.reflection = env, mode, bool(reflection)
         self.systems = [system_prompt(r, mode) for r in range(2)]
+        self.manual = manual_text() + "\n\n"
 
     def action_struct(self):
         return jax.ShapeDtypeStruct((2, 3), np.int32)
@@ -189,12 +183,14 @@ class KtaneGame(Game):
                 return action
         elif now < s["busy_until"][name]:
             return self.noop()
-        view = marks(render_observation(self.env, obs[DEFUSER], DEFUSER)) if role == DEFUSER \
-            else ""
+        if role == DEFUSER:
+            view = marks(self.env.render_observation(obs[DEFUSER], DEFUSER))
+        else:  # the Expert's row is the manual (already in its system prompt) + the last word
+            view = self.env.render_observation(obs[role], role).removeprefix(self.manual)
         inbox = [m for t, m in s["queue"][name] if t <= now]
         s["queue"][name] = [(t, m) for t, m in s["queue"][name] if t > now]
         partner = ROLE_NAMES[1 - role].capitalize()
-        parts = [view] if view else []
+        parts = [view]
         parts.append(f"Messages from the {partner}:\n" + "\n".join(inbox) if inbox else
                      f"No new messages from the {partner}.")
         note = ep.take_note(name)
@@ -211,7 +207,8 @@ class KtaneGame(Game):
         (reply,) = yield [req]
         parsed = self.refusal(reply) if reply.refused else parse_reply(reply.text,
                                                                        reply.finish_reason)
-        (verb, target, text), parsed = decode_action(parsed, role, view)
+        (verb, target, text), parsed = decode_action(parsed, role,
+                                                     view if role == DEFUSER else "")
         ep.record(name, step, req, reply, parsed, seen=user, said=reply.text,
                   refused=reply.refused, clock_s=now)
         lag = reply.latency_s if self.mode == "async" else 0.0

@@ -30,7 +30,7 @@ from jaxcollab.collab.metrics import (
 from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.envs.maze.env import state_from_maze
 from jaxcollab.envs.maze.generator import MOVE_CHARS
-from jaxcollab.envs.maze.text import decode, make_mazes
+from jaxcollab.envs.maze.text import make_mazes
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed
@@ -43,21 +43,17 @@ _PROBS = re.compile(r"%\s*\[?\s*([0-9.eE+-]+(?:\s*[,;\s]\s*[0-9.eE+-]+){3})")
 _NAMES = {"d": "down", "r": "right", "u": "up", "l": "left"}
 
 
-def render_observation(env, row: np.ndarray, role: int) -> str:
-    """The agent's masked grid, legend-annotated: column numbers on top, row numbers left
-    (``env.render_observation`` supplies the grid when the environment provides it)."""
-    if hasattr(env, "render_observation"):
-        lines = env.render_observation(row, role).splitlines()
-    else:
-        text, w = decode(row), env.shape[1]
-        lines = [text[i: i + w] for i in range(0, len(text), w)]
+def annotated(grid: str) -> str:
+    """A grid (one line per row) with column numbers on top and row numbers on the left: the
+    paper's legend-annotated rendering."""
+    lines = grid.splitlines()
     head = "    " + " ".join(str(c + 1) for c in range(len(lines[0])))
     return "\n".join([head] + [f"{r + 1:>3} " + " ".join(line) for r, line in enumerate(lines)])
 
 
 def merge_views(rows: np.ndarray) -> np.ndarray:
-    """The full maze from the two complementary masked rows (solo): each cell from the agent
-    that sees it (the ``?`` token is where a mask hides a cell)."""
+    """The full maze from the two complementary masked rows (solo, paper §6: "given the full
+    maze directly"): each cell from the agent that sees it (``?`` is where a mask hides it)."""
     from jaxcollab.envs.maze.text import UNSEEN
 
     return np.where(rows[0] == UNSEEN, rows[1], rows[0])
@@ -160,7 +156,7 @@ class MazeGame(Game):
         for k in range(self.rounds):
             speaker = "solo" if self.setting == "solo" else f"agent{k % 2}"
             row = merge_views(obs) if speaker == "solo" else obs[k % 2]
-            parts = [render_observation(self.env, row, k % 2),
+            parts = [annotated(self.env.render_observation(row, k % 2)),
                      f"Moves so far: {' '.join(taken) if taken else '(none)'}"]
             if k > 0:
                 parts.append(f"Your partner's latest message: {last_msg}")
@@ -261,6 +257,13 @@ class HeldOutMazes(Wrapper):
         super().__init__(env)
         mazes, _ = make_mazes(jax.random.key(int(seed)), int(n), shape=env.shape)
         self.bank = (mazes.open_, mazes.masks, mazes.moves.astype(np.int32), mazes.n_moves)
+        self._id = (env, int(n), int(seed))
+
+    def __hash__(self):
+        return hash((HeldOutMazes, self._id))
+
+    def __eq__(self, other):
+        return isinstance(other, HeldOutMazes) and other._id == self._id
 
     @property
     def default_params(self):

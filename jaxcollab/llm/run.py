@@ -124,6 +124,12 @@ def _record(env_name, family, host, index, state, ret, steps) -> dict:
             "data": data}
 
 
+@functools.lru_cache(maxsize=64)
+def _make(name: str):
+    """One environment object per name and process, so repeated runs reuse compiled rollouts."""
+    return jaxcollab.make(name)
+
+
 def _row(tree, b: int):
     return jax.tree.map(lambda x: x[b], tree)
 
@@ -147,7 +153,7 @@ def _read(path: Path) -> list[dict]:
 def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress=None) -> None:
     """Play the unfinished episodes of ``env_name``, appending chunk by chunk to its transcript."""
     family = env_name.split("/")[0]
-    env = jaxcollab.make(env_name)
+    env = _make(env_name)
     game, params = _game(env, family, rc)
     n = rc.episodes if rc.episodes is not None else (
         rc.mazes * rc.rollouts if family == "maze" else 9)
