@@ -58,7 +58,7 @@ def good_reply(messages: list[dict]) -> str:
     user = messages[-1]["content"]
     if '"kind"' in system:
         return _ktane(system, user)
-    if '"call"' in system:
+    if re.search(r"You are (DEAF|MUTE|BLIND)", system):
         return _bomb(system, user)
     return _maze(system, user)
 

@@ -175,6 +175,8 @@ def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress
 
         played = HeldOutMazes(env, rc.mazes, rc.maze_seed)
     played = EndedFlag(played)
+    if not todo:
+        return
     base = jax.random.PRNGKey(rc.seed)
     size = min(int(rc.batch), len(todo))
     for start in range(0, len(todo), size):
