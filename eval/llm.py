@@ -40,7 +40,8 @@ def configs(cfg: DictConfig) -> tuple[LLMConfig, RunConfig]:
         hint=cfg.bomb.hint, turn_order=tuple(cfg.bomb.turn_order), solo=cfg.bomb.solo,
         mode=cfg.ktane.mode, reflection=cfg.ktane.reflection, setting=cfg.maze.setting,
         rounds=cfg.maze.rounds, samples=cfg.maze.samples, mazes=cfg.maze.mazes,
-        rollouts=cfg.maze.rollouts, maze_seed=cfg.maze.maze_seed)
+        rollouts=cfg.maze.rollouts, maze_seed=cfg.maze.maze_seed,
+        calibration_dir=cfg.maze.calibration_dir)
     return LLMConfig(**llm), rc
 
 

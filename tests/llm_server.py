@@ -3,8 +3,9 @@
 The served model name picks the strategy:
 
 * ``good``: well-formed ``<thoughts>…</thoughts><action>…</action>`` replies for every family
-  (bomb: Deaf speaks and gestures, Mute gestures, Blind cuts wire 1; Keep Talking: the Defuser
-  selects the first module then cuts ``B``, the Expert sends a message; mazes: ``~d`` and
+  (bomb: Deaf speaks and gestures, Mute gestures, Blind or a solo player cuts wire 1; Keep
+  Talking: the Defuser selects the first module then cuts ``B``, the Expert sends a message;
+  mazes: ``~d`` and
   ``% …``); with ``tools`` in the request it answers with native tool calls instead.
 * ``garbage``: replies with no action at all.
 * ``refuse``: answers HTTP 400 with a content-policy error.
@@ -27,7 +28,8 @@ SLOW_S = 0.3
 
 
 def _bomb(system: str, user: str) -> str:
-    role = re.search(r"You are (DEAF|MUTE|BLIND)", system).group(1).lower()
+    found = re.search(r"You are (DEAF|MUTE|BLIND)", system)
+    role = found.group(1).lower() if found else "blind"  # solo: the one who cuts
     calls = {
         "deaf": [{"call": "speak", "to": "blind", "text": "Cut wire 1."},
                  {"call": "gesture", "to": "mute", "symbols": ["thumbs_up", "point_up"]},
@@ -58,7 +60,7 @@ def good_reply(messages: list[dict]) -> str:
     user = messages[-1]["content"]
     if '"kind"' in system:
         return _ktane(system, user)
-    if re.search(r"You are (DEAF|MUTE|BLIND)", system):
+    if re.search(r"You are (DEAF|MUTE|BLIND)|defusing a bomb alone", system):
         return _bomb(system, user)
     return _maze(system, user)
 

@@ -3,6 +3,7 @@ asymmetry, and end-to-end episodes through the real HTTP client against a local 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -258,6 +259,17 @@ def test_bomb_native_tools(server, tmp_path):
     assert results["parse_errors"] == {} and rec["steps"] == 3
 
 
+def test_bomb_solo(server, tmp_path):
+    results = evaluate(cfg(server), RunConfig(env="bomb/base-1", episodes=2, batch=2,
+                                              solo=True), tmp_path)
+    rec = json.loads(transcript_path(tmp_path, "bomb/base-1").read_text().splitlines()[0])
+    assert list(rec["agents"]) == ["solo"] and rec["agents"]["solo"][0]["step"] == 2
+    seen = rec["agents"]["solo"][0]["prompt"][-1]["content"]
+    assert "ROLE deaf" in seen and "ROLE mute" in seen and "ROLE blind" in seen
+    assert "Your teammates' limits" not in rec["agents"]["solo"][0]["prompt"][0]["content"]
+    assert results["episodes"] == 2 and rec["steps"] == 3
+
+
 def test_ktane_end_to_end(server, tmp_path):
     results = evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1), tmp_path)
     rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
@@ -287,11 +299,25 @@ def test_maze_end_to_end(server, tmp_path):
     maze = results["maze"]
     assert maze["mazes"] == 1 and len(maze["calibration_loss_by_round"]) == 2
     assert maze["success"]["mean"] == results["success_rate"]
+    # calibrators fitted on that run (held-out in real use: another maze_seed), then applied
+    calibrated = dataclasses.replace(rc, setting="verbalized_calibrated",
+                                     calibration_dir=str(tmp_path))
+    evaluate(cfg(server), calibrated, tmp_path / "cal")
+    rec = json.loads(transcript_path(tmp_path / "cal", "maze/split-6x6").read_text()
+                     .splitlines()[0])
+    first = rec["data"]["rounds"][0]
+    assert first["raw"] == [0.55, 0.35, 0.05, 0.05] and first["probs"] != first["raw"]
+    assert abs(sum(first["probs"]) - 1) < 1e-5
+    shown = rec["agents"]["agent1"][0]["prompt"][-1]["content"]
+    assert "down 0.55" not in shown and f"down {first['probs'][0]:.2f}" in shown
 
 
 def test_bad_options_name_the_value(server, tmp_path):
     with pytest.raises(ValueError, match="'loud'"):
         evaluate(cfg(server), RunConfig(env="bomb/base-1", episodes=1, hint="loud"), tmp_path)
+    with pytest.raises(ValueError, match="maze.calibration_dir"):
+        evaluate(cfg(server), RunConfig(env="maze/split-6x6", episodes=1,
+                                        setting="verbalized_calibrated"), tmp_path)
     with pytest.raises(ValueError, match="'chatty'"):
         evaluate(cfg(server), RunConfig(env="maze/split-6x6", episodes=1, setting="chatty"),
                  tmp_path)

@@ -1,5 +1,5 @@
-"""Split-mask mazes for LLM agents: the LLM protocol of "Narrowing the Collaboration Gap,
-Probably" (§6, LLM setup; appendix "Experimental details").
+"""Split-mask mazes for LLM agents: the LLM protocol of "Narrowing the Collaboration Gap, Probably"
+(§6, LLM setup; appendix "Experimental details").
 
 Per maze step the two agents alternate for K rounds (default 4), agent 0 first. Each prompt holds
 (i) the agent's legend-annotated masked maze (the environment's observation row), (ii) the moves
@@ -7,12 +7,15 @@ taken so far and (iii) the partner's most recent message; the agent answers a mo
 in the verbalized settings, a probability vector over ``d r u l`` after ``%``. The team's move is
 the last speaker's; one wrong move ends the maze. Communication settings (what of the partner's
 response is passed on): ``full`` (the whole response), ``action`` (the move), ``verbalized`` (the
-reported vector), ``verbalized_calibrated`` (the vector after a fitted conversation calibrator;
-not available yet, see :data:`SETTINGS`), ``sampled`` (M independent responses per round, their
-empirical move distribution; the move is its arg-max) and ``solo`` (one agent sees the full maze,
-one query per step). Defaults follow the paper: temperature 1.0, 30 held-out mazes × 10 rollouts,
-maze success with 90 % bootstrap intervals pooled across mazes, and per-round (conversation)
-calibration loss of the communicated vectors.
+reported vector), ``verbalized_calibrated`` (the reported vector after per-round conversation
+calibrators fitted on the transcripts of a held-out ``verbalized`` run, paper Algorithm 1 / R3:
+inputs ``log r_k`` and ``log r_{k−1}``), ``sampled`` (M independent responses per round, their
+empirical move distribution) and ``solo`` (one agent sees the full maze, one query per step). In
+the probability settings a round's move is the one given the highest probability (paper §6: "the
+answer assigned the highest probability value"), the ``~`` move when no vector was read. Defaults
+follow the paper: temperature 1.0, 30 held-out mazes × 10 rollouts, maze success with 90 %
+bootstrap intervals pooled across mazes, and per-round (conversation) calibration loss of the
+communicated vectors.
 """
 
 from __future__ import annotations
@@ -20,8 +23,16 @@ from __future__ import annotations
 import re
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.collab.calibration import (
+    CONVERSATION,
+    Calibrator,
+    apply_calibrator,
+    features,
+    fit_rounds,
+)
 from jaxcollab.collab.metrics import (
     conversation_calibration_error,
     event_probs,
@@ -35,8 +46,7 @@ from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed
 
-#: Communication settings; ``verbalized_calibrated`` needs a fitted calibrator, which this path
-#: cannot fit yet (selecting it raises).
+#: Communication settings (module docstring).
 SETTINGS = ("full", "action", "verbalized", "verbalized_calibrated", "sampled", "solo")
 _MOVE = re.compile(r"~\s*([drul])", re.I)
 _PROBS = re.compile(r"%\s*\[?\s*([0-9.eE+-]+(?:\s*[,;\s]\s*[0-9.eE+-]+){3})")
@@ -67,16 +77,13 @@ def system_prompt(setting: str, rounds: int) -> str:
     """
     if setting not in SETTINGS:
         raise ValueError(f"unknown communication setting {setting!r}; valid: {SETTINGS}")
-    if setting == "verbalized_calibrated":
-        raise ValueError("setting 'verbalized_calibrated' needs a conversation calibrator fitted "
-                         "on held-out conversations, which this LLM path cannot fit yet; use "
-                         "'verbalized' and calibrate its transcripts offline")
     legend = ("Legend: # wall, . open cell, ? cell you cannot see, @ the team's current "
               "position. Rows are numbered from the top, columns from the left. The path starts "
               "at row 1, column 1 and ends at the bottom-right cell; exactly one path of open "
               "cells leads there. Moves: d (down), r (right), u (up), l (left).")
     probs = (" Then give your probability for each move, in the order d, r, u, l, after the "
-             "delimiter %, e.g. % 0.6, 0.3, 0.05, 0.05." if setting == "verbalized" else "")
+             "delimiter %, e.g. % 0.6, 0.3, 0.05, 0.05." if setting.startswith("verbalized")
+             else "")
     if setting == "solo":
         task = "You see the whole maze. Choose the team's next move along the path."
     else:
@@ -126,11 +133,16 @@ class MazeGame(Game):
 
     roles = ("agent0", "agent1", "solo")
 
-    def __init__(self, env, setting: str = "action", rounds: int = 4, samples: int = 5):
+    def __init__(self, env, setting: str = "action", rounds: int = 4, samples: int = 5,
+                 calibrator: Calibrator | None = None):
         if int(rounds) < 1 or int(samples) < 1:
             raise ValueError(f"need rounds >= 1 and samples >= 1, got {rounds!r}, {samples!r}")
         self.system = system_prompt(setting, int(rounds))
-        self.env, self.setting = env, setting
+        if (setting == "verbalized_calibrated") != (calibrator is not None):
+            raise ValueError("setting 'verbalized_calibrated' needs a calibrator (fit_calibrator "
+                             "on a held-out 'verbalized' run: maze.calibration_dir=DIR), and only "
+                             f"it takes one; got setting {setting!r}")
+        self.env, self.setting, self.calibrator = env, setting, calibrator
         self.rounds = 1 if setting == "solo" else int(rounds)
         self.samples = int(samples) if setting == "sampled" else 1
 
@@ -152,7 +164,7 @@ class MazeGame(Game):
 
     def turn(self, ep: Episode, step: int, obs: np.ndarray) -> Turn:
         taken = ep.data.setdefault("moves", "")
-        last_msg, team_move = "", None
+        last_msg, team_move, prev_raw = "", None, None
         for k in range(self.rounds):
             speaker = "solo" if self.setting == "solo" else f"agent{k % 2}"
             row = merge_views(obs) if speaker == "solo" else obs[k % 2]
@@ -168,18 +180,34 @@ class MazeGame(Game):
             reqs = [Request(speaker, req_msgs, nonce=f"{ep.index}:{step}:{k}:{m}")
                     for m in range(self.samples)]
             replies = yield reqs
-            parsed_all = [parse_move(r.text, self.setting == "verbalized") for r in replies]
+            parsed_all = [parse_move(r.text, self.setting.startswith("verbalized"))
+                          for r in replies]
             for req, reply, (_, _, parsed) in zip(reqs, replies, parsed_all):
                 parsed = self.refusal(reply) if reply.refused else parsed
                 ep.record(speaker, step, req, reply, parsed, round=k)
             move, probs = self._round_result(parsed_all)
+            raw = probs
+            if self.calibrator is not None and probs is not None:
+                probs = self._calibrate(k, probs, prev_raw)
+                move = int(np.argmax(probs))
+            prev_raw = raw
             team_move = move if move is not None else team_move
             ep.data.setdefault("rounds", []).append(
-                {"step": step, "round": k, "probs": None if probs is None else probs.tolist()})
+                {"step": step, "round": k, "probs": None if probs is None else probs.tolist(),
+                 "raw": None if raw is None else raw.tolist()})
             last_msg = self._message(replies[0].text, move, probs)
         move = 0 if team_move is None else team_move  # no valid move at all: "d" (documented)
         ep.data["moves"] = taken + MOVE_CHARS[move]
         return np.full(2, move, np.int32)
+
+    def _calibrate(self, k: int, probs: np.ndarray, prev: np.ndarray | None) -> np.ndarray:
+        """Round ``k``'s conversation calibrator applied to ``(r_k, r_{k−1})`` (uniform
+        ``r_0``; probabilities floored at 1e-6 before the log)."""
+        prev = np.full(4, 0.25) if prev is None else prev
+        logs = [np.log(np.maximum(p, 1e-6)) for p in (probs, prev)]
+        feats = features(CONVERSATION, *(jnp.asarray(x, jnp.float32) for x in logs))
+        cal = jax.tree.map(lambda x: x[k], self.calibrator)
+        return np.asarray(jnp.exp(apply_calibrator(cal, feats)), np.float64)
 
     def _round_result(self, parsed_all) -> tuple[int | None, np.ndarray | None]:
         """The round's move and communicated distribution (one-hot for a bare move)."""
@@ -190,6 +218,8 @@ class MazeGame(Game):
             probs = np.bincount(moves, minlength=4) / len(moves)
             return int(np.argmax(probs)), probs
         move, probs, _ = parsed_all[0]
+        if probs is not None and self.setting.startswith("verbalized"):
+            return int(np.argmax(probs)), probs
         if move is not None and probs is None:
             probs = np.eye(4)[move]
         return move, probs
@@ -281,3 +311,32 @@ class HeldOutMazes(Wrapper):
     def observe(self, state, params=None):
         params = self.default_params if params is None else params
         return self.env.observe(state, params["env"])
+
+
+def fit_conversation_calibrator(records: list[dict], rounds: int) -> Calibrator:
+    """Per-round conversation calibrators fitted on the transcript records of a held-out
+    ``verbalized`` run (paper §6, R3): every maze step where all ``rounds`` rounds reported a
+    vector gives one example per round, labelled with the true move.
+
+    Returns:
+        A :class:`~jaxcollab.collab.calibration.Calibrator` with a leading round axis.
+
+    Raises:
+        ValueError: no usable step (names the number of records read).
+    """
+    log_r, labels = [], []
+    for r in records:
+        steps: dict[int, dict[int, list]] = {}
+        for x in r["data"].get("rounds", []):
+            steps.setdefault(x["step"], {})[x["round"]] = x.get("raw") or x["probs"]
+        for s, by_round in steps.items():
+            vecs = [by_round.get(k) for k in range(rounds)]
+            if s < len(r["data"]["labels"]) and all(v is not None for v in vecs):
+                log_r.append(np.log(np.maximum(np.asarray(vecs, float), 1e-6)))
+                labels.append(r["data"]["labels"][s])
+    if not log_r:
+        raise ValueError(f"no maze step with {rounds} reported vectors in {len(records)} "
+                         f"calibration records (need a finished 'verbalized' run)")
+    log_r = jnp.asarray(np.stack(log_r, axis=1), jnp.float32)  # [K, N, 4]
+    targets = jax.nn.one_hot(jnp.asarray(labels), 4)
+    return fit_rounds(CONVERSATION, log_r, targets)

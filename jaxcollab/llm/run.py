@@ -53,6 +53,7 @@ class RunConfig:
     mazes: int = 30
     rollouts: int = 10
     maze_seed: int = 20251
+    calibration_dir: str | None = None
 
 
 def _game(env, family: str, rc: RunConfig):
@@ -75,7 +76,17 @@ def _game(env, family: str, rc: RunConfig):
     if family == "maze":
         from jaxcollab.llm.maze import MazeGame
 
-        return MazeGame(env, rc.setting, rc.rounds, rc.samples), env.default_params
+        cal = None
+        if rc.setting == "verbalized_calibrated":
+            from jaxcollab.llm.maze import fit_conversation_calibrator
+
+            if not rc.calibration_dir:
+                raise ValueError("maze.setting='verbalized_calibrated' needs "
+                                 "maze.calibration_dir=DIR, a finished 'verbalized' run on "
+                                 "held-out mazes (another maze.maze_seed)")
+            cal = fit_conversation_calibrator(
+                _read(transcript_path(rc.calibration_dir, env.name)), rc.rounds)
+        return MazeGame(env, rc.setting, rc.rounds, rc.samples, cal), env.default_params
     raise ValueError(f"environment family {family!r} has no LLM path; valid: bomb, ktane, maze")
 
 
