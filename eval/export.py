@@ -1,13 +1,15 @@
 """Export environment instances as JSON Lines: ``python eval/export.py env=NAME n=N out=FILE``.
 
-Each environment family module (``jaxcollab.envs.<family>``) provides
-``export_instances(env_name, n, seed) -> list[dict]``; its docstring documents the schema.
-One JSON object is written per line, in instance order.
+Each family provides ``export_instances(env_name, n, seed) -> list[dict]`` (in
+``jaxcollab.envs.<family>``, or ``jaxcollab.agents.<family>`` when it replays an agent); every
+record starts with ``env``, ``seed``, ``index`` and ``text`` (:mod:`jaxcollab.core.export`) and
+its docstring documents the rest. One JSON object is written per line, in instance order.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -15,6 +17,16 @@ import hydra
 from omegaconf import DictConfig
 
 import jaxcollab
+
+
+def _exporter(family: str) -> str | None:
+    """The module holding ``family``'s exporter: the env package, or the agents package for
+    exporters that replay an agent (the Keep-Talking oracle's moves); ``None`` if neither."""
+    for name in (f"jaxcollab.envs.{family}", f"jaxcollab.agents.{family}"):
+        if importlib.util.find_spec(name) and hasattr(importlib.import_module(name),
+                                                      "export_instances"):
+            return name
+    return None
 
 
 def export(env_name: str, n: int, seed: int, out: str | Path) -> Path:
@@ -28,9 +40,7 @@ def export(env_name: str, n: int, seed: int, out: str | Path) -> Path:
         raise ValueError(f"n must be a positive number of instances, got {n!r}")
     jaxcollab.make(env_name)  # validates the name with a helpful error
     family = env_name.split("/")[0]
-    # Exporters that replay an agent (the Keep-Talking oracle's moves) live with the agents.
-    module = next((m for m in (f"jaxcollab.envs.{family}", f"jaxcollab.agents.{family}")
-                   if hasattr(importlib.import_module(m), "export_instances")), None)
+    module = _exporter(family)
     if module is None:
         raise ValueError(f"environment family {family!r} has no instance exporter")
     records = importlib.import_module(module).export_instances(env_name, int(n), int(seed))

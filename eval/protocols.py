@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import jaxcollab  # noqa: E402
-from jaxcollab.agents.bomb import rollout, team  # noqa: E402
+from jaxcollab.agents.bomb import evaluate, team  # noqa: E402
 
 
 def table(results: dict[str, dict], key) -> tuple[list[str], np.ndarray]:
@@ -84,7 +84,7 @@ def run(env: str, teams: list[str], episodes: int, seed: int, out_dir: str | Pat
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     for name in teams:
-        results[name] = rollout(names, name, int(episodes), int(seed))
+        results[name] = evaluate(names, name, int(episodes), int(seed))
         print(f"{name}: success {results[name]['success_rate']:.3f}")
         summary = {"env": env, "episodes_per_variant": int(episodes), "seed": int(seed),
                    "teams": results}

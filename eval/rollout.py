@@ -3,7 +3,7 @@
 ``python eval/rollout.py env=bomb/all agent=oracle episodes=1024 seed=0 out_dir=DIR``
 
 Each family's agent package (``jaxcollab.agents.<family>``) provides
-``rollout(env_names, agent, episodes, seed) -> dict`` returning the results (its docstring
+``evaluate(env_names, agent, episodes, seed) -> dict`` returning the results (its docstring
 documents the keys); this script only resolves names, runs it and writes the file.
 """
 
@@ -34,7 +34,7 @@ def run(env: str, agent: str, episodes: int, seed: int, out_dir: str | Path) -> 
         module = importlib.import_module(f"jaxcollab.agents.{family}")
     except ModuleNotFoundError:
         raise ValueError(f"environment family {family!r} has no scripted agents") from None
-    results = module.rollout(env_names, agent, int(episodes), int(seed))
+    results = module.evaluate(env_names, agent, int(episodes), int(seed))
     results = {"env": env, **results}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

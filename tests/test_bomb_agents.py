@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcollab.agents.bomb import rollout
+from jaxcollab.agents.bomb import evaluate
 from jaxcollab.agents.bomb.codecs import COUNT, MAX_VALUES, SYMBOL
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -54,7 +54,7 @@ def test_oracle_defuses_every_variant_and_results_file(tmp_path):
 
 
 def test_random_team_mostly_fails_and_bounces():
-    results = rollout(["bomb/base-1", "bomb/base-3", "bomb/haystack-2", "bomb/carving-2"],
+    results = evaluate(["bomb/base-1", "bomb/base-3", "bomb/haystack-2", "bomb/carving-2"],
                       "random", 24, 0)
     assert results["success_rate"] < 0.2
     assert results["endings"]["wrong_action"] > results["endings"]["defused"]
@@ -63,17 +63,17 @@ def test_random_team_mostly_fails_and_bounces():
 
 def test_unknown_team_lists_valid_ones():
     with pytest.raises(KeyError, match="oracle.*onebit"):
-        rollout(["bomb/base-1"], "telepathy", 1, 0)
+        evaluate(["bomb/base-1"], "telepathy", 1, 0)
 
 
 @pytest.mark.slow
 def test_protocol_teams_communicate():
     for team in ("symbol", "counting", "onebit"):
-        res = rollout(["bomb/base-1", "bomb/carving-1", "bomb/flashing-1"], team, 12, 0)
+        res = evaluate(["bomb/base-1", "bomb/carving-1", "bomb/flashing-1"], team, 12, 0)
         v = res["variants"]
         assert v["bomb/base-1"]["success_rate"] == 1.0, team  # relay through the channels
         assert v["bomb/carving-1"]["success_rate"] == 1.0, team  # Blind's plate reaches Mute
         assert v["bomb/flashing-1"]["success_rate"] < 0.5, team  # stale answers time out
         assert res["bounces"] == 0.0, team
-    solo = rollout(["bomb/flashing-1"], "solo", 12, 0)
+    solo = evaluate(["bomb/flashing-1"], "solo", 12, 0)
     assert solo["success_rate"] == 1.0

@@ -68,3 +68,20 @@ def test_vmap_over_episodes():
     obs2, *_ = jax.vmap(env.step)(keys, states, jnp.zeros((8, 2), jnp.int32))
     assert obs.shape == (8, 2, 45) and obs2.shape == (8, 2, 45)
     assert len({tuple(np.asarray(o[0, :30])) for o in obs}) == 8
+
+
+def test_a_parity_run_loads_no_other_family():
+    """Registry without back-edges: make("parity/...") and a rollout import parity only."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, jaxcollab\n"
+        "env = jaxcollab.make('parity/action')\n"
+        "pol = jaxcollab.stateless(lambda k, o: o[:, 0] * 0, 'zeros')\n"
+        "jaxcollab.rollout(env, pol, jaxcollab.episode_keys(0, 2), max_steps=5)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('jaxcollab.envs.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "['jaxcollab.envs.parity']"

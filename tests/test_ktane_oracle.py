@@ -6,7 +6,7 @@ import pytest
 
 from eval.export import export
 from eval.rollout import run as rollout_cli
-from jaxcollab.agents.ktane import export_instances, rollout
+from jaxcollab.agents.ktane import evaluate, export_instances
 from jaxcollab.agents.ktane.export import export_env
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
@@ -188,7 +188,7 @@ def test_rollout_cli_results_and_determinism(tmp_path):
         assert key in saved
     assert sum(saved["outcomes"].values()) == 256 and saved["outcomes"]["running"] == 0
     assert 0 < saved["success_rate"] < 1 and saved["mean_strikes"] > 0
-    again = rollout(["ktane/wires"], "random", 256, 5)
+    again = evaluate(["ktane/wires"], "random", 256, 5)
     assert {k: again[k] for k in ("success_rate", "mean_strikes", "outcomes")} == {
         k: res[k] for k in ("success_rate", "mean_strikes", "outcomes")
     }
@@ -196,6 +196,6 @@ def test_rollout_cli_results_and_determinism(tmp_path):
 
 def test_rollout_rejects_unknown_agent_and_env():
     with pytest.raises(ValueError, match="'smart'.*oracle, random"):
-        rollout(["ktane/wires"], "smart", 4, 0)
+        evaluate(["ktane/wires"], "smart", 4, 0)
     with pytest.raises(ValueError, match="parity/action"):
-        rollout(["parity/action"], "oracle", 4, 0)
+        evaluate(["parity/action"], "oracle", 4, 0)

@@ -416,7 +416,8 @@ def test_export_schema_verified_independently(tmp_path):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 25
     for rec in records:
-        assert set(rec) == {"grid", "masks", "path", "moves"}
+        assert set(rec) == {"env", "seed", "index", "text", "grid", "masks", "path", "moves"}
+        assert set(rec["text"]) == {"agent0", "agent1"}
         grid = [[ch == "." for ch in row] for row in rec["grid"]]
         assert len(grid) == 6 and all(len(row) == 6 for row in rec["grid"])
         assert all(set(row) <= {"#", "."} for row in rec["grid"])
@@ -453,3 +454,13 @@ def test_success_by_round_uses_the_decision_after_each_round(mazes):
     assert r["maze_success"] == [0.0, 1.0]
     assert r["step_accuracy"][1] == 1.0
     assert r["step_accuracy"][0] == pytest.approx(first_r.sum() / (first_r + 1).sum())
+
+
+def test_env_and_dataset_builder_draw_the_same_instances():
+    key = jax.random.key(11)
+    _, state = jax.jit(MazeEnv().reset)(key)
+    built, _ = text.make_mazes(key, 1, chunk=maze.env.DRAWS_PER_TRY)
+    np.testing.assert_array_equal(built.open_[0], state.open_)
+    np.testing.assert_array_equal(built.masks[0], state.masks)
+    np.testing.assert_array_equal(built.moves[0, : built.n_moves[0]],
+                                  state.moves[: int(state.n_moves)])

@@ -186,3 +186,14 @@ def test_env_step_compiles_once_and_matches_no_jit():
         eager = rollout.__wrapped__(jax.random.key(2), alphas * 0.8)
     for x, y in zip(jax.tree.leaves(jitted), jax.tree.leaves(eager)):
         np.testing.assert_allclose(x, y, atol=1e-6)
+
+
+def test_env_and_dataset_builder_draw_the_same_instances():
+    key, chunk = jax.random.key(5), 64
+    train, _ = P.build_dataset(key, 2 * chunk, ALPHAS, chunk_size=chunk)
+    env = P.ParityEnv(alphas=ALPHAS)
+    keys = jax.random.split(jax.random.fold_in(key, 0), chunk)
+    _, states = jax.vmap(env.reset)(keys)
+    np.testing.assert_array_equal(train.bits[:chunk], states.bits)
+    np.testing.assert_array_equal(train.label[:chunk], states.label)
+    np.testing.assert_allclose(train.pstar[:chunk], states.pstar)

@@ -48,10 +48,10 @@ def test_policy_keys_are_disjoint_from_environment_keys():
 
 def test_privileged_policy_must_say_so_and_gets_the_state():
     with pytest.raises(ValueError, match="oracle"):
-        jaxcollab.privileged_policy(lambda k, o, s, e: (o, s), name="cheat")
+        jaxcollab.privileged_policy(lambda k, o, s, e, p: (o, s), name="cheat")
     env = ParityEnv(n_rounds=1, protocol="action")
 
-    def oracle_label(key, obs, ps, state):
+    def oracle_label(key, obs, ps, state, params):
         return jnp.stack([state.label, state.label]), ps
 
     pol = jaxcollab.privileged_policy(oracle_label)

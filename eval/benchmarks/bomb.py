@@ -1,8 +1,9 @@
-"""Bomb benchmark: the oracle team on base-1 at batch 65,536, in team-rounds per second, against
-a straightforward pure-Python implementation of the same round logic, measured in the same run.
+"""Bomb benchmark: the oracle team on base-1 at batch 65,536 through the generic rollout
+(:func:`jaxcollab.rollout`: generate, then play every episode to its end), in team-rounds per
+second, against a straightforward pure-Python implementation of the same logic, same run.
 
-A *team-round* is one round (three turns: Deaf, Mute, Blind) of one episode. Both sides draw a
-fresh instance whenever an episode ends, so every counted round is a live round.
+A *team-round* is one round (three turns: Deaf, Mute, Blind) of one episode; only rounds an
+episode actually began are counted.
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ from __future__ import annotations
 import os
 import random
 import time
-from functools import partial
 
 import jax
 import numpy as np
 
 from eval.benchmarks._timing import best_time
-from jaxcollab.agents.bomb.run import play_continuous, team_turn
-from jaxcollab.agents.bomb.teams import oracle_team
+from jaxcollab.agents.bomb import play, rounds_used
+from jaxcollab.core.registry import make
+from jaxcollab.core.rollout import episode_keys
 from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.envs.bomb import tables as T
 
@@ -96,39 +97,33 @@ def python_rates(n_games: int, seed: int = 0) -> tuple[float, float]:
 
 def run(quick: bool) -> list[dict]:
     batch = 4_096 if quick else 65_536
-    n_rounds = 8
-    env = BombEnv("base-1")
+    env = make("bomb/base-1")
+    keys = episode_keys(0, batch)
     params = jax.tree.map(lambda x: np.broadcast_to(x, (batch,) + x.shape).copy(),
                           env.default_params)
-    key = jax.random.PRNGKey(0)
-    fresh = jax.jit(jax.vmap(env.reset))(jax.random.split(key, batch), params)[1]
-    step = jax.vmap(partial(team_turn, oracle_team, True, env.layout), in_axes=(None, 0, 0))
-    one_round = jax.jit(lambda s: step(key, step(key, step(key, s, params), params), params))
-    t_round = best_time(lambda: one_round(fresh))
+    final = play(env, "oracle", keys, params)
+    t_play = best_time(lambda: play(env, "oracle", keys, params), repeats=3)
     cpu = time.process_time()
-    for _ in range(5):
-        jax.block_until_ready(one_round(fresh))
-    cpu_round = (time.process_time() - cpu) / 5
-    defused = int((one_round(fresh).ending == T.DEFUSED).sum())
-    t_play = best_time(lambda: play_continuous(key, params, oracle_team, True, env.layout,
-                                               n_rounds), repeats=3)
+    for _ in range(3):
+        jax.block_until_ready(play(env, "oracle", keys, params))
+    cpu_play = (time.process_time() - cpu) / 3
+    rounds = int(np.sum(rounds_used(final)))
+    defused = int((np.asarray(final.ending) == T.DEFUSED).sum())
     py_round, py_play = python_rates(2_000 if quick else 20_000)
-    jax_round, jax_play = batch / t_round, batch * n_rounds / t_play
+    jax_play = rounds / t_play
     return [
-        {"name": f"bomb oracle base-1 team-rounds/s, round logic, JAX, batch {batch}",
-         "value": jax_round, "unit": "team-rounds/s",
-         "notes": f"3 turns on fresh episodes; {defused}/{batch} defused; target >= 1e6; "
-                  f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"},
-        {"name": "bomb oracle base-1 team-rounds per CPU-second, round logic, JAX",
-         "value": batch / cpu_round, "unit": "team-rounds/CPU-s",
+        {"name": f"bomb oracle base-1 team-rounds/s, jaxcollab.rollout, batch {batch}",
+         "value": jax_play, "unit": "team-rounds/s",
+         "notes": f"generation + play to the end (while-loop stops when all ended); "
+                  f"{defused}/{batch} defused in {rounds} rounds; load average "
+                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"},
+        {"name": f"bomb oracle base-1 episodes/s, jaxcollab.rollout, batch {batch}",
+         "value": batch / t_play, "unit": "episodes/s"},
+        {"name": "bomb oracle base-1 team-rounds per CPU-second, jaxcollab.rollout",
+         "value": rounds / cpu_play, "unit": "team-rounds/CPU-s",
          "notes": "per second of this process's CPU time (all threads)"},
         {"name": "bomb oracle base-1 team-rounds/s, round logic, pure Python",
          "value": py_round, "unit": "team-rounds/s", "notes": "one game at a time"},
-        {"name": "bomb round logic JAX / pure-Python ratio", "value": jax_round / py_round,
-         "unit": "x", "notes": "same run"},
-        {"name": f"bomb oracle base-1 team-rounds/s, with generation, JAX, batch {batch}",
-         "value": jax_play, "unit": "team-rounds/s",
-         "notes": f"{n_rounds} rounds, a fresh instance for every ended episode"},
         {"name": "bomb oracle base-1 team-rounds/s, with generation, pure Python",
          "value": py_play, "unit": "team-rounds/s"},
         {"name": "bomb with-generation JAX / pure-Python ratio", "value": jax_play / py_play,

@@ -1,23 +1,22 @@
 """Keep-Talking benchmark: oracle episodes per second per module at batch 4,096.
 
 Each row plays a full batch of one-module bombs (``ktane/<module>``, GPTNT time limits) to the
-end with the oracle Defuser and a silent Expert (``jaxcollab.agents.ktane.play``: vmap over
-episodes, a while-loop over turns until every episode has ended). The time is the best of a few
-runs of the compiled rollout, so compile time is excluded (reported in ``notes``).
+end with the oracle Defuser and a silent Expert (``jaxcollab.agents.ktane.play``: the generic
+rollout, vmap over episodes, a while-loop over turns until every episode has ended). The time is
+the best of a few runs of the compiled rollout, so compile time is excluded (in ``notes``).
 """
 
 from __future__ import annotations
 
 import time
-from functools import partial
 
 import jax
 import numpy as np
 
 from eval.benchmarks._timing import best_time
-from jaxcollab.agents.ktane import oracle_team, play
-from jaxcollab.agents.ktane.export import episode_keys
+from jaxcollab.agents.ktane import play
 from jaxcollab.core.registry import make, resolve
+from jaxcollab.core.rollout import episode_keys
 
 BATCH, QUICK_BATCH = 4096, 512
 
@@ -26,10 +25,9 @@ def _row(name: str, batch: int, repeats: int) -> dict:
     env = make(name)
     keys = episode_keys(0, batch)
     t0 = time.perf_counter()
-    run = jax.jit(partial(play, env, oracle_team)).lower(keys).compile()
+    final = jax.block_until_ready(play(env, "oracle", keys))
     compile_s = time.perf_counter() - t0
-    final = run(keys)
-    seconds = best_time(lambda: run(keys), repeats=repeats)
+    seconds = best_time(lambda: play(env, "oracle", keys), repeats=repeats)
     solved = float(np.mean(np.asarray(final.outcome) == 1))
     turns = float(np.max(final.turn))
     return {

@@ -49,6 +49,12 @@ class Environment(Generic[State, Params]):
     role_names: tuple[str, ...] = ("agent",)
 
     @property
+    def max_episode_steps(self) -> int:
+        """A static bound (host int): with the default params every episode has ended after
+        this many steps (the ``max_steps`` a full rollout needs)."""
+        raise NotImplementedError
+
+    @property
     def default_params(self) -> Params:
         """The default dynamic parameters (a pytree)."""
         raise NotImplementedError

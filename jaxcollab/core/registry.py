@@ -1,38 +1,79 @@
-"""Name → environment registry: ``jaxcollab.make("parity/chained-30")``.
+"""Name → environment registry: ``jaxcollab.make("parity/probability")``.
 
-Environment modules call :func:`register` at import time; :mod:`jaxcollab.envs` imports them
-all, so every name is known once :func:`make` is first called. Groups (``bomb/all``,
-``bomb/base``) name several environments at once and are expanded by :func:`resolve`.
+Registration is lazy and has no back-edges: this module imports no family. A name's prefix
+(``parity`` in ``parity/action``) selects its family module (:data:`FAMILIES`, module paths as
+strings), which is imported on first use and registers its names, so ``make("parity/action")``
+loads the parity module only. A family registers each name with an entry point, either a
+``"module:attribute"`` string (plus keyword arguments) resolved when the environment is built,
+or a factory callable. Groups (``bomb/all``, ``bomb/base``) name several environments at once
+and are expanded by :func:`resolve`.
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from jaxcollab.core.env import Environment
+
+#: Family prefix → the module that registers its environments (imported lazily).
+FAMILIES: dict[str, str] = {
+    "bomb": "jaxcollab.envs.bomb",
+    "ktane": "jaxcollab.envs.ktane",
+    "maze": "jaxcollab.envs.maze",
+    "parity": "jaxcollab.envs.parity",
+}
 
 _FACTORIES: dict[str, Callable[[], Environment]] = {}
 _GROUPS: dict[str, list[str]] = {}
 
 
-def register(name: str, factory: Callable[[], Environment], groups: Iterable[str] = ()) -> None:
-    """Register ``factory`` under ``name`` and add ``name`` to each group in ``groups``.
+def entry_point(target: str, **kwargs: Any) -> Callable[[], Environment]:
+    """A factory that imports ``"package.module:Attribute"`` when called and calls it with
+    ``kwargs``.
+
+    Raises:
+        ValueError: ``target`` is not of the form ``module:attribute``.
+    """
+    module, sep, attr = target.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"entry point {target!r} must look like 'package.module:Attribute'")
+
+    def factory() -> Environment:
+        return getattr(importlib.import_module(module), attr)(**kwargs)
+
+    return factory
+
+
+def register(name: str, factory: Callable[[], Environment] | str, groups: Iterable[str] = (),
+             **kwargs: Any) -> None:
+    """Register an environment under ``name`` and add ``name`` to each group in ``groups``.
+
+    Args:
+        name: ``family/variant``.
+        factory: a callable returning the environment, or an entry-point string
+            ``"module:Attribute"`` called with ``kwargs`` (see :func:`entry_point`).
 
     Raises:
         ValueError: if ``name`` is already registered or collides with a group name.
     """
     if name in _FACTORIES or name in _GROUPS:
         raise ValueError(f"environment name {name!r} is already registered")
-    _FACTORIES[name] = factory
+    _FACTORIES[name] = entry_point(factory, **kwargs) if isinstance(factory, str) else factory
     for group in groups:
         if group in _FACTORIES:
             raise ValueError(f"group name {group!r} collides with an environment name")
         _GROUPS.setdefault(group, []).append(name)
 
 
-def _load() -> None:
-    import jaxcollab.envs  # noqa: F401  (registers every built-in environment)
+def _load(name: str | None = None) -> None:
+    """Import the family module of ``name`` (every family when ``name`` is ``None`` or its
+    prefix is not a known family)."""
+    family = None if name is None else name.split("/")[0]
+    for module in [FAMILIES[family]] if family in FAMILIES else FAMILIES.values():
+        importlib.import_module(module)
 
 
 def names() -> list[str]:
@@ -59,8 +100,9 @@ def make(name: str) -> Environment:
     Raises:
         KeyError: if ``name`` is unknown; the message lists every valid name.
     """
-    _load()
+    _load(name)
     if name not in _FACTORIES:
+        _load()
         raise _unknown(name, sorted(_FACTORIES))
     return _FACTORIES[name]()
 
@@ -71,9 +113,10 @@ def resolve(selector: str) -> list[str]:
     Raises:
         KeyError: if ``selector`` is neither; the message lists valid names and groups.
     """
-    _load()
+    _load(selector)
     if selector in _FACTORIES:
         return [selector]
     if selector in _GROUPS:
         return list(_GROUPS[selector])
+    _load()
     raise _unknown(selector, sorted(_FACTORIES) + sorted(_GROUPS))

@@ -9,7 +9,8 @@ A **policy** acts for the whole team of ONE episode::
 ``env.observe``), ``actions`` the joint action the environment's ``step`` takes, and
 ``policy_state`` any pytree the policy carries between steps (memory, message history, an RNN
 state; ``()`` when it needs none). A **privileged** policy (the oracles: solvers, not players)
-also reads the environment state, ``act(key, obs, policy_state, env_state)``; it is built with
+also reads the environment state and params, ``act(key, obs, policy_state, env_state,
+params)``; it is built with
 :func:`privileged_policy`, its class is :class:`PrivilegedPolicy` and its name must say
 ``oracle`` or ``privileged``, so no result can pass one off as a player.
 
@@ -71,7 +72,8 @@ class Policy:
 class PrivilegedPolicy(Policy):
     """A policy that also reads the hidden environment state: a solver, not a player.
 
-    ``act(key, obs, policy_state, env_state) -> (actions, policy_state)``. Build it with
+    ``act(key, obs, policy_state, env_state, params) -> (actions, policy_state)``, with
+    ``env_state`` and ``params`` of the same single episode. Build it with
     :func:`privileged_policy`, which checks that its name says ``oracle`` or ``privileged``.
     """
 
@@ -91,7 +93,7 @@ def stateless(fn: Callable, name: str | None = None) -> Policy:
 
 def privileged_policy(act: Callable, init: Callable[[jax.Array], Any] = _no_state,
                       name: str | None = None) -> PrivilegedPolicy:
-    """Wrap ``act(key, obs, policy_state, env_state) -> (actions, policy_state)``.
+    """Wrap ``act(key, obs, policy_state, env_state, params) -> (actions, policy_state)``.
 
     Raises:
         ValueError: the name (default ``act.__name__``) contains neither ``oracle`` nor
@@ -142,8 +144,9 @@ class Rollout:
             episode never ended).
         terminated, truncated: bool ``[B]`` flags at the end of the loop.
         trajectory: ``None``, or (with ``trajectory=True``) a dict of per-step arrays with a
-            leading step axis ``[T, B, ...]``: ``obs`` (observation the policy acted on),
-            ``actions``, ``reward``, ``terminated``, ``truncated``, and the step ``info`` keys.
+            leading step axis ``[T, B, ...]``: ``state`` and ``obs`` (the state and observation
+            the policy acted on), ``actions``, ``reward``, ``terminated``, ``truncated``, and
+            the step ``info`` keys.
     """
 
     state: Any
@@ -211,7 +214,7 @@ def _rollout(env, policy, keys, params, max_steps, batched_params, until_done, t
 
     def one(t, play_key, obs, state, pstate, params):
         env_key, policy_key = step_keys(play_key, t)
-        extra = (state,) if policy.privileged else ()
+        extra = (state, params) if policy.privileged else ()
         actions, pstate = policy.act(policy_key, obs, pstate, *extra)
         obs, state, reward, term, trunc, info = env.step(env_key, state, actions, params)
         return actions, obs, state, pstate, reward, term, trunc, info
@@ -222,8 +225,8 @@ def _rollout(env, policy, keys, params, max_steps, batched_params, until_done, t
         done = c["terminated"] | c["truncated"]
         new = dict(state=state, obs=obs, pstate=pstate, ret=c["ret"] + reward,
                    length=c["length"] + ~done, terminated=term, truncated=trunc)
-        record = dict(info, obs=c["obs"], actions=actions, reward=reward, terminated=term,
-                      truncated=trunc)
+        record = dict(info, state=c["state"], obs=c["obs"], actions=actions, reward=reward,
+                      terminated=term, truncated=trunc)
         return new, record
 
     if until_done:

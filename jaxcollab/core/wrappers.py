@@ -27,6 +27,10 @@ class Wrapper(Environment):
     def default_params(self):
         return self.env.default_params
 
+    @property
+    def max_episode_steps(self) -> int:
+        return self.env.max_episode_steps
+
     def reset(self, key, params=None):
         return self.env.reset(key, params)
 

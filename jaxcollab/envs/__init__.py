@@ -1,8 +1,5 @@
-"""Built-in environments. Importing this package registers all of them."""
+"""Built-in environment families: :mod:`.parity`, :mod:`.maze`, :mod:`.bomb`, :mod:`.ktane`.
 
-from jaxcollab.envs import (
-    bomb,  # noqa: F401
-    ktane,  # noqa: F401
-    maze,  # noqa: F401
-    parity,  # noqa: F401
-)
+Importing this package imports no family; :mod:`jaxcollab.core.registry` imports a family the
+first time one of its names is used.
+"""

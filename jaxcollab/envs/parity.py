@@ -9,7 +9,8 @@ Everything an agent reads is a string over :data:`VOCAB`; token ids are indices 
 ``decode(tokens)`` is the exact text the transformer reads. This module holds
 
 * :func:`make_alphas` / :func:`validate_alphas` — the coefficient vector;
-* :func:`sample_parity` — a jitted, vmapped example generator;
+* :func:`draw_parity` — the instance generator (one instance per key) shared by the env and
+  the builder; :func:`sample_parity` draws a batch from one key;
 * :func:`build_dataset` — the chunked 90/10 dataset builder (2,000,000 examples in seconds);
 * :class:`ParityEnv` — the round-by-round env under the team contract
   (``parity/probability``, ``parity/action``).
@@ -155,27 +156,45 @@ def views_from_bits(bits: jax.Array, masks: jax.Array) -> jax.Array:
     return jnp.where(jnp.asarray(masks), bits, MASK).astype(jnp.int32)
 
 
+@jax.jit
+def draw_parity(keys: jax.Array, alphas: jax.Array, masks: jax.Array) -> ParityBatch:
+    """The instance generator: example ``b`` is a pure function of ``keys[b]`` (jitted).
+
+    The environment's ``reset(key)`` and the dataset builder both draw through it, so the same
+    key gives the same instance in both.
+
+    Args:
+        keys: PRNG keys ``[B]``.
+        alphas: float ``[n]`` coefficients (see :func:`make_alphas`).
+        masks: bool ``[2, n]`` from :func:`split_masks`.
+    """
+    n = alphas.shape[-1]
+
+    def one(key):
+        k_bits, k_label = jax.random.split(key)
+        # One random 32-bit word carries 32 fair bits: ~30x fewer PRNG calls than a Bernoulli.
+        words = jax.random.bits(k_bits, (-(-n // 32),), jnp.uint32)
+        j = jnp.arange(n)
+        return ((words[j // 32] >> (j % 32).astype(jnp.uint32)) & 1).astype(jnp.int32), (
+            jax.random.uniform(k_label))
+
+    bits, u = jax.vmap(one)(keys)
+    pstar = pstar_from_bits(bits, alphas)
+    label = (u < pstar).astype(jnp.int32)
+    return ParityBatch(bits=bits, pstar=pstar, label=label, views=views_from_bits(bits, masks))
+
+
 @partial(jax.jit, static_argnames=("batch_size",))
 def sample_parity(
     key: jax.Array, alphas: jax.Array, masks: jax.Array, batch_size: int
 ) -> ParityBatch:
-    """Draw ``batch_size`` examples (jitted; one compile per batch size and n).
+    """Draw ``batch_size`` examples: :func:`draw_parity` of ``split(key, batch_size)`` (jitted;
+    one compile per batch size and n).
 
     Args:
-        key: PRNG key.
-        alphas: float ``[n]`` coefficients (see :func:`make_alphas`).
-        masks: bool ``[2, n]`` from :func:`split_masks`.
-        batch_size: number of examples B (static).
+        key: PRNG key; alphas, masks: as in :func:`draw_parity`; batch_size: B (static).
     """
-    k_bits, k_label = jax.random.split(key)
-    n = alphas.shape[-1]
-    # One random 32-bit word carries 32 fair bits: ~30x fewer PRNG calls than a Bernoulli each.
-    words = jax.random.bits(k_bits, (batch_size, -(-n // 32)), jnp.uint32)
-    j = jnp.arange(n)
-    bits = ((words[:, j // 32] >> (j % 32).astype(jnp.uint32)) & 1).astype(jnp.int32)
-    pstar = pstar_from_bits(bits, alphas)
-    label = (jax.random.uniform(k_label, (batch_size,)) < pstar).astype(jnp.int32)
-    return ParityBatch(bits=bits, pstar=pstar, label=label, views=views_from_bits(bits, masks))
+    return draw_parity(jax.random.split(key, batch_size), alphas, masks)
 
 
 def decode(tokens) -> str:
@@ -227,7 +246,8 @@ def build_dataset(
     The paper split is 2,000,000 examples, 90/10 (spec §1). Only bits (uint8), p* and labels are
     kept — 35 bytes per example at n = 30 — and each chunk is generated on device with one
     compiled kernel (the last chunk reuses it and is trimmed). The data depend on ``key`` and
-    ``chunk_size`` (chunk i uses ``fold_in(key, i)``).
+    ``chunk_size``: example ``j`` of chunk ``i`` is ``ParityEnv.reset`` of
+    ``split(fold_in(key, i), chunk)[j]`` (both draw through :func:`draw_parity`).
 
     Raises:
         ValueError: ``n_examples < 2``, ``test_fraction`` not in (0, 1), or ``chunk_size < 1``.
@@ -330,6 +350,11 @@ class ParityEnv(Environment[ParityState, ParityParams]):
         self.name = f"parity/{protocol}"
 
     @property
+    def max_episode_steps(self) -> int:
+        """Every episode ends after ``n_rounds`` steps."""
+        return self.n_rounds
+
+    @property
     def default_params(self) -> ParityParams:
         return ParityParams(alphas=jnp.asarray(self.alphas, jnp.float32))
 
@@ -341,7 +366,7 @@ class ParityEnv(Environment[ParityState, ParityParams]):
 
     def reset(self, key, params=None):
         params = self._params(params)
-        b = sample_parity(key, params.alphas, jnp.asarray(self.masks), 1)
+        b = draw_parity(key[None], params.alphas, jnp.asarray(self.masks))
         state = ParityState(
             bits=b.bits[0],
             pstar=b.pstar[0],
@@ -388,5 +413,28 @@ class ParityEnv(Environment[ParityState, ParityParams]):
         return decode(obs_row)
 
 
-register("parity/probability", lambda: ParityEnv(protocol="probability"), groups=("parity/all",))
-register("parity/action", lambda: ParityEnv(protocol="action"), groups=("parity/all",))
+def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
+    """``n`` instances of ``env_name`` (``parity/...``) as JSON-ready dicts, drawn as the resets
+    of rollout episodes ``0..n-1`` (:mod:`jaxcollab.core.export`).
+
+    Schema: ``env``, ``seed``, ``index``, ``text`` (each agent's prefix at the start), then
+    ``bits`` (list of n ints in {0, 1}), ``pstar`` (float, P(Y = 1)), ``label`` (0 or 1) and
+    ``masks`` (two lists of n ints, 1 = the agent sees that bit).
+
+    Raises:
+        KeyError: unknown environment (lists valid names); ValueError: ``n < 1``.
+    """
+    from jaxcollab.core.export import record, reset_instances
+    from jaxcollab.core.registry import make
+
+    env = make(env_name)
+    obs, states = reset_instances(env, n, seed)
+    masks = env.masks.astype(int).tolist()
+    return [{**record(env, seed, i, obs[i]), "bits": states.bits[i].tolist(),
+             "pstar": float(states.pstar[i]), "label": int(states.label[i]), "masks": masks}
+            for i in range(int(n))]
+
+
+for _protocol in ("probability", "action"):
+    register(f"parity/{_protocol}", "jaxcollab.envs.parity:ParityEnv", groups=("parity/all",),
+             protocol=_protocol)

@@ -1,23 +1,25 @@
-"""Scripted bomb teams and batched rollouts (``python eval/rollout.py env=bomb/all agent=oracle``).
+"""Scripted bomb teams and their evaluation (``python eval/rollout.py env=bomb/all agent=oracle``),
+played through the generic rollout :func:`jaxcollab.core.rollout.rollout`.
 
-Teams: ``oracle``, ``random``, ``solo``, and the protocol teams ``onebit``, ``symbol``,
-``counting`` (see :mod:`jaxcollab.agents.bomb.teams`).
+Teams: ``oracle`` (privileged), ``random``, ``solo``, and the protocol teams ``onebit``,
+``symbol``, ``counting`` (see :mod:`jaxcollab.agents.bomb.teams`).
 """
 
 from __future__ import annotations
 
 import time
-from functools import partial
 
 import jax
 import numpy as np
 from rich.progress import Progress
 
-from jaxcollab.agents.bomb.run import play, rounds_used
-from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team
+from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
+from jaxcollab.core.registry import make
+from jaxcollab.core.rollout import rollout
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import BombEnv, ending_counts
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
+from jaxcollab.envs.bomb.state import BombState
 
 CHUNK = 16_384  # episodes per compiled batch
 
@@ -51,11 +53,24 @@ def _summary(final: dict[str, np.ndarray], mask: np.ndarray) -> dict:
     }
 
 
-def rollout(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
+def rounds_used(state: BombState) -> jax.Array:
+    """Rounds begun by the end of each episode (a round ended mid-way counts)."""
+    return state.round + (state.turn > 0)
+
+
+def play(env: BombEnv, agent: str, keys: jax.Array, params) -> BombState:
+    """Play one episode per key ``[B]`` (params ``[B]``, any variants with ``env``'s caps) with
+    team ``agent`` to its end; the final states. A while-loop over turns stops once every
+    episode has ended (:func:`~jaxcollab.core.rollout.rollout` with ``until_done``)."""
+    return rollout(env, team_policy(agent, env.layout), keys, params, batched_params=True,
+                   max_steps=env.max_episode_steps, until_done=True).state
+
+
+def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
     """Play ``episodes`` episodes of each variant in ``env_names`` with team ``agent``.
 
-    Episode ``e`` of a variant uses turn order ``TURN_ORDERS[e % 6]`` and the instance drawn
-    from ``fold_in(fold_in(PRNGKey(seed), variant_index), e)``.
+    Episode ``e`` of a variant uses turn order ``TURN_ORDERS[e % 6]`` and the episode key
+    ``fold_in(fold_in(PRNGKey(seed), variant_index), e)`` (the exporter's instance ``e``).
 
     Returns:
         ``agent``, ``episodes`` (total), ``success_rate`` (fraction defused), ``endings``
@@ -73,15 +88,15 @@ def rollout(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
     """
     if episodes < 1:
         raise ValueError(f"episodes must be positive, got {episodes!r}")
-    policy, privileged = team(agent)
-    layout = BombEnv(env_names[0]).layout
+    team(agent)
+    env = make(env_names[0])
     keys, params, idx = _batch(env_names, episodes, seed)
     total = len(idx)
     chunk = min(CHUNK, total)
     pad = -total % chunk
     keys = np.concatenate([keys, np.repeat(keys[:1], pad, 0)])
     params = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[:1], pad, 0)]), params)
-    run = partial(play, team=policy, privileged=privileged, layout=layout)
+    run = lambda k, p: play(env, agent, k, p)  # noqa: E731
     run(keys[:chunk], jax.tree.map(lambda x: x[:chunk], params))  # compile outside the timing
     parts, start = [], time.perf_counter()
     with Progress(transient=True) as bar:
@@ -103,4 +118,4 @@ def rollout(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
     return out
 
 
-__all__ = ["PROTOCOL_TEAMS", "TEAMS", "play", "rollout", "team"]
+__all__ = ["PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rounds_used", "team", "team_policy"]

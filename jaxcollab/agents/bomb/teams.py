@@ -1,9 +1,9 @@
 """Scripted bomb teams as pure JAX policies (spec "Scripted protocol teams").
 
-A team maps ``(key, obs[3, L], hint[2])`` to a joint :class:`BombAction`; each role's row is
-computed from that role's own observation row only. ``hint`` (the correct ``(act, arg)`` now,
-from :func:`oracle_hint`) is passed to privileged teams only (the oracle); every other team
-gets zeros and never reads it.
+A team maps ``(key, obs[3, L], layout)`` to a joint :class:`BombAction`; each role's row is
+computed from that role's own observation row only. The oracle is privileged: it plays the
+correct ``(act, arg)`` read from the hidden state (:func:`oracle_hint`). :func:`team_policy`
+wraps any team as a policy of the generic rollout (:mod:`jaxcollab.core.rollout`).
 
 Protocol teams (all route Mute → gesture → Deaf → speech → Blind, since those are the only live
 channels, and Blind → speech → Mute for the plate glyph):
@@ -19,6 +19,7 @@ channels, and Blind → speech → Mute for the plate glyph):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import jax
@@ -26,6 +27,7 @@ import jax.numpy as jnp
 
 from jaxcollab.agents.bomb.codecs import COUNT, MAX_VALUES, SYMBOL, Codec
 from jaxcollab.agents.bomb.view import View, parse
+from jaxcollab.core.rollout import Policy, privileged_policy, stateless
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.observe import Layout
 from jaxcollab.envs.bomb.params import BombParams
@@ -148,7 +150,7 @@ def _instruct(turn: Turn, ok, kind, pos, codec: Codec, layout: Layout) -> Turn:
 def relay_team(codec: Codec, with_history: bool) -> Callable:
     """Deaf reports, Mute answers with an echo, Deaf relays the position to Blind."""
 
-    def team(key, obs, hint, layout: Layout) -> BombAction:
+    def team(key, obs, layout: Layout) -> BombAction:
         deaf, mute, blind = (parse(obs[r], r, layout) for r in range(T.N_AGENTS))
         report, n = facts(deaf, with_history)
         d_turn = dataclasses.replace(
@@ -176,7 +178,7 @@ def relay_team(codec: Codec, with_history: bool) -> Callable:
 # ---- one-bit team ----------------------------------------------------------------------------
 
 
-def onebit_team(key, obs, hint, layout: Layout) -> BombAction:
+def onebit_team(key, obs, layout: Layout) -> BombAction:
     """Deaf asks about one wire or key per round; Mute answers yes/no (one bit)."""
     deaf, mute, blind = (parse(obs[r], r, layout) for r in range(T.N_AGENTS))
     report, _ = facts(deaf, with_history=True)
@@ -215,20 +217,15 @@ def onebit_team(key, obs, hint, layout: Layout) -> BombAction:
 # ---- baselines -------------------------------------------------------------------------------
 
 
-def silent(policy: Callable) -> Callable:
-    """Mark a team that never sends a message (lets the turn skip the message buffers)."""
-    policy.talks = False
-    return policy
+def oracle_team(key, obs, policy_state, state: BombState, params: BombParams, *,
+                layout: Layout) -> tuple[BombAction, tuple]:
+    """Privileged: Blind plays the correct move read from the hidden state (:func:`oracle_hint`);
+    nobody talks (upper bound)."""
+    hint = oracle_hint(state, params)
+    return stack([quiet(layout), quiet(layout), quiet(layout, hint[0], hint[1])]), policy_state
 
 
-@silent
-def oracle_team(key, obs, hint, layout: Layout) -> BombAction:
-    """Blind plays the privileged hint; nobody talks (upper bound)."""
-    return stack([quiet(layout), quiet(layout), quiet(layout, hint[0], hint[1])])
-
-
-@silent
-def solo_team(key, obs, hint, layout: Layout) -> BombAction:
+def solo_team(key, obs, layout: Layout) -> BombAction:
     """One agent holding all three views acts as Blind with no messages (no-communication
     baseline): it reads Deaf's board, Mute's manual and Blind's plate directly."""
     deaf, mute, blind = (parse(obs[r], r, layout) for r in range(T.N_AGENTS))
@@ -239,7 +236,7 @@ def solo_team(key, obs, hint, layout: Layout) -> BombAction:
     return stack([quiet(layout), quiet(layout), quiet(layout, act, pos)])
 
 
-def random_team(key, obs, hint, layout: Layout) -> BombAction:
+def random_team(key, obs, layout: Layout) -> BombAction:
     """Every role: wait half the time, else cut a random position 0..6 or press a key 0..3;
     send 8 random printable bytes and 4 random symbols to a random role (or nobody).
 
@@ -258,19 +255,19 @@ def random_team(key, obs, hint, layout: Layout) -> BombAction:
                       gesture=pad(symbols, layout.gesture_symbols))
 
 
-#: name → (policy, privileged). Protocol teams are listed in :data:`PROTOCOL_TEAMS`.
-TEAMS: dict[str, tuple[Callable, bool]] = {
-    "oracle": (oracle_team, True),
-    "random": (random_team, False),
-    "solo": (solo_team, False),
-    "symbol": (relay_team(SYMBOL, with_history=True), False),
-    "counting": (relay_team(COUNT, with_history=False), False),
-    "onebit": (onebit_team, False),
+#: name → team. ``oracle`` is privileged (reads the state); the others read observations only.
+TEAMS: dict[str, Callable] = {
+    "oracle": oracle_team,
+    "random": random_team,
+    "solo": solo_team,
+    "symbol": relay_team(SYMBOL, with_history=True),
+    "counting": relay_team(COUNT, with_history=False),
+    "onebit": onebit_team,
 }
 PROTOCOL_TEAMS = ("onebit", "symbol", "counting")
 
 
-def team(name: str) -> tuple[Callable, bool]:
+def team(name: str) -> Callable:
     """Look up a team by name.
 
     Raises:
@@ -279,3 +276,18 @@ def team(name: str) -> tuple[Callable, bool]:
     if name not in TEAMS:
         raise KeyError(f"unknown bomb team {name!r}; valid: {', '.join(TEAMS)}")
     return TEAMS[name]
+
+
+@functools.cache
+def team_policy(name: str, layout: Layout) -> Policy:
+    """Team ``name`` for message caps ``layout`` as a rollout policy (cached, so rollouts reuse
+    their compile): :class:`~jaxcollab.core.rollout.PrivilegedPolicy` for the oracle, else a
+    stateless :class:`~jaxcollab.core.rollout.Policy`.
+
+    Raises:
+        KeyError: unknown team; the message lists the valid ones.
+    """
+    fn = team(name)
+    if fn is oracle_team:
+        return privileged_policy(functools.partial(oracle_team, layout=layout), name="oracle")
+    return stateless(functools.partial(fn, layout=layout), name=name)

@@ -1,48 +1,32 @@
-"""Scripted Keep-Talking teams and their batched rollouts (``eval/rollout.py env=ktane/...``)."""
+"""Scripted Keep-Talking teams and their rollouts (``eval/rollout.py env=ktane/...``), played
+through the generic rollout :func:`jaxcollab.core.rollout.rollout`."""
 
 from __future__ import annotations
 
 import time
-from functools import partial
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.agents.ktane.export import episode_keys, export_instances
+from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
 from jaxcollab.core.registry import make
+from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane.draw import fold_in
 
-__all__ = ["TEAMS", "export_instances", "oracle_team", "play", "random_team", "rollout", "team"]
+__all__ = ["TEAMS", "export_instances", "oracle_team", "play", "random_team", "evaluate",
+           "run_env", "team"]
 
 
-def play(env: KtaneEnv, policy, keys: jax.Array):
-    """Play one episode per key to its end (or ``env.max_turns``); returns final states.
+def play(env: KtaneEnv, agent: str, keys: jax.Array):
+    """Play one episode per key ``[B]`` with team ``agent`` to its end; the final states.
 
-    A ``lax.while_loop`` over turns steps the whole batch (vmap) until every episode has an
-    outcome, so short episodes do not pay for long ones' turns beyond the batch maximum.
-    Episode ``i`` resets with ``fold_in(keys[i], 0)`` and plays turn ``t`` with
-    ``fold_in(fold_in(keys[i], 1), t)`` (:func:`jaxcollab.envs.ktane.draw.fold_in`), as the
-    exporter does.
+    Uses :func:`~jaxcollab.core.rollout.rollout` with ``until_done`` (a while-loop over turns
+    that stops once every episode has an outcome, at most ``env.max_episode_steps``).
     """
-    k_reset, k_play = jax.vmap(fold_in, (0, None))(keys, 0), jax.vmap(fold_in, (0, None))(keys, 1)
-    state = jax.vmap(env.init_state)(k_reset)
-
-    def turn(carry):
-        t, state = carry
-        step_keys = jax.vmap(fold_in, (0, None))(k_play, t)
-        actions = jax.vmap(partial(policy, env))(step_keys, state)
-        state, _, _ = jax.vmap(env.transition)(step_keys, state, actions)
-        return t + 1, state
-
-    def running(carry):
-        t, state = carry
-        return (t < env.max_turns) & jnp.any(state.outcome == T.RUNNING)
-
-    return jax.lax.while_loop(running, turn, (jnp.int32(0), state))[1]
+    return rollout(env, team(agent, env), keys, max_steps=env.max_episode_steps,
+                   until_done=True).state
 
 
 def _summary(final, seconds: float) -> dict:
@@ -59,33 +43,28 @@ def _summary(final, seconds: float) -> dict:
     }
 
 
-#: Compiled rollouts by (env name, agent, episodes), reused across calls and seeds.
-_COMPILED: dict = {}
-
-
 def run_env(env: KtaneEnv, agent: str, episodes: int, seed: int) -> dict:
-    """Roll out ``agent`` on ``env`` for ``episodes`` episodes; compile time excluded from the
-    rate (reported as ``compile_s``, 0 when a compiled rollout is reused)."""
+    """Roll out ``agent`` on ``env`` for ``episodes`` episodes (keys
+    :func:`~jaxcollab.core.rollout.episode_keys`); a first call compiles (``compile_s``, 0 when
+    the compiled rollout is reused) and is excluded from the rate."""
     keys = episode_keys(seed, episodes)
     t0 = time.perf_counter()
-    cache_key = (env.name, agent, episodes)
-    if cache_key not in _COMPILED:
-        _COMPILED[cache_key] = jax.jit(partial(play, env, team(agent))).lower(keys).compile()
-    compiled = _COMPILED[cache_key]
+    jax.block_until_ready(play(env, agent, keys))
     t1 = time.perf_counter()
-    final = jax.block_until_ready(compiled(keys))
+    final = jax.block_until_ready(play(env, agent, keys))
     t2 = time.perf_counter()
-    return {**_summary(jax.device_get(final), t2 - t1), "compile_s": t1 - t0}
+    compile_s = max(0.0, (t1 - t0) - (t2 - t1))
+    return {**_summary(jax.device_get(final), t2 - t1), "compile_s": compile_s}
 
 
-def rollout(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
+def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
     """Roll out a scripted team on each ``ktane/...`` environment.
 
     Args:
         env_names: registered Keep-Talking environment names (one or several).
         agent: ``oracle`` or ``random`` (see :mod:`jaxcollab.agents.ktane.policies`).
         episodes: episodes per environment; seed: base seed (episode ``i`` of each env uses
-            ``split(key(seed), episodes)[i]``).
+            ``episode_keys(seed, episodes)[i]``, as the exporter does).
 
     Returns:
         ``agent``, ``seed``, ``episodes`` (total), ``success_rate``, ``mean_strikes``,
@@ -97,7 +76,8 @@ def rollout(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
     Raises:
         ValueError: unknown agent or a non-ktane environment; KeyError: unknown name.
     """
-    team(agent)
+    if agent not in TEAMS:
+        raise ValueError(f"unknown ktane agent {agent!r}; valid: {', '.join(TEAMS)}")
     runs = {}
     for name in env_names:
         env = make(name)

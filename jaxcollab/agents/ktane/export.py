@@ -2,56 +2,24 @@
 
 ``python eval/export.py env=ktane/<module> n=N out=FILE.jsonl`` writes one JSON object per
 instance (see :func:`export_instances` for the schema). Instance ``i`` of seed ``s`` is episode
-``i`` of ``rollout(..., seed=s)`` in :mod:`jaxcollab.agents.ktane`.
+``i`` of ``evaluate(..., seed=s)`` in :mod:`jaxcollab.agents.ktane`: both play
+``episode_keys(s, n)[i]`` through :func:`jaxcollab.core.rollout.rollout`.
 """
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.agents.ktane.oracle import oracle_defuser
+from jaxcollab.agents.ktane.policies import oracle_team
+from jaxcollab.core.export import record
 from jaxcollab.core.registry import make
+from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.edgework import display_text
 from jaxcollab.envs.ktane.mission import DEFUSER
-from jaxcollab.envs.ktane.modules.base import VERBS, WAIT
-
-
-def episode_keys(seed: int, n: int) -> jax.Array:
-    """Per-episode keys shared by rollouts and exports: ``fold_in(key(seed), i)`` for i < n."""
-    return jax.vmap(fold_in, (None, 0))(jax.random.key(seed), jnp.arange(n))
-
-
-def _trajectory(env: KtaneEnv, key: jax.Array):
-    """Play one episode with the oracle for ``env.max_turns`` turns; per-turn records."""
-    k_reset, k_play = fold_in(key, 0), fold_in(key, 1)
-    state = env.init_state(k_reset)
-
-    def turn(state, t):
-        k = fold_in(k_play, t)
-        action = jnp.stack([oracle_defuser(env, state), jnp.array([WAIT, 0, 0], jnp.int32)])
-        z = jnp.maximum(state.zoom, 0)
-        before = {
-            "role": state.turn % 2,
-            "running": state.outcome == T.RUNNING,
-            "time_left_cs": state.time_left_cs,
-            "strikes": state.strikes,
-            "zoom": state.zoom,
-            "module": state.modules[z],
-            "action": action[DEFUSER],
-        }
-        state, _, _ = env.transition(k, state, action)
-        return state, before
-
-    start = state
-    final, steps = jax.lax.scan(turn, state, jnp.arange(env.max_turns))
-    return start, final, steps
+from jaxcollab.envs.ktane.modules.base import VERBS
 
 
 def describe_edgework(edge) -> dict:
@@ -79,26 +47,25 @@ def _module_dict(env: KtaneEnv, slot: int, vec) -> dict:
 def _record(env, seed, i, start, final, steps) -> dict:
     actions = []
     for t in range(env.max_turns):
-        if not steps["running"][t] or steps["role"][t] != DEFUSER:
+        before = jax.tree.map(lambda x, t=t: x[t], steps["state"])
+        if before.outcome != T.RUNNING or before.turn % 2 != DEFUSER:
             continue
-        verb, target, _ = (int(x) for x in steps["action"][t])
-        zoom = int(steps["zoom"][t])
+        verb, target, _ = (int(x) for x in steps["actions"][t, DEFUSER])
+        zoom = int(before.zoom)
         actions.append(
             {
-                "time": display_text(int(steps["time_left_cs"][t])),
-                "time_left_cs": int(steps["time_left_cs"][t]),
-                "strikes": int(steps["strikes"][t]),
+                "time": display_text(int(before.time_left_cs)),
+                "time_left_cs": int(before.time_left_cs),
+                "strikes": int(before.strikes),
                 "slot": zoom if zoom >= 0 else None,
                 "verb": VERBS[verb],
                 "target": target,
-                "module": _module_dict(env, zoom, steps["module"][t]) if zoom >= 0 else None,
+                "module": _module_dict(env, zoom, before.modules[zoom]) if zoom >= 0 else None,
             }
         )
     m = env.mission
     return {
-        "env": env.name,
-        "index": i,
-        "seed": seed,
+        **record(env, seed, i, steps["obs"][0]),
         "mission": {
             "modules": list(m.modules),
             "time_limit_s": m.time_limit_s,
@@ -126,7 +93,8 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
 
     Schema of each dict:
 
-    * ``env``, ``index`` (0-based), ``seed``;
+    * ``env``, ``seed``, ``index`` (0-based), ``text`` (each role's rendered observation at the
+      start; :mod:`jaxcollab.core.export`);
     * ``mission``: ``modules`` (type names by slot), ``time_limit_s``, ``max_strikes``,
       ``n_widgets``;
     * ``edgework``: ``serial`` (6 characters), ``serial_side``, ``widgets`` — each with
@@ -163,7 +131,10 @@ def export_env(env: KtaneEnv, n: int, seed: int) -> list[dict]:
     """
     if n < 1:
         raise ValueError(f"n must be positive, got {n!r}")
-    play = jax.jit(jax.vmap(partial(_trajectory, env)))
-    start, final, steps = jax.device_get(play(episode_keys(seed, n)))
-    pick = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
-    return [_record(env, seed, i, pick(start, i), pick(final, i), pick(steps, i)) for i in range(n)]
+    r = rollout(env, oracle_team(env), episode_keys(seed, n), max_steps=env.max_turns,
+                trajectory=True)
+    final, steps = jax.device_get((r.state, r.trajectory))
+    steps = jax.tree.map(lambda x: np.swapaxes(x, 0, 1), steps)  # [B, T, ...]
+    pick = lambda tree, *i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
+    return [_record(env, seed, i, pick(steps["state"], i, 0), pick(final, i), pick(steps, i))
+            for i in range(n)]

@@ -1,68 +1,98 @@
-"""Scripted Keep-Talking teams: ``(key, state) -> actions int32 [2, 3]`` (jit/vmap-safe).
+"""Scripted Keep-Talking teams as policies of the generic rollout (:mod:`jaxcollab.core.rollout`).
 
-* ``oracle``: the rule-reading Defuser of :mod:`jaxcollab.agents.ktane.oracle` with a silent
-  Expert (it never needs the manual, so no word is ever sent).
-* ``random``: a Defuser that zooms into a random module slot on the visible face when not
-  working on an unsolved module, and otherwise plays a uniformly random (verb, target) pair
-  among the zoomed module's verbs and targets; the Expert is silent.
+* ``oracle`` (:func:`oracle_team`, privileged): the rule-reading Defuser of
+  :mod:`jaxcollab.agents.ktane.oracle` with a silent Expert (it never needs the manual, so no
+  word is ever sent). It reads the hidden state: a solver, not a player.
+* ``random`` (:func:`random_team`): a Defuser that reads only its observation: it zooms into a
+  random module slot on the visible face when not working on an unsolved module, and otherwise
+  plays a uniformly random (verb, target) pair among the zoomed module's verbs and targets; the
+  Expert is silent. Its draws come from the policy's own key, never the environment's.
+
+Actions are int32 ``[2, 3]`` ``(verb, target, word)`` rows (Defuser, Expert).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.agents.ktane.oracle import oracle_defuser
-from jaxcollab.envs.ktane import BombState, KtaneEnv
+from jaxcollab.core.rollout import Policy, PrivilegedPolicy, policy, privileged_policy
+from jaxcollab.envs.ktane import KtaneEnv
+from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.draw import randint, uniforms
 from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
+from jaxcollab.envs.ktane.observe import HEADER_LEN
 
 SILENT = np.array([WAIT, 0, 0], np.int32)
 
-Policy = Callable[[KtaneEnv, jax.Array, BombState], jax.Array]
+#: Defuser-row positions of the face and zoom words (:func:`jaxcollab.envs.ktane.observe.header`).
+FACE_AT, ZOOM_AT = 13, 16
+#: Tokens per module slot in the face view: ``module [k] title status ;``.
+SLOT_TOKENS = 5
 
 
-def oracle_team(env: KtaneEnv, key: jax.Array, state: BombState) -> jax.Array:
-    """Oracle Defuser + silent Expert."""
-    return jnp.stack([oracle_defuser(env, state), jnp.asarray(SILENT)])
+def defuser_view(env: KtaneEnv, row: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(face, zoom, solved)`` decoded from the Defuser's observation row: face index, zoomed
+    slot (-1 = none) and bool ``[n_slots]`` (slots not on the visible face read unsolved)."""
+    face = jnp.argmax(jnp.asarray(V.toks(T.FACES)) == row[FACE_AT])
+    labels = jnp.asarray(V.LABEL[: env.n_slots])
+    zoom = jnp.where(jnp.any(labels == row[ZOOM_AT]), jnp.argmax(labels == row[ZOOM_AT]), -1)
+    status = HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 3
+    solved = row[np.minimum(status, row.shape[0] - 1)] == V.tok("solved")
+    return face.astype(jnp.int32), zoom.astype(jnp.int32), solved
 
 
-def random_defuser(env: KtaneEnv, key: jax.Array, state: BombState) -> jax.Array:
+def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     """Uniform over the zoomed module's (verb, target) pairs; selects a slot when idle."""
-    u = uniforms(key, 3)
-    verbs = np.zeros((len(env.kinds), 4), np.int32)
-    for i, t in enumerate(env.kinds):
-        verbs[i] = np.resize(t.verbs, 4)  # cycle each type's verbs to 4 entries (uniform)
-    z = jnp.maximum(state.zoom, 0)
+    face, zoom, solved = defuser_view(env, row)
+    u = uniforms(key, 3)  # cheap counter-based draws (see jaxcollab.envs.ktane.draw)
+    verbs = np.stack([np.resize(t.verbs, 4) for t in env.kinds])  # each type's verbs cycled to 4
+    z = jnp.maximum(zoom, 0)
     kind = jnp.asarray(env.slot_kind)[z]
     verb = jnp.asarray(verbs)[kind, randint(u[0], 0, 4)]
     target = randint(u[1], 0, jnp.asarray(env.n_targets)[kind])
-    on_face = jnp.flatnonzero(
-        jnp.asarray(env.slot_face) == state.face, size=env.n_slots, fill_value=0
-    )
-    n_here = jnp.maximum(jnp.sum(jnp.asarray(env.slot_face) == state.face), 1)
-    slot = on_face[randint(u[2], 0, n_here)]
-    working = (state.zoom >= 0) & ~state.solved[z]
-    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, slot), 0])
+    here = jnp.asarray(env.slot_face) == face
+    on_face = jnp.flatnonzero(here, size=env.n_slots, fill_value=0)
+    slot = on_face[randint(u[2], 0, jnp.maximum(here.sum(), 1))]
+    working = (zoom >= 0) & ~solved[z]
+    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, slot),
+                      0]).astype(jnp.int32)
 
 
-def random_team(env: KtaneEnv, key: jax.Array, state: BombState) -> jax.Array:
-    """Random Defuser + silent Expert."""
-    return jnp.stack([random_defuser(env, key, state).astype(jnp.int32), jnp.asarray(SILENT)])
+def random_team(env: KtaneEnv) -> Policy:
+    """The random Defuser + silent Expert as a :class:`~jaxcollab.core.rollout.Policy`."""
+
+    def random_team(key, obs, policy_state):
+        row = _random_defuser(env, key, obs[0])
+        return jnp.stack([row, jnp.asarray(SILENT)]), policy_state
+
+    return policy(random_team, name="random")
 
 
-TEAMS: dict[str, Policy] = {"oracle": oracle_team, "random": random_team}
+def oracle_team(env: KtaneEnv) -> PrivilegedPolicy:
+    """Privileged: the oracle Defuser (reads the state) + silent Expert."""
+
+    def oracle_team(key, obs, policy_state, state, params):
+        return jnp.stack([oracle_defuser(env, state), jnp.asarray(SILENT)]), policy_state
+
+    return privileged_policy(oracle_team)
 
 
-def team(name: str) -> Policy:
-    """The team policy called ``name``.
+TEAMS = {"oracle": oracle_team, "random": random_team}
+
+
+@functools.cache
+def team(name: str, env: KtaneEnv) -> Policy:
+    """The team policy called ``name`` for ``env`` (cached, so rollouts reuse their compile).
 
     Raises:
         ValueError: unknown name; the message lists the valid ones.
     """
     if name not in TEAMS:
         raise ValueError(f"unknown ktane agent {name!r}; valid: {', '.join(TEAMS)}")
-    return TEAMS[name]
+    return TEAMS[name](env)

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 
 from jaxcollab.core.registry import register
+from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.envs.bomb import tables
 from jaxcollab.envs.bomb.env import BombAction, BombEnv, ending_counts, is_done
 from jaxcollab.envs.bomb.generate import generate
@@ -31,8 +32,10 @@ def _state_record(state: BombState) -> dict:
 
 
 def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
-    """Instances of ``env_name`` as JSON-ready dicts, instance ``i`` drawn from
-    ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (variant index in the table).
+    """Instances of ``env_name`` as JSON-ready dicts, instance ``i`` the reset of the rollout
+    episode with key ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (variant index in the
+    table; reset key :func:`~jaxcollab.core.rollout.split_episode_key`), i.e. episode ``i`` of
+    that variant in :func:`jaxcollab.agents.bomb.evaluate` with the same seed.
 
     Schema (one dict per instance): ``env`` (name), ``variant`` (the variant-table row as a
     dict), ``seed``, ``index``, ``state`` (every :class:`BombState` field at reset as nested
@@ -49,7 +52,7 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
     env = BombEnv(env_name)
     params = env.default_params
     base = jax.random.fold_in(jax.random.PRNGKey(int(seed)), tables.VARIANTS.index(env.variant))
-    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(int(n)))
+    keys = jax.vmap(lambda i: split_episode_key(jax.random.fold_in(base, i))[0])(np.arange(int(n)))
     states = jax.device_get(reset_batch(keys, params, env.speech_bytes, env.gesture_symbols))
     records = []
     for i in range(int(n)):
@@ -70,7 +73,7 @@ def instance_bank() -> list[dict]:
 
 
 for _v in tables.VARIANTS:
-    register(f"bomb/{_v.name}", lambda v=_v.name: BombEnv(v),
+    register(f"bomb/{_v.name}", "jaxcollab.envs.bomb:BombEnv", variant=_v.name,
              groups=(f"bomb/{_v.family}", "bomb/all"))
 
 __all__ = [

@@ -49,6 +49,12 @@ class BombEnv(Environment[BombState, BombParams]):
         self.name = f"bomb/{self.variant.name}"
 
     @property
+    def max_episode_steps(self) -> int:
+        """Turns after which every episode has ended (three turns per round, at most
+        :data:`~jaxcollab.envs.bomb.tables.MAX_ROUNDS` rounds)."""
+        return T.N_AGENTS * T.MAX_ROUNDS
+
+    @property
     def default_params(self) -> BombParams:
         return make_params(self.variant)
 
@@ -114,13 +120,18 @@ class BombEnv(Environment[BombState, BombParams]):
 
     def step(self, key, state: BombState, actions: BombAction, params=None):
         """One turn. ``key`` is unused (all randomness is drawn at reset); kept for the contract.
+        ``terminated``: defused or a wrong action; ``truncated``: the round budget ran out.
+        Once ended, a turn changes nothing (frozen, contract).
 
         Returns ``(obs, state, reward, terminated, truncated, info)``; ``info`` holds int32
         ``ending``, ``round``, ``progress``, ``bounces``, ``rejected``, ``acts`` and bool
         ``wrong_round``.
         """
         params = self._params(params)
-        state, reward, terminated, truncated = turn(state, actions, params)
+        state, reward, _, _ = turn(state, actions, params)
+        # Flags from the ending, so they stay set on the frozen steps after the end (contract).
+        terminated = (state.ending == T.DEFUSED) | (state.ending == T.WRONG_ACTION)
+        truncated = state.ending == T.TIMED_OUT
         info = {k: getattr(state, k) for k in ("ending", "round", "progress", "bounces",
                                                "rejected", "acts", "wrong_round")}
         return observe(state, params), state, reward, terminated, truncated, info

@@ -15,6 +15,7 @@ __all__ = [
     "KtaneEnv",
     "KtaneParams",
     "Mission",
+    "single_module_env",
     "single_module_mission",
 ]
 
@@ -30,9 +31,15 @@ def single_module_mission(module: str) -> Mission:
     return Mission(modules=(module,), time_limit_s=GPTNT_TIME_LIMIT_S[module])
 
 
-def _factory(module: str):
-    return lambda: KtaneEnv(single_module_mission(module), f"ktane/{module}")
+def single_module_env(module: str) -> KtaneEnv:
+    """``ktane/<module>``: the environment of :func:`single_module_mission`.
+
+    Raises:
+        KeyError: unknown module (lists valid names).
+    """
+    return KtaneEnv(single_module_mission(module), f"ktane/{module}")
 
 
 for _module in MODULE_TYPES:
-    register(f"ktane/{_module}", _factory(_module), groups=("ktane/all",))
+    register(f"ktane/{_module}", "jaxcollab.envs.ktane:single_module_env", groups=("ktane/all",),
+             module=_module)

@@ -67,6 +67,11 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         self.max_turns = 2 * math.ceil(mission.time_limit_s / T.TURN_S) + 2
 
     @property
+    def max_episode_steps(self) -> int:
+        """:attr:`max_turns`: the timer ends every episode within it."""
+        return self.max_turns
+
+    @property
     def default_params(self) -> KtaneParams:
         m = self.mission
         return KtaneParams(

@@ -4,7 +4,8 @@
 observes its masked grid with ``@`` on the position (:func:`~.text.views`). A step applies the
 team's joint move: the move of agent ``decider`` (the last speaker of the conversation; the
 other agent's action is ignored). A move other than the next move of the unique path ends the
-episode (failure); reaching the goal ends it with success and reward 1 for both agents.
+episode (failure); reaching the goal ends it with success and reward 1 for both agents;
+running out of ``max_steps`` truncates it. Ended episodes are frozen (contract).
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from jaxcollab.envs.maze.generator import (
 from jaxcollab.envs.maze.text import N_AGENTS, VOCAB, decode, sample_masks, views
 
 ROLE_NAMES = ("agent0", "agent1")
-_DRAWS_PER_TRY = 512  # candidates per rejection round inside ``reset``
+#: Episode endings (``MazeState.ending``).
+RUNNING, SUCCESS, WRONG_MOVE, OUT_OF_STEPS = range(4)
+#: Candidates per rejection round inside ``reset``; ``make_mazes(key, 1, chunk=DRAWS_PER_TRY)``
+#: draws the same maze as ``reset(key)``.
+DRAWS_PER_TRY = 512
 
 
 @chex.dataclass(frozen=True)
@@ -46,7 +51,9 @@ class MazeState:
         masks: bool ``[2, C]`` cells each agent sees (complementary halves).
         moves: int32 ``[C − 1]`` the unique path's move ids (``d r u l``), −1 padded.
         n_moves: int32 ``[]`` path length; pos: int32 ``[]`` flat position;
-        step: int32 ``[]`` moves made so far.
+        step: int32 ``[]`` moves made so far;
+        ending: int32 ``[]`` one of :data:`RUNNING`, :data:`SUCCESS`, :data:`WRONG_MOVE`,
+        :data:`OUT_OF_STEPS`.
     """
 
     open_: jax.Array
@@ -55,6 +62,7 @@ class MazeState:
     n_moves: jax.Array
     pos: jax.Array
     step: jax.Array
+    ending: jax.Array
 
 
 def state_from_maze(open_flat, masks, moves, n_moves) -> MazeState:
@@ -66,6 +74,7 @@ def state_from_maze(open_flat, masks, moves, n_moves) -> MazeState:
         n_moves=jnp.asarray(n_moves, jnp.int32),
         pos=jnp.int32(0),
         step=jnp.int32(0),
+        ending=jnp.int32(RUNNING),
     )
 
 
@@ -93,6 +102,11 @@ class MazeEnv(Environment[MazeState, MazeParams]):
         self.name = f"maze/split-{h}x{w}"
 
     @property
+    def max_episode_steps(self) -> int:
+        """Steps after which every episode has ended at the default ``max_steps``."""
+        return self.n_cells
+
+    @property
     def default_params(self) -> MazeParams:
         return MazeParams(max_steps=jnp.int32(self.n_cells))
 
@@ -103,20 +117,22 @@ class MazeEnv(Environment[MazeState, MazeParams]):
         return Discrete(4, (N_AGENTS,))
 
     def _draw_maze(self, key: jax.Array) -> jax.Array:
-        """One accepted maze, bool ``[H, W]``, by rejection rounds in a ``lax.while_loop``."""
+        """One accepted maze, bool ``[H, W]``: the first accepted candidate of the rejection
+        rounds ``draw_and_check(fold_in(key, i), DRAWS_PER_TRY)``, i = 0, 1, … (a
+        ``lax.while_loop``), exactly as :func:`~.generator.sample_mazes` draws on the host."""
 
         def body(carry):
-            key, _, _ = carry
-            key, sub = jax.random.split(key)
-            open_, accept = draw_and_check(sub, _DRAWS_PER_TRY, self.wall_prob, self.shape)
-            return key, jnp.any(accept), open_[jnp.argmax(accept)]
+            i, _, _ = carry
+            open_, accept = draw_and_check(jax.random.fold_in(key, i), DRAWS_PER_TRY,
+                                           self.wall_prob, self.shape)
+            return i + 1, jnp.any(accept), open_[jnp.argmax(accept)]
 
-        init = (key, jnp.bool_(False), jnp.zeros(self.shape, bool))
+        init = (jnp.int32(0), jnp.bool_(False), jnp.zeros(self.shape, bool))
         return jax.lax.while_loop(lambda c: ~c[1], body, init)[2]
 
     def reset(self, key, params=None):
         params = self._params(params)
-        k_maze, k_mask = jax.random.split(key)
+        k_maze, k_mask = jax.random.split(key)  # as make_mazes does
         open_ = self._draw_maze(k_maze)
         moves, n_moves = path_of(open_[None])
         masks = sample_masks(k_mask, 1, self.n_cells)[0]
@@ -125,15 +141,21 @@ class MazeEnv(Environment[MazeState, MazeParams]):
 
     def step(self, key, state: MazeState, actions, params=None):
         params = self._params(params)
+        running = state.ending == RUNNING
         move = jnp.asarray(actions, jnp.int32)[self.decider]
         expected = state.moves[jnp.clip(state.step, 0, self.n_cells - 2)]
-        correct = (move == expected) & (state.step < state.n_moves)
+        correct = running & (move == expected) & (state.step < state.n_moves)
         delta = jnp.asarray(MOVE_DELTAS @ np.array([self.shape[1], 1]), jnp.int32)[expected]
-        state = state.replace(pos=state.pos + jnp.where(correct, delta, 0), step=state.step + 1)
-        success = correct & (state.step == state.n_moves)
+        step = state.step + running
+        success = correct & (step == state.n_moves)
+        ending = jnp.select(
+            [~running, success, ~correct, step >= params.max_steps],
+            [state.ending, SUCCESS, WRONG_MOVE, OUT_OF_STEPS], RUNNING)
+        state = state.replace(pos=state.pos + jnp.where(correct, delta, 0), step=step,
+                              ending=ending.astype(jnp.int32))
         reward = jnp.full((N_AGENTS,), success, jnp.float32)
-        terminated = ~correct | success
-        truncated = ~terminated & (state.step >= params.max_steps)
+        terminated = (ending == SUCCESS) | (ending == WRONG_MOVE)
+        truncated = ending == OUT_OF_STEPS
         info = {"move": move, "correct": correct, "success": success}
         return self.observe(state, params), state, reward, terminated, truncated, info
 
