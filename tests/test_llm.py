@@ -275,7 +275,7 @@ def test_ktane_end_to_end(server, tmp_path):
     rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
     d, e = rec["agents"]["defuser"], rec["agents"]["expert"]
     assert d[0]["action"]["result"]["data"] == {"action": "select", "location": "A"}
-    assert "zoom [A]" in d[1]["prompt"][-1]["content"]
+    assert "[B] blue intact" in d[1]["prompt"][-1]["content"]  # zoomed in: the wires, marked
     assert "Messages from the Expert:\nCut the second wire." in d[1]["prompt"][-1]["content"]
     assert e[0]["action"]["result"]["kind"] == "send_message"
     assert set(rec["data"]["reflection"]) == {"defuser", "expert"}
