@@ -1,0 +1,156 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that plays scripted strategies.
+
+The served model name picks the strategy:
+
+* ``good``: well-formed ``<thoughts>…</thoughts><action>…</action>`` replies for every family
+  (bomb: Deaf speaks and gestures, Mute gestures, Blind or a solo player cuts wire 1; Keep
+  Talking: the Defuser selects the first module then cuts ``B``, the Expert sends a message;
+  mazes: ``~d`` and
+  ``% …``); with ``tools`` in the request it answers with native tool calls instead.
+* ``garbage``: replies with no action at all.
+* ``refuse``: answers HTTP 400 with a content-policy error.
+* ``slow``: ``good`` after sleeping :data:`SLOW_S` seconds.
+* ``flaky``: HTTP 429 on every first attempt of a prompt, then ``good``.
+
+Any other model name is unknown (``GET /v1/models`` lists the five).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODELS = ("good", "garbage", "refuse", "slow", "flaky")
+SLOW_S = 0.3
+
+
+def _bomb(system: str, user: str) -> str:
+    found = re.search(r"You are (DEAF|MUTE|BLIND)", system)
+    role = found.group(1).lower() if found else "blind"  # solo: the one who cuts
+    calls = {
+        "deaf": [{"call": "speak", "to": "blind", "text": "Cut wire 1."},
+                 {"call": "gesture", "to": "mute", "symbols": ["thumbs_up", "point_up"]},
+                 {"call": "wait"}],
+        "mute": [{"call": "gesture", "to": "deaf", "symbols": ["question"]}, {"call": "wait"}],
+        "blind": [{"call": "act", "op": "cut", "position": 1}],
+    }[role]
+    return f"<thoughts>I am {role}.</thoughts><action>{json.dumps(calls)}</action>"
+
+
+def _ktane(system: str, user: str) -> str:
+    if "You are the Expert" in system:
+        action = {"kind": "send_message", "data": {"message": "Cut the second wire."}}
+    elif "zoom none" in user:
+        action = {"kind": "interact_game", "data": {"action": "select", "location": "A"}}
+    else:
+        action = {"kind": "interact_game", "data": {"action": "cut", "location": "B"}}
+    return f"<thoughts>Next step.</thoughts><action>{json.dumps({'result': action})}</action>"
+
+
+def _maze(system: str, user: str) -> str:
+    return "I move down. ~d % 0.55, 0.35, 0.05, 0.05"
+
+
+def good_reply(messages: list[dict]) -> str:
+    """The well-formed strategy's reply text for a conversation."""
+    system = messages[0]["content"]
+    user = messages[-1]["content"]
+    if '"kind"' in system:
+        return _ktane(system, user)
+    if re.search(r"You are (DEAF|MUTE|BLIND)|defusing a bomb alone", system):
+        return _bomb(system, user)
+    return _maze(system, user)
+
+
+def _tool_calls(text: str) -> list[dict]:
+    calls = json.loads(re.search(r"<action>(.*)</action>", text, re.S).group(1))
+    return [{"id": f"call_{i}", "type": "function",
+             "function": {"name": c.pop("call"), "arguments": json.dumps(c)}}
+            for i, c in enumerate(calls)]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: LLMServer
+
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+    def _send(self, status: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.rstrip("/") == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": m, "object": "model"}
+                                                        for m in MODELS]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.record(body)
+        model, messages = body["model"], body["messages"]
+        if model not in MODELS:
+            return self._send(404, {"error": {"message": f"model {model!r} does not exist"}})
+        if model == "refuse":
+            return self._send(400, {"error": {"code": "content_filter", "message":
+                                              "The prompt was flagged by our content policy."}})
+        if model == "flaky" and self.server.first_attempt(body):
+            return self._send(429, {"error": {"message": "rate limited"}})
+        if model == "slow":
+            time.sleep(SLOW_S)
+        text = "Let me think about the bomb." if model == "garbage" else good_reply(messages)
+        message: dict = {"role": "assistant", "content": text}
+        if body.get("tools") and model != "garbage":
+            message = {"role": "assistant", "content": None, "tool_calls": _tool_calls(text)}
+        n_prompt = sum(len(str(m["content"]).split()) for m in messages)
+        self._send(200, {
+            "id": "chatcmpl-test", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(text.split()),
+                      "total_tokens": n_prompt + len(text.split())},
+        })
+
+
+class LLMServer(ThreadingHTTPServer):
+    """The server; ``url`` is its ``/v1`` base URL, ``requests`` the bodies received."""
+
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict] = []
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def record(self, body: dict) -> None:
+        with self._lock:
+            self.requests.append(body)
+
+    def first_attempt(self, body: dict) -> bool:
+        key = json.dumps(body, sort_keys=True)
+        with self._lock:
+            first = key not in self._seen
+            self._seen.add(key)
+        return first
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
+        self._thread.join()
