@@ -1,11 +1,13 @@
-"""Fitting one round's fresh model: optimiser, jitted train step, validation, prediction.
+"""Fitting one round's fresh model: optimiser, jitted multi-step training, validation, prediction.
 
 Optimisation follows the paper (issue 3): ``optax.chain(clip_by_global_norm(1.0), adamw)`` with
 β = (0.9, 0.99), weight decay 0.1 on matrices and embeddings only (nanoGPT), a linear warmup from
 0 to ``lr`` over ``warmup_steps`` then cosine decay to ``min_lr`` at ``steps``. Batches are drawn
 with replacement on device inside the jitted step (nanoGPT ``get_batch``), sharded over a
-``data`` mesh axis; parameters are replicated. The loss is the cross-entropy of the label
-character at the answer position only (the last prefix position).
+``data`` mesh axis; parameters are replicated. One compiled call runs the ``eval_every`` steps
+between validation passes (:func:`make_train_chunk`), so the host waits once per chunk. The
+loss is the cross-entropy of the label character at the answer position only (the last prefix
+position).
 """
 
 from __future__ import annotations
@@ -87,12 +89,9 @@ def answer_logits(graphdef, params, tokens: jax.Array, rngs: nnx.Rngs | None = N
     return nnx.merge(graphdef, params)(tokens, rngs, last_only=True)[:, -1]
 
 
-def make_train_step(graphdef, tx: optax.GradientTransformation, batch_size: int, dropout: bool):
-    """Jitted ``(params, opt_state, key, tokens, targets) → (params, opt_state, loss)``.
-
-    ``tokens`` int32 ``[N, T]`` and ``targets`` int32 ``[N]`` (label token ids) live on device;
-    each step draws ``batch_size`` rows with replacement using ``key``.
-    """
+def _train_step(graphdef, tx: optax.GradientTransformation, batch_size: int, dropout: bool):
+    """One optimiser step ``(params, opt_state, key, tokens, targets) → (params, opt_state,
+    loss)`` (traced inside :func:`make_train_chunk`)."""
     batch_sharding = NamedSharding(data_mesh(), PartitionSpec("data"))
 
     def loss_fn(params, key, tokens, targets):
@@ -100,7 +99,6 @@ def make_train_step(graphdef, tx: optax.GradientTransformation, batch_size: int,
         logits = answer_logits(graphdef, params, tokens, rngs)
         return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
 
-    @jax.jit
     def step(params, opt_state, key, tokens, targets):
         k_batch, k_drop = jax.random.split(key)
         idx = jax.random.randint(k_batch, (batch_size,), 0, tokens.shape[0])
@@ -110,6 +108,32 @@ def make_train_step(graphdef, tx: optax.GradientTransformation, batch_size: int,
         return optax.apply_updates(params, updates), opt_state, loss
 
     return step
+
+
+def make_train_chunk(graphdef, tx: optax.GradientTransformation, batch_size: int, dropout: bool):
+    """Jitted ``(params, opt_state, key, first, tokens, targets, n_steps) → (params, opt_state,
+    losses)``: steps ``first … first + n_steps − 1`` in one compiled ``lax.scan``.
+
+    Step ``i`` draws ``batch_size`` rows of ``tokens`` int32 ``[N, T]`` / ``targets`` int32
+    ``[N]`` (label token ids, on device) with replacement using ``fold_in(key, i)``; ``losses``
+    float32 ``[n_steps]`` are the minibatch losses (nats). ``n_steps`` is static (one compile
+    per chunk length). ``params`` and ``opt_state`` are donated: the caller's buffers are reused
+    for the results and must not be read after the call.
+    """
+    step = _train_step(graphdef, tx, batch_size, dropout)
+
+    @partial(jax.jit, static_argnames="n_steps", donate_argnums=(0, 1))
+    def chunk(params, opt_state, key, first, tokens, targets, n_steps: int):
+        def body(carry, i):
+            params, opt_state, loss = step(*carry, jax.random.fold_in(key, i), tokens, targets)
+            return (params, opt_state), loss
+
+        (params, opt_state), losses = jax.lax.scan(
+            body, (params, opt_state), first + jnp.arange(n_steps)
+        )
+        return params, opt_state, losses
+
+    return chunk
 
 
 def _batched(fn: Callable, tokens: np.ndarray, batch: int) -> np.ndarray:
@@ -182,7 +206,8 @@ def fit(
     Args:
         tokens: int ``[N, T]`` prefixes; targets: int ``[N]`` label token ids.
         val_tokens, val_targets: held-out rows of the same form.
-        on_step: called after every step with (1-based step, minibatch loss in nats).
+        on_step: called for every step with (1-based step, minibatch loss in nats), a chunk of
+            ``eval_every`` steps at a time (after that chunk has run).
     """
     k_init, k_steps = jax.random.split(key)
     graphdef, params = nnx.split(GPT(model_cfg, nnx.Rngs(k_init)))
@@ -192,20 +217,23 @@ def fit(
     params, opt_state = jax.device_put(
         (params, tx.init(params)), NamedSharding(data_mesh(), PartitionSpec())
     )
-    step_fn = make_train_step(graphdef, tx, tc.batch_size, model_cfg.dropout > 0)
+    chunk_fn = make_train_chunk(graphdef, tx, tc.batch_size, model_cfg.dropout > 0)
     tokens_d, targets_d = jnp.asarray(tokens, jnp.int32), jnp.asarray(targets, jnp.int32)
-    best = (float("inf"), 0, params)
-    loss = float("nan")
+    best = (float("inf"), 0, None)
+    losses = np.full(1, np.nan)
     start = time.perf_counter()
-    for i in range(1, tc.steps + 1):
-        params, opt_state, loss_d = step_fn(
-            params, opt_state, jax.random.fold_in(k_steps, i), tokens_d, targets_d
+    done = 0
+    while done < tc.steps:  # one chunk per validation pass: the host syncs only here
+        n = min(tc.eval_every, tc.steps - done)
+        params, opt_state, losses = chunk_fn(
+            params, opt_state, k_steps, done + 1, tokens_d, targets_d, n_steps=n
         )
-        loss = float(loss_d)
-        on_step(i, loss)
-        if i % tc.eval_every == 0 or i == tc.steps:
-            val = mean_loss(graphdef, params, val_tokens, val_targets, tc.eval_batch)
-            if val < best[0]:
-                best = (val, i, params)
+        losses = np.asarray(losses)
+        for j, loss in enumerate(losses, done + 1):
+            on_step(j, float(loss))
+        done += n
+        val = mean_loss(graphdef, params, val_tokens, val_targets, tc.eval_batch)
+        if best[2] is None or val < best[0]:  # copied: the next chunk donates these buffers
+            best = (val, done, jax.tree.map(jnp.copy, params))
     seconds = time.perf_counter() - start
-    return FitResult(graphdef, best[2], best[0], best[1], loss, seconds)
+    return FitResult(graphdef, best[2], best[0], best[1], float(losses[-1]), seconds)

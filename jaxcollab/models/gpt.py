@@ -2,9 +2,11 @@
 
 Pre-LN blocks (LayerNorm → causal self-attention → residual, LayerNorm → GELU MLP → residual),
 learned positional embeddings, a final LayerNorm and weight tying (the output projection is the
-token embedding transposed). Parameters are float32; ``dtype="bfloat16"`` runs the matmuls in
-bf16. Dropout is active only when the call is given ``rngs`` (training); without them the model
-is deterministic.
+token embedding transposed). Parameters are float32; the matmuls run in the compute dtype:
+``dtype="auto"`` (the default) is bfloat16 on a GPU (the paper trains in bf16) and float32
+elsewhere. Attention is :func:`jax.nn.dot_product_attention`, cuDNN flash attention where it
+applies (:func:`attention_implementation`). Dropout is active only when the call is given
+``rngs`` (training); without them the model is deterministic.
 
 Defaults follow the paper's nanoGPT set-up: 4 blocks, 6 heads, embedding 240.
 """
@@ -21,6 +23,27 @@ DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 # GELU (tanh form) is nanoGPT's; ReLU skips the transcendental: 1.09x the step rate for the
 # small CPU-preset model on XLA:CPU (eval/benchmarks/train.py measures both in one run).
 ACTIVATIONS = {"gelu": jax.nn.gelu, "relu": jax.nn.relu}
+ATTENTION = ("auto", "xla", "cudnn")
+
+
+def resolve_dtype(name: str):
+    """The compute dtype for ``name``: ``"auto"`` is bfloat16 on a GPU, float32 elsewhere."""
+    if name == "auto":
+        return jnp.bfloat16 if jax.default_backend() == "gpu" else jnp.float32
+    return DTYPES[name]
+
+
+def attention_implementation(choice: str, dtype, head_dim: int) -> str:
+    """The :func:`jax.nn.dot_product_attention` backend for ``choice`` (one of ``ATTENTION``).
+
+    ``"auto"`` takes cuDNN flash attention on a GPU when it supports the call (16-bit inputs,
+    head size a multiple of 8 up to 128; cuDNN's documented limits) and XLA's einsum/softmax
+    otherwise, which is also what XLA:CPU runs.
+    """
+    if choice != "auto":
+        return choice
+    cudnn_ok = jnp.dtype(dtype).itemsize == 2 and head_dim % 8 == 0 and head_dim <= 128
+    return "cudnn" if jax.default_backend() == "gpu" and cudnn_ok else "xla"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +56,10 @@ class GPTConfig:
         n_layer, n_head, n_embd: depth, heads, width (``n_embd % n_head == 0``).
         dropout: dropout rate on attention weights and residual branches (training only).
         bias: biases in linear layers and LayerNorms.
-        dtype: compute dtype, ``"float32"`` or ``"bfloat16"`` (parameters stay float32).
+        dtype: compute dtype, ``"auto"`` (bfloat16 on a GPU, float32 elsewhere), ``"float32"``
+            or ``"bfloat16"`` (parameters stay float32).
         activation: MLP nonlinearity, ``"gelu"`` (nanoGPT) or ``"relu"``.
+        attention: ``"auto"``, ``"xla"`` or ``"cudnn"`` (:func:`attention_implementation`).
 
     Raises:
         ValueError: a non-positive size, ``n_embd`` not divisible by ``n_head``, dropout outside
@@ -48,8 +73,9 @@ class GPTConfig:
     n_embd: int = 240
     dropout: float = 0.0
     bias: bool = True
-    dtype: str = "float32"
+    dtype: str = "auto"
     activation: str = "gelu"
+    attention: str = "auto"
 
     def __post_init__(self):
         sizes = {k: getattr(self, k) for k in ("vocab_size", "block_size", "n_layer", "n_head")}
@@ -62,8 +88,12 @@ class GPTConfig:
             )
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout={self.dropout} must be in [0, 1)")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"unknown dtype {self.dtype!r}; expected one of {sorted(DTYPES)}")
+        if self.dtype not in (*DTYPES, "auto"):
+            raise ValueError(
+                f"unknown dtype {self.dtype!r}; expected 'auto' or one of {sorted(DTYPES)}"
+            )
+        if self.attention not in ATTENTION:
+            raise ValueError(f"unknown attention {self.attention!r}; expected one of {ATTENTION}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(
                 f"unknown activation {self.activation!r}; expected one of {sorted(ACTIVATIONS)}"
@@ -71,7 +101,7 @@ class GPTConfig:
 
     @property
     def compute_dtype(self):
-        return DTYPES[self.dtype]
+        return resolve_dtype(self.dtype)
 
 
 def _linear(cfg: GPTConfig, d_in: int, d_out: int, rngs: nnx.Rngs, std: float = 0.02) -> nnx.Linear:
@@ -96,6 +126,25 @@ def _dropout(x: jax.Array, rate: float, rngs: nnx.Rngs | None) -> jax.Array:
     return jnp.where(keep, x / (1.0 - rate), 0).astype(x.dtype)
 
 
+def _causal_mask(n_query: int, t: int) -> jax.Array | None:
+    """Bool ``[1, 1, n_query, t]``: query i (of the last ``n_query``) sees keys ``<= t − n_query
+    + i``; None when nothing is masked (a single last query)."""
+    if n_query == 1:
+        return None
+    return (jnp.arange(t)[None, :] <= jnp.arange(t - n_query, t)[:, None])[None, None]
+
+
+def _attention_with_dropout(q, k, v, mask, rate: float, rngs: nnx.Rngs) -> jax.Array:
+    """Training-time attention with dropout on the attention weights (nanoGPT), which
+    :func:`jax.nn.dot_product_attention` does not offer: ``[B, Tq, H, D] → [B, Tq, H, D]``."""
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
+    scores = scores / jnp.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = jnp.where(mask, scores, -jnp.inf)
+    weights = _dropout(jax.nn.softmax(scores, axis=-1).astype(q.dtype), rate, rngs)
+    return jnp.einsum("bhqk,bkhd->bqhd", weights, v)
+
+
 class CausalSelfAttention(nnx.Module):
     """Multi-head causal self-attention: ``[B, T, C] → [B, T, C]``."""
 
@@ -108,16 +157,20 @@ class CausalSelfAttention(nnx.Module):
     def __call__(self, x: jax.Array, rngs: nnx.Rngs | None = None, n_query: int | None = None):
         """Attend from the last ``n_query`` positions (all when None) → ``[B, n_query, C]``."""
         b, t, c = x.shape
-        h = self.cfg.n_head
-        q, k, v = jnp.split(self.qkv(x).reshape(b, t, 3 * h, c // h), 3, axis=2)
+        cfg = self.cfg
         n_query = t if n_query is None else n_query
+        q, k, v = jnp.split(self.qkv(x).reshape(b, t, 3 * cfg.n_head, c // cfg.n_head), 3, axis=2)
         q = q[:, t - n_query :]
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(c // h).astype(x.dtype)
-        causal = jnp.arange(t)[None, :] <= jnp.arange(t - n_query, t)[:, None]
-        scores = jnp.where(causal, scores.astype(jnp.float32), -jnp.inf)
-        weights = _dropout(jax.nn.softmax(scores, axis=-1).astype(x.dtype), self.cfg.dropout, rngs)
-        out = jnp.einsum("bhqk,bkhd->bqhd", weights, v).reshape(b, n_query, c)
-        return _dropout(self.proj(out), self.cfg.dropout, rngs)
+        mask = _causal_mask(n_query, t)
+        if rngs is not None and cfg.dropout > 0:
+            out = _attention_with_dropout(q, k, v, mask, cfg.dropout, rngs)
+        else:
+            impl = attention_implementation(cfg.attention, x.dtype, c // cfg.n_head)
+            causal = n_query == t
+            out = jax.nn.dot_product_attention(
+                q, k, v, mask=None if causal else mask, is_causal=causal, implementation=impl
+            )
+        return _dropout(self.proj(out.reshape(b, n_query, c)), cfg.dropout, rngs)
 
 
 class Block(nnx.Module):
@@ -163,7 +216,11 @@ class GPT(nnx.Module):
         t = tokens.shape[-1]
         if t > self.cfg.block_size:
             raise ValueError(f"sequence length {t} exceeds block_size={self.cfg.block_size}")
-        x = self.wte(tokens) + self.wpe(jnp.arange(t))
+        # One-hot matmul, not a gather: for these small vocabularies its gradient is one more
+        # matmul, where a gather's is a scatter-add, slow on XLA:CPU.
+        wte = self.wte.embedding[...]
+        x = jax.nn.one_hot(tokens, wte.shape[0], dtype=wte.dtype) @ wte + self.wpe.embedding[:t]
+        x = x.astype(self.cfg.compute_dtype)
         x = _dropout(x, self.cfg.dropout, rngs)
         for i, block in enumerate(self.blocks):
             x = block(x, rngs, 1 if last_only and i == len(self.blocks) - 1 else None)
