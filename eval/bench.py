@@ -1,19 +1,17 @@
-"""Benchmarks: ``python eval/bench.py [only=[parity,bomb]] [quick=true] [out=bench.json]``.
+"""Benchmarks: ``python -m eval.bench [only=[parity,bomb]] [quick=true] [out=bench.json]``.
 
 Every module in ``eval/benchmarks/`` exposes ``run(quick: bool) -> list[dict]``; each row has
 at least ``name``, ``value`` and ``unit`` and may add more fields (ratios are measured in the
 same run). Rows are printed as a table and written to ``bench.json`` as they complete, so a
-crash loses nothing already measured.
+crash loses nothing already measured. Run it as a module from the repository root (the
+benchmarks are the ``eval.benchmarks`` package).
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 import platform
-import sys
-from pathlib import Path
 
 import hydra
 import jax
@@ -21,9 +19,10 @@ from omegaconf import DictConfig
 from rich.console import Console
 from rich.table import Table
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from eval import benchmarks  # noqa: E402
+from eval import benchmarks
+from jaxcollab.io.results import ResultsFile
+from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 
 
 def available() -> list[str]:
@@ -31,32 +30,33 @@ def available() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name[0] != "_")
 
 
-def run(only: list[str] | None, quick: bool, out: str | Path) -> list[dict]:
-    """Run the selected benchmark modules and write ``out``; returns all rows.
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Bench`).
 
     Raises:
-        ValueError: an unknown module name in ``only`` (lists the valid ones).
+        ConfigValueError: an unknown module name in ``only`` (lists the valid ones).
     """
     names = available()
-    selected = names if only is None else list(only)
-    unknown = sorted(set(selected) - set(names))
+    unknown = sorted(set(cfg.only or ()) - set(names))
     if unknown:
-        raise ValueError(f"unknown benchmark(s) {unknown}; available: {names}")
-    report = {
-        "machine": {
-            "platform": platform.platform(),
-            "jax": jax.__version__,
-            "backend": jax.default_backend(),
-            "devices": [str(d) for d in jax.devices()],
-        },
-        "quick": bool(quick),
-        "rows": [],
-    }
-    for name in selected:
-        rows = importlib.import_module(f"eval.benchmarks.{name}").run(quick=quick)
-        report["rows"].extend({"benchmark": name, **row} for row in rows)
-        Path(out).write_text(json.dumps(report, indent=2) + "\n")
-    return report["rows"]
+        raise ConfigValueError("only", unknown, f"benchmark names from {names}")
+
+
+def measure(only: list[str] | None, quick: bool, results: ResultsFile) -> list[dict]:
+    """Run the selected benchmark modules, saving ``machine`` and the ``rows`` so far into
+    ``results`` after each module; returns all rows."""
+    results.set(("machine",), {
+        "platform": platform.platform(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+    })
+    rows: list[dict] = []
+    for name in only or available():
+        found = importlib.import_module(f"eval.benchmarks.{name}").run(quick=quick)
+        rows.extend({"benchmark": name, **row} for row in found)
+        results.set(("rows",), rows)
+    return rows
 
 
 def print_table(rows: list[dict]) -> None:
@@ -70,11 +70,16 @@ def print_table(rows: list[dict]) -> None:
     Console().print(table)
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="bench")
-def main(cfg: DictConfig) -> None:
-    rows = run(cfg.only, cfg.quick, cfg.out)
+def run(cfg: DictConfig) -> list[dict]:
+    """Check the config and output file, run the benchmarks, print and save the table."""
+    job = start_run(cfg, check=check_config, out_key="out", results_name=None)
+    rows = measure(job.cfg.only, job.cfg.quick, job.results)
     print_table(rows)
-    print(f"wrote {cfg.out}")
+    print(f"wrote {job.results.path}")
+    return rows
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="bench")(run)
 
 
 if __name__ == "__main__":

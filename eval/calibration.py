@@ -27,15 +27,13 @@ and the plots ``mse.png``, ``reliability.png`` (self) and ``conversation_cells.p
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import hydra
 import jax
 import numpy as np
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from jaxcollab.collab.bias import validate_bias
 from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
 from jaxcollab.collab.calibration_plots import (
     plot_conversation_cells,
@@ -45,9 +43,9 @@ from jaxcollab.collab.calibration_plots import (
 from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
 from jaxcollab.collab.metrics import round_metrics
 from jaxcollab.envs.parity import make_alphas
+from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 
-DECODERS = ("ideal",)
-FITS = ("exact", "samples")
 #: Spec §4 reference table (seed α, ideal decoders), rounds 1..5, as printed.
 REFERENCE = {
     (1.0, 0.5): {
@@ -59,21 +57,15 @@ REFERENCE = {
 }
 
 
-def check_config(cfg: DictConfig) -> tuple[float, float]:
-    """Validate task, decoder, fit and bias; return ``(beta, gamma)``.
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.CalibrationEval`).
 
     Raises:
-        ValueError: naming the bad value and listing the valid ones.
+        ConfigValueError: a task other than parity.
     """
     if cfg.task.name != "parity":
-        raise ValueError(f"decoder=ideal needs task=parity, got task={cfg.task.name!r}")
-    if cfg.task.split != "alternate":
-        raise ValueError(f"the ideal decoder assumes task.split=alternate, got {cfg.task.split!r}")
-    if cfg.decoder not in DECODERS:
-        raise ValueError(f"unknown decoder {cfg.decoder!r}; expected one of {DECODERS}")
-    if cfg.fit not in FITS:
-        raise ValueError(f"unknown fit {cfg.fit!r}; expected one of {FITS}")
-    return validate_bias(cfg.bias.beta, cfg.bias.gamma)
+        raise ConfigValueError("task", cfg.task.name, "'parity' (the ideal decoders decode "
+                               "chained parity)")
 
 
 def reference_check(alphas: np.ndarray, cfg: DictConfig, beta: float, gamma: float, results):
@@ -93,10 +85,11 @@ def reference_check(alphas: np.ndarray, cfg: DictConfig, beta: float, gamma: flo
     return check
 
 
-def analyse(cfg: DictConfig) -> dict:
-    """Run the analysis; returns ``(results, metrics)`` (results.json dict, per-treatment
+def analyse(cfg: DictConfig) -> tuple[dict, dict]:
+    """Run the analysis on a checked config (:func:`jaxcollab.io.run.validate`); returns
+    ``(results, metrics)`` (results.json dict, per-treatment
     :func:`~jaxcollab.collab.metrics.round_metrics`), nothing written."""
-    beta, gamma = check_config(cfg)
+    beta, gamma = float(cfg.bias.beta), float(cfg.bias.gamma)
     alphas = make_alphas(list(cfg.task.alphas), int(cfg.task.n_bits), cfg.task.alpha_sum)
     k = int(cfg.n_rounds)
     if cfg.fit == "exact":
@@ -128,14 +121,11 @@ def analyse(cfg: DictConfig) -> dict:
         results[f"{t}_ece"] = metrics[t]["ece"]
         results[f"{t}_cce"] = metrics[t]["cce"]
     results["reference_check"] = reference_check(alphas, cfg, beta, gamma, results)
-    results["config"] = OmegaConf.to_container(cfg, resolve=True)
     return results, metrics
 
 
-def write(results: dict, metrics: dict, out: Path) -> None:
-    """Write ``results.json`` and the three PNG plots into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+def plots(results: dict, metrics: dict, out: Path) -> None:
+    """Write the three PNG plots into ``out``."""
     rounds, tag = results["rounds"], f"β={results['beta']:g}, γ={results['gamma']:g}"
     curves = {t: results[f"{t}_mse"] for t in TREATMENTS}
     curves["unbiased"] = results["unbiased_mse"]
@@ -146,11 +136,13 @@ def write(results: dict, metrics: dict, out: Path) -> None:
     )
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="calibration")
-def main(cfg: DictConfig) -> None:
-    results, metrics = analyse(cfg)
-    out = Path(cfg.out_dir)
-    write(results, metrics, out)
+def run(cfg: DictConfig) -> dict:
+    """Check, analyse and write ``results.json`` and the plots; returns the results."""
+    job = start_run(cfg, check=check_config)
+    results, metrics = analyse(job.cfg)
+    job.results.update(results)
+    out = job.out
+    plots(results, metrics, out)
     print("round " + "".join(f"{t + '_mse':>18}" for t in TREATMENTS) + "   conversation_weights")
     for i, k in enumerate(results["rounds"]):
         row = "".join(f"{results[f'{t}_mse'][i]:18.6g}" for t in TREATMENTS)
@@ -160,6 +152,10 @@ def main(cfg: DictConfig) -> None:
         ok = all(e["match"] for entries in check.values() for e in entries)
         print(f"spec §4 reference table: {'all entries match' if ok else 'MISMATCH'}")
     print(f"-> {out}/results.json, mse.png, reliability.png, conversation_cells.png")
+    return job.results.data
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="calibration")(run)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ instance; with fewer alphas than ``task.n_bits`` the tail is filled to ``task.al
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import hydra
@@ -30,20 +29,29 @@ from omegaconf import DictConfig  # noqa: E402
 
 from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated  # noqa: E402
 from jaxcollab.envs.parity import make_alphas  # noqa: E402
+from jaxcollab.io.run import start_run  # noqa: E402
+from jaxcollab.io.schema import ConfigValueError  # noqa: E402
 
 METHODS = {"closed_form": parity_curves, "enumeration": parity_curves_enumerated}
 
 
-def compute(cfg: DictConfig) -> dict:
-    """Theory curves for the configured task.
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Theory`).
 
     Raises:
-        ValueError: unknown task or method, or invalid α / rounds (from the theory module).
+        ConfigValueError: a task other than parity.
     """
     if cfg.task.name != "parity":
-        raise ValueError(f"eval/theory.py supports task=parity only, got task={cfg.task.name!r}")
-    if cfg.method not in METHODS:
-        raise ValueError(f"unknown method {cfg.method!r}; expected one of {sorted(METHODS)}")
+        raise ConfigValueError("task", cfg.task.name, "'parity' (the exact theory is chained "
+                               "parity's)")
+
+
+def compute(cfg: DictConfig) -> dict:
+    """Theory curves for a checked config.
+
+    Raises:
+        ValueError: invalid α / rounds (from the theory module).
+    """
     alphas = make_alphas(list(cfg.task.alphas), int(cfg.task.n_bits), cfg.task.alpha_sum)
     return {"method": cfg.method, **METHODS[cfg.method](alphas, int(cfg.n_rounds))}
 
@@ -72,18 +80,22 @@ def plot(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="theory")
-def main(cfg: DictConfig) -> None:
-    results = compute(cfg)
-    out = Path(cfg.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+def run(cfg: DictConfig) -> dict:
+    """Check, compute and write ``results.json`` and ``theory.png``; returns the results."""
+    job = start_run(cfg, check=check_config)
+    results = compute(job.cfg)
+    job.results.update(results)
+    out = job.out
     plot(results, out / "theory.png")
     rows = zip(results["rounds"], results["prob_excess_mse"], results["action_excess_mse"])
     print("round  prob_excess_mse  action_excess_mse")
     for k, p, a in rows:
         print(f"{k:5d}  {p:15.6g}  {a:17.6g}")
     print(f"bayes_accuracy={results['bayes_accuracy']:.6g}  -> {out}/results.json, theory.png")
+    return job.results.data
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="theory")(run)
 
 
 if __name__ == "__main__":

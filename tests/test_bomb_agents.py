@@ -4,19 +4,15 @@ protocol teams really communicate (slow)."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from eval import rollout as rollout_cli
 from jaxcollab.agents.bomb import evaluate
 from jaxcollab.agents.bomb.codecs import COUNT, MAX_VALUES, SYMBOL
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from eval import rollout as rollout_cli  # noqa: E402
 
 KEYS = {"agent", "episodes", "success_rate", "endings", "mean_rounds", "bounces",
         "episodes_per_second", "devices", "variants"}

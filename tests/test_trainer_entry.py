@@ -8,14 +8,12 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf, open_dict
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from jaxcollab.io.run import RunCollision, start_run, validate
+from train.collab import FROZEN, protocol_names
 
-from jaxcollab.io.results import ResultsFile  # noqa: E402
-from train.collab import check_config, protocol_names  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cfg(*overrides):
@@ -56,27 +54,24 @@ def test_maze_experiments_compose_per_preset():
     assert calibration.protocol.name == "probability" and calibration.bias.beta == 2.0
 
 
-def test_bad_config_values_fail_with_the_valid_choices(tmp_path):
-    results = ResultsFile(tmp_path / "results.json")
-    with pytest.raises(ValueError, match=r"unknown protocol\(s\) \['gesture'\]; expected one of"):
-        check_config(_cfg("protocols=[action,gesture]"), results)
-    with pytest.raises(ValueError, match="unknown logger.mode 'cloud'"):
-        check_config(_cfg("logger.mode=cloud"), results)
-    with pytest.raises(ValueError, match="unknown task 'maze9'"):
-        check_config(_cfg("task.name=maze9"), results)
-    with pytest.raises(ValueError, match="bad train config"):
-        check_config(_cfg("train.batch_size=0"), results)
-    with pytest.raises(ConfigCompositionException, match="protocol"):
-        _cfg("protocol=gesture")
-    assert not (tmp_path / "results.json").exists()
+def test_every_preset_serves_every_task():
+    """A preset is valid with each task it is offered with (issue 17: maze + cpu failed)."""
+    for task in ("parity", "maze"):
+        for preset in ("cpu", "paper"):
+            cfg = validate(_cfg(f"task={task}", f"preset={preset}"))
+            assert cfg.task.name == task
+    assert validate(_cfg("task=maze", "preset=cpu")).bayes_mazes == 20
+    assert validate(_cfg("task=parity", "preset=cpu")).task.view == "own"
 
 
-def test_resume_with_a_different_config_is_refused(tmp_path):
-    results = ResultsFile(tmp_path / "results.json")
-    results.set(("config",), OmegaConf.to_container(_cfg("preset=cpu"), resolve=True))
-    check_config(_cfg("preset=cpu"), results)  # same config: fine
-    with pytest.raises(ValueError, match="different config; use a new out_dir"):
-        check_config(_cfg("preset=cpu", "train.steps=70"), results)
+def test_resume_guard_names_the_differing_keys(tmp_path):
+    out = f"out_dir={tmp_path}"
+    start_run(_cfg("preset=cpu", out), frozen=FROZEN)
+    start_run(_cfg("preset=cpu", out, "logger.project=other"), frozen=FROZEN)  # not frozen
+    with pytest.raises(RunCollision, match=r"train\.steps: 600 -> 70; train\.warmup_steps"):
+        start_run(_cfg("preset=cpu", out, "train.steps=70", "train.warmup_steps=7"),
+                  frozen=FROZEN)
+    assert json.loads((tmp_path / "results.json").read_text())["config"]["train"]["steps"] == 600
 
 
 @pytest.mark.slow

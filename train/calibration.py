@@ -9,7 +9,8 @@ and ``calibration`` blocks. Trains a ``biased`` probability conversation with th
 :func:`~jaxcollab.collab.biased_rounds.bias_transform`) and, with
 ``calibration.unbiased_run=true``, an ``unbiased`` one (plain messages) — then fits self
 and conversation calibrators per round on half of the test set and scores the other half
-(:mod:`jaxcollab.collab.posthoc`). Rerunning with the same ``out_dir`` resumes finished rounds.
+(:mod:`jaxcollab.collab.posthoc`). Rerunning with the same ``out_dir`` resumes finished rounds;
+a changed config is refused, naming the differing keys.
 
 ``results.json`` keys (lists by round, ``rounds`` = 1..K):
     ``treatments.<t>`` for t in ``unbiased`` (the unbiased run's messages; only with
@@ -31,7 +32,6 @@ and conversation calibrators per round on half of the test set and scores the ot
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -40,33 +40,49 @@ import jax
 import jax.numpy as jnp
 from omegaconf import DictConfig, OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from jaxcollab.collab import tasks, theory  # noqa: E402
-from jaxcollab.collab.bias import safe_log, validate_bias  # noqa: E402
-from jaxcollab.collab.biased_rounds import bias_transform  # noqa: E402
-from jaxcollab.collab.calibration import treatment_messages  # noqa: E402
-from jaxcollab.collab.calibration_plots import (  # noqa: E402
+from jaxcollab.collab import tasks, theory
+from jaxcollab.collab.bias import safe_log
+from jaxcollab.collab.biased_rounds import bias_transform
+from jaxcollab.collab.calibration import treatment_messages
+from jaxcollab.collab.calibration_plots import (
     plot_conversation_cells,
     plot_error_by_round,
     plot_reliability,
 )
-from jaxcollab.collab.fit import TrainConfig  # noqa: E402
-from jaxcollab.collab.ideal import exact_reports, message_mse  # noqa: E402
-from jaxcollab.collab.messages import MessageCodec  # noqa: E402
-from jaxcollab.collab.posthoc import (  # noqa: E402
+from jaxcollab.collab.fit import TrainConfig
+from jaxcollab.collab.ideal import exact_reports, message_mse
+from jaxcollab.collab.messages import MessageCodec
+from jaxcollab.collab.posthoc import (
     calibrate_run,
     fit_rows,
     load_messages,
     naive_rare_action,
     score,
 )
-from jaxcollab.collab.trainer import RoundTrainer, run_trainers  # noqa: E402
-from jaxcollab.envs.parity import make_alphas  # noqa: E402
-from jaxcollab.io.logging import RunLogger  # noqa: E402
-from jaxcollab.io.results import ResultsFile  # noqa: E402
+from jaxcollab.collab.trainer import RoundTrainer, run_trainers
+from jaxcollab.envs.parity import make_alphas
+from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 
 SCALARS = ("mse_vs_pstar", "accuracy", "ece", "cce")
+#: Keys that define the run: a rerun into the same ``out_dir`` must match them to resume.
+FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocol", "bias", "calibration")
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Collab`).
+
+    Raises:
+        ConfigValueError: no ``bias`` / ``calibration`` block (no calibration experiment), or
+            messages other than probabilities.
+    """
+    for block in ("bias", "calibration"):
+        if cfg[block] is None:
+            raise ConfigValueError(block, None, "a block from experiment=parity_calibration or "
+                                   "experiment=maze_calibration")
+    if cfg.protocol.name != "probability" or cfg.protocols not in (None, ["probability"]):
+        raise ConfigValueError("protocol.name", cfg.protocol.name,
+                               "'probability' (biased reports are probability messages)")
 
 
 def trainers(cfg: DictConfig, task, out: Path, beta: float, gamma: float) -> dict:
@@ -77,7 +93,7 @@ def trainers(cfg: DictConfig, task, out: Path, beta: float, gamma: float) -> dic
     """
     codec = MessageCodec("probability", task.vocab, task.class_chars, cfg.protocol.digits)
     key = jax.random.fold_in(jax.random.PRNGKey(cfg.seed), 1)
-    common = (task, codec, OmegaConf.to_container(cfg.model, resolve=True),
+    common = (task, codec, OmegaConf.to_container(cfg.model),
               TrainConfig(**cfg.train), cfg.n_rounds)
     runs = {}
     if cfg.calibration.unbiased_run:
@@ -91,7 +107,7 @@ def trainers(cfg: DictConfig, task, out: Path, beta: float, gamma: float) -> dic
 
 def ideal_decoder(cfg: DictConfig, beta: float, gamma: float) -> dict:
     """Exact ideal-decoder curves for the same task and bias (parity only)."""
-    alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.get("alpha_sum"))
+    alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
     reports = exact_reports(alphas, cfg.n_rounds, beta, gamma)
     messages, _ = treatment_messages(reports.log_r, reports.targets, reports.log_r, reports.weight)
     return {f"{t}_mse": message_mse(reports, m).tolist() for t, m in messages.items()}
@@ -134,45 +150,45 @@ def plots(results: dict, metrics: dict, out: Path) -> None:
                             f"Conversation calibration gap, {tag}")
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="collab")
-def main(cfg: DictConfig) -> None:
+def run(cfg: DictConfig) -> dict:
+    """The whole job on a composed config; returns the results (also in ``results.json``)."""
     start = time.perf_counter()
-    if "bias" not in cfg or "calibration" not in cfg:
-        raise ValueError("train/calibration.py needs experiment=parity_calibration or "
-                         "experiment=maze_calibration (bias and calibration blocks)")
-    beta, gamma = validate_bias(cfg.bias.beta, cfg.bias.gamma)
-    out = Path(cfg.out_dir)
-    results = ResultsFile(out / "results.json")
-    results.set(("config",), OmegaConf.to_container(cfg, resolve=True))
+    job = start_run(cfg, frozen=FROZEN, check=check_config)
+    cfg, out, results = job.cfg, job.out, job.results
+    beta, gamma = cfg.bias.beta, cfg.bias.gamma
     results.set(("beta",), beta)
     results.set(("gamma",), gamma)
     results.set(("rounds",), list(range(1, cfg.n_rounds + 1)))
     results.set(("expected_conversation_weights",), [1 / beta, -gamma / beta])
-    task = tasks.make_task(OmegaConf.to_container(cfg.task, resolve=True),
+    task = tasks.make_task(OmegaConf.to_container(cfg.task),
                            jax.random.split(jax.random.PRNGKey(cfg.seed))[0])
     runs = trainers(cfg, task, out, beta, gamma)
     if task.name == "parity":
-        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.get("alpha_sum"))
+        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
         curve = theory.parity_curves(alphas, cfg.n_rounds)["prob_excess_mse"][1:]
         results.set(("theory_mse_vs_pstar",), curve)
         results.set(("ideal_decoder",), ideal_decoder(cfg, beta, gamma))
-    logger = RunLogger(cfg.logger.mode, cfg.logger.project, cfg.experiment_name,
-                       OmegaConf.to_container(cfg, resolve=True), str(out))
     def on_round(name: str, done: list[dict]) -> None:
         results.set(("runs", name), done)
         print(f"{name} round {done[-1]['round']}: speaker posterior "
               f"test_mse_vs_pstar={done[-1]['test_mse_vs_pstar']:.5g}")
 
-    run_trainers(runs, logger.progress, on_round)
+    run_trainers(runs, job.logger.progress, on_round)
     treatments, weights, metrics = analyse(cfg, out, runs["biased"].codec)
     results.set(("treatments",), treatments)
     results.set(("calibrator_weights",), weights)
     results.set(("wall_seconds",), time.perf_counter() - start)
     plots(results.data, metrics, out)
-    logger.finish()
+    job.finish()
     for t, m in treatments.items():
         print(f"{t:>14}: mse_vs_pstar " + " ".join(f"{v:.5f}" for v in m["mse_vs_pstar"]))
     print(f"wrote {out / 'results.json'}, mse.png, reliability.png, conversation_cells.png")
+    return results.data
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="collab")(run)
+
+
 
 
 if __name__ == "__main__":

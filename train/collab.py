@@ -19,53 +19,45 @@ resumes at the first unfinished round; a changed config is refused.
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import hydra
 import jax
 from omegaconf import DictConfig, OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from jaxcollab.collab import messages, tasks, theory  # noqa: E402
-from jaxcollab.collab.fit import TrainConfig  # noqa: E402
-from jaxcollab.collab.trainer import RoundTrainer, run_trainers  # noqa: E402
-from jaxcollab.envs.parity import make_alphas  # noqa: E402
-from jaxcollab.io.logging import MODES, RunLogger  # noqa: E402
-from jaxcollab.io.plots import THEORY_KEYS, separation_plot  # noqa: E402
-from jaxcollab.io.results import ResultsFile  # noqa: E402
+from jaxcollab.collab import messages, tasks, theory
+from jaxcollab.collab.fit import TrainConfig
+from jaxcollab.collab.trainer import RoundTrainer, run_trainers
+from jaxcollab.envs.parity import make_alphas
+from jaxcollab.io.plots import THEORY_KEYS, separation_plot
+from jaxcollab.io.results import ResultsFile
+from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 
 LISTED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "train_seconds")
 FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocol")  # must match on resume
 
 
 def protocol_names(cfg: DictConfig) -> list[str]:
-    """The protocols to run. Raises ValueError on an unknown name (lists the valid ones)."""
-    names = list(cfg.protocols) if cfg.protocols else [cfg.protocol.name]
-    bad = [n for n in names if n not in messages.KINDS]
-    if bad:
-        raise ValueError(f"unknown protocol(s) {bad}; expected one of {messages.KINDS}")
-    return names
+    """The protocols to run: ``protocols`` if set, else ``protocol.name`` (schema-checked)."""
+    return list(cfg.protocols) if cfg.protocols else [cfg.protocol.name]
 
 
-def check_config(cfg: DictConfig, results: ResultsFile) -> None:
-    """Fail before any work on bad values, or on resuming a run with a different config."""
-    if cfg.task.name not in tasks.TASKS:
-        raise ValueError(f"unknown task {cfg.task.name!r}; expected one of {sorted(tasks.TASKS)}")
-    if cfg.logger.mode not in MODES:
-        raise ValueError(f"unknown logger.mode {cfg.logger.mode!r}; expected one of {MODES}")
-    protocol_names(cfg)
-    TrainConfig(**cfg.train)
-    frozen = {k: OmegaConf.to_container(cfg[k], resolve=True) if isinstance(cfg[k], DictConfig)
-              else cfg[k] for k in FROZEN}
-    old = results.data.get("config")
-    if old is not None and {k: old.get(k) for k in FROZEN} != frozen:
-        raise ValueError(
-            f"{results.path} was written with a different config; use a new out_dir "
-            f"(old: { {k: old.get(k) for k in FROZEN} }, new: {frozen})"
-        )
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Collab`).
+
+    Raises:
+        ConfigValueError: the separation checks without both protocols, or a separation round
+            outside ``1..n_rounds``.
+    """
+    if cfg.separation is None:
+        return
+    if set(protocol_names(cfg)) != set(messages.KINDS):
+        raise ConfigValueError("protocols", protocol_names(cfg),
+                               f"both {list(messages.KINDS)} when separation checks are set")
+    rounds = [cfg.separation.round, *cfg.separation.action_rounds]
+    if not all(1 <= r <= cfg.n_rounds for r in rounds):
+        raise ConfigValueError("separation", rounds, f"rounds in 1..n_rounds={cfg.n_rounds}")
 
 
 def record_round(results: ResultsFile, name: str, done: list[dict]) -> None:
@@ -95,17 +87,15 @@ def separation(results: dict, checks: DictConfig) -> dict:
     }
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="collab")
-def main(cfg: DictConfig) -> None:
+def run(cfg: DictConfig) -> dict:
+    """The whole job on a composed config; returns the results (also in ``results.json``)."""
     start = time.perf_counter()
-    out = Path(cfg.out_dir)
-    results = ResultsFile(out / "results.json")
-    check_config(cfg, results)
-    results.set(("config",), OmegaConf.to_container(cfg, resolve=True))
+    job = start_run(cfg, frozen=FROZEN, check=check_config)
+    cfg, out, results = job.cfg, job.out, job.results
     key_data, key_train = jax.random.split(jax.random.PRNGKey(cfg.seed))
-    task = tasks.make_task(OmegaConf.to_container(cfg.task, resolve=True), key_data)
+    task = tasks.make_task(OmegaConf.to_container(cfg.task), key_data)
     if task.name == "parity":
-        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.get("alpha_sum"))
+        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
         results.set(("theory",), theory.parity_curves(alphas, cfg.n_rounds))
     names = protocol_names(cfg)
     # One key for every protocol: round r of each starts from the same weights and batches, so
@@ -114,7 +104,7 @@ def main(cfg: DictConfig) -> None:
         name: RoundTrainer(
             task,
             messages.MessageCodec(name, task.vocab, task.class_chars, cfg.protocol.digits),
-            OmegaConf.to_container(cfg.model, resolve=True),
+            OmegaConf.to_container(cfg.model),
             TrainConfig(**cfg.train),
             cfg.n_rounds,
             out / name,
@@ -122,27 +112,30 @@ def main(cfg: DictConfig) -> None:
             first_round_from=None if name == names[0] else out / names[0],
         )
         for name in names
-    }  # every trainer validates its configuration here, before any training
-    logger = RunLogger(cfg.logger.mode, cfg.logger.project, cfg.experiment_name,
-                       OmegaConf.to_container(cfg, resolve=True), str(out))
+    }
+
     def on_round(name: str, done: list[dict]) -> None:
         metrics = done[-1]
         record_round(results, name, done)
         # "<protocol>/round" is the x-axis: wandb steps must increase across protocols
-        logger.log({f"{name}/round": metrics["round"],
-                    **{f"{name}/{k}": metrics[k] for k in LISTED}})
+        job.logger.log({f"{name}/round": metrics["round"],
+                        **{f"{name}/{k}": metrics[k] for k in LISTED}})
         if task.name == "parity":
             separation_plot(results.data, out / "separation.png")
         print(f"{name} round {metrics['round']}: "
               + ", ".join(f"{k}={metrics[k]:.5g}" for k in LISTED))
 
-    run_trainers(trainers, logger.progress, on_round)
+    run_trainers(trainers, job.logger.progress, on_round)
     if cfg.separation is not None:
         results.set(("separation",), separation(results.data, cfg.separation))
         print(f"separation: {results.data['separation']}")
     results.set(("wall_seconds",), time.perf_counter() - start)
-    logger.finish()
+    job.finish()
     print(f"wrote {out / 'results.json'}")
+    return results.data
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="collab")(run)
 
 
 if __name__ == "__main__":

@@ -27,53 +27,41 @@ Rerunning with the same ``out_dir`` resumes finished rounds; a changed config is
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import hydra
 import jax
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from jaxcollab.collab import messages  # noqa: E402
-from jaxcollab.collab.fit import TrainConfig  # noqa: E402
-from jaxcollab.collab.maze_task import collab_task, maze_split  # noqa: E402
-from jaxcollab.collab.trainer import RoundTrainer, run_trainers  # noqa: E402
-from jaxcollab.envs.maze import reference, text  # noqa: E402
-from jaxcollab.envs.maze.success import success_from_steps  # noqa: E402
-from jaxcollab.io.logging import MODES, RunLogger  # noqa: E402
-from jaxcollab.io.maze_plots import maze_success_plot  # noqa: E402
-from jaxcollab.io.results import ResultsFile  # noqa: E402
+from jaxcollab.collab import messages
+from jaxcollab.collab.fit import TrainConfig
+from jaxcollab.collab.maze_task import collab_task, maze_split
+from jaxcollab.collab.trainer import RoundTrainer, run_trainers
+from jaxcollab.envs.maze import reference, text
+from jaxcollab.envs.maze.success import success_from_steps
+from jaxcollab.io.maze_plots import maze_success_plot
+from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 
 FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocols", "bayes_mazes")
 BASELINES = {"solo": (text.SOLO,), "agent1": (1,)}  # agent 0 alone is round 1
 
 
-def check_config(cfg: DictConfig, results: ResultsFile) -> list[str]:
-    """Validate before any work; returns the protocol names.
+def protocol_names(cfg: DictConfig) -> list[str]:
+    """The protocols to run: ``protocols`` if set, else ``protocol.name`` (schema-checked)."""
+    return list(cfg.protocols) if cfg.protocols else [cfg.protocol.name]
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Collab`).
 
     Raises:
-        ValueError: not the maze task, unknown protocol or logger mode, bad train values, or
-            an existing ``results.json`` written with a different config.
+        ConfigValueError: a task other than the maze.
     """
     if cfg.task.name != "maze":
-        raise ValueError(f"train/maze.py runs the maze task, got task={cfg.task.name!r}")
-    if cfg.logger.mode not in MODES:
-        raise ValueError(f"unknown logger.mode {cfg.logger.mode!r}; expected one of {MODES}")
-    names = list(cfg.protocols) if cfg.protocols else [cfg.protocol.name]
-    bad = [n for n in names if n not in messages.KINDS]
-    if bad:
-        raise ValueError(f"unknown protocol(s) {bad}; expected one of {messages.KINDS}")
-    TrainConfig(**cfg.train)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    frozen = {k: resolved.get(k) for k in FROZEN}
-    old = results.data.get("config")
-    if old is not None and {k: old.get(k) for k in FROZEN} != frozen:
-        raise ValueError(f"{results.path} was written with a different config; use a new out_dir")
-    return names
+        raise ConfigValueError("task", cfg.task.name, "'maze' (train/maze.py runs the maze "
+                               "task; use experiment=maze_messages or task=maze)")
 
 
 def round_scores(trainer: RoundTrainer, r: int, maze_ids: np.ndarray, n_mazes: int) -> dict:
@@ -114,20 +102,19 @@ def make_trainer(cfg, train, test, roles, codec_kind, n_rounds, run_dir, key,
     task = collab_task(train, test, roles)
     codec = messages.MessageCodec(codec_kind, task.vocab, task.class_chars, cfg.protocol.digits)
     return RoundTrainer(
-        task, codec, OmegaConf.to_container(cfg.model, resolve=True), TrainConfig(**cfg.train),
+        task, codec, OmegaConf.to_container(cfg.model), TrainConfig(**cfg.train),
         n_rounds, run_dir, key, first_round_from=first_round_from,
     )
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="collab")
-def main(cfg: DictConfig) -> None:
+def run(cfg: DictConfig) -> dict:
+    """The whole job on a composed config; returns the results (also in ``results.json``)."""
     start = time.perf_counter()
-    out = Path(cfg.out_dir)
-    results = ResultsFile(out / "results.json")
-    names = check_config(cfg, results)
-    results.set(("config",), OmegaConf.to_container(cfg, resolve=True))
+    job = start_run(cfg, frozen=FROZEN, check=check_config)
+    cfg, out, results, logger = job.cfg, job.out, job.results, job.logger
+    names = protocol_names(cfg)
     key_data, key_train = jax.random.split(jax.random.PRNGKey(cfg.seed))
-    train, test, stats = maze_split(OmegaConf.to_container(cfg.task, resolve=True), key_data)
+    train, test, stats = maze_split(OmegaConf.to_container(cfg.task), key_data)
     maze_ids = test.examples()["maze"]
     results.set(
         ("dataset",),
@@ -138,13 +125,6 @@ def main(cfg: DictConfig) -> None:
             "test_examples": int(test.n_moves.sum()),
             **stats,
         },
-    )
-    logger = RunLogger(
-        cfg.logger.mode,
-        cfg.logger.project,
-        cfg.experiment_name,
-        OmegaConf.to_container(cfg, resolve=True),
-        str(out),
     )
     # Protocols share one key (round 1 is trained once, see RoundTrainer.first_round_from).
     trainers = {
@@ -185,8 +165,14 @@ def main(cfg: DictConfig) -> None:
         results.set(("bayes_first_move",), bayes_first_move(test, half_views, cfg.bayes_mazes))
         print(f"bayes first move: {results.data['bayes_first_move']}")
     results.set(("wall_seconds",), time.perf_counter() - start)
-    logger.finish()
+    job.finish()
     print(f"wrote {out / 'results.json'}")
+    return results.data
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="collab")(run)
+
+
 
 
 if __name__ == "__main__":

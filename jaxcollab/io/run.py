@@ -1,0 +1,192 @@
+"""The entry points' one driver: validate the config, check the output path, refuse to write into
+another run's results, then open the results file and the logger.
+
+Every command-line entry point (``train/*.py``, ``eval/*.py``) calls :func:`start_run` first, so
+a bad value, a bad output path or a colliding run fails before any work. A run's results file
+records its resolved config under ``config``; a later run may write into the same place only with
+the same values of the keys that define the run (training: the frozen keys, so a rerun resumes;
+evaluations: every key but the output path), and is otherwise refused with the differing keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from jaxcollab.io.logging import RunLogger
+from jaxcollab.io.results import ResultsFile
+from jaxcollab.io.schema import ConfigValueError
+
+_COMPARISONS = {
+    "ge": (lambda v, b: v >= b, ">="),
+    "gt": (lambda v, b: v > b, ">"),
+    "le": (lambda v, b: v <= b, "<="),
+    "lt": (lambda v, b: v < b, "<"),
+}
+
+
+class RunCollision(ValueError):
+    """The output already holds the results of a run with a different config."""
+
+
+def _check_fields(obj: Any, prefix: str = "") -> None:
+    """Bounds from each field's metadata and finiteness of every float, recursively; then the
+    schema's own cross-field ``check`` (which may assume every field is in range)."""
+    for f in dataclasses.fields(obj):
+        key, value = f"{prefix}{f.name}", getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            _check_fields(value, f"{key}.")
+            continue
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            raise ConfigValueError(key, value, "finite numbers")
+        bounds = f.metadata.get("bounds", {})
+        if value is None or not bounds:
+            continue
+        if not all(_COMPARISONS[name][0](value, bound) for name, bound in bounds.items()):
+            kind = "an integer" if isinstance(value, int) else "a number"
+            expected = " and ".join(f"{_COMPARISONS[n][1]} {b}" for n, b in bounds.items())
+            raise ConfigValueError(key, value, f"{kind} {expected}")
+    if hasattr(obj, "check"):
+        obj.check()
+
+
+def validate(cfg: DictConfig) -> DictConfig:
+    """Range-check a composed config against its schema; return it resolved and plain.
+
+    Builds the schema objects, checks every field's declared bounds and that every float is
+    finite, runs each schema's cross-field ``check``, and returns a resolved copy whose enums
+    are strings, detached from Hydra (interpolations are already resolved).
+
+    Raises:
+        ConfigValueError: naming the key, the value and the expected range.
+        omegaconf.errors.MissingMandatoryValue: a required key without a value (named).
+    """
+    obj = OmegaConf.to_object(cfg)
+    if dataclasses.is_dataclass(obj):
+        _check_fields(obj)
+    return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
+
+
+def check_output(path: str | Path, key: str, *, is_dir: bool) -> Path:
+    """Refuse, before any work, an output path that cannot be written as asked.
+
+    Raises:
+        ConfigValueError: ``is_dir`` and ``path`` is an existing file, or not ``is_dir`` and it is
+            an existing directory, or one of its parents is an existing file.
+    """
+    path = Path(path)
+    if is_dir and path.exists() and not path.is_dir():
+        raise ConfigValueError(key, str(path), "a directory, but it is an existing file")
+    if not is_dir and path.is_dir():
+        raise ConfigValueError(key, str(path), "a file path, but it is an existing directory")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigValueError(key, str(path), f"a path under a directory, but {parent} "
+                                       "is an existing file")
+            break
+    return path
+
+
+def _flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, Mapping):
+        flat: dict[str, Any] = {}
+        for k, v in tree.items():
+            flat.update(_flatten(v, f"{prefix}{k}."))
+        return flat or {prefix[:-1]: {}}
+    return {prefix[:-1]: tree}
+
+
+def config_diff(old: Mapping, new: Mapping, keys: Sequence[str]) -> dict[str, tuple[Any, Any]]:
+    """Dotted keys under ``keys`` whose values differ: ``{key: (old, new)}``."""
+    a = _flatten({k: old.get(k) for k in keys})
+    b = _flatten({k: new.get(k) for k in keys})
+    return {k: (a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)}
+
+
+def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] | None) -> None:
+    """Refuse to write into another run's results.
+
+    Args:
+        results: the results file, as loaded (empty when new).
+        config: this run's resolved config.
+        frozen: the keys that define the run (a rerun with equal values resumes or redoes it);
+            ``None`` for every key but ``out_dir`` / ``out``.
+
+    Raises:
+        RunCollision: the file holds results without a recorded config, or with a config that
+            differs at some of ``frozen`` (the message lists each differing key, old and new).
+    """
+    if not results.data:
+        return
+    old = results.data.get("config")
+    if not isinstance(old, Mapping):
+        raise RunCollision(f"{results.path} holds the results of another run (no recorded "
+                           "config); choose a new output path")
+    keys = list(frozen) if frozen is not None else sorted(
+        (old.keys() | config.keys()) - {"out_dir", "out"})
+    diff = config_diff(old, config, keys)
+    if diff:
+        listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in
+                           ((k, *v) for k, v in diff.items()))
+        raise RunCollision(f"{results.path} holds the results of a run with a different config "
+                           f"({listed}); choose a new output path, or rerun with the same values "
+                           "to resume or redo that run")
+
+
+@dataclass
+class Run:
+    """A started run: its checked config, output directory, results file and logger."""
+
+    cfg: DictConfig
+    out: Path
+    results: ResultsFile
+    logger: RunLogger
+
+    def finish(self) -> None:
+        self.logger.finish()
+
+
+def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
+              check: Callable[[DictConfig], None] | None = None, out_key: str = "out_dir",
+              results_name: str | None = "results.json") -> Run:
+    """Validate, check the output, guard against collisions, open results and logger.
+
+    Args:
+        cfg: the composed config (as Hydra passes it to ``main``).
+        frozen: see :func:`guard_results`.
+        check: the entry point's own cross-key checks on the validated config (raise
+            ``ConfigValueError``); run before anything is written.
+        out_key: the config key of the output: a directory (``results_name`` inside it) or,
+            with ``results_name=None``, the results file itself.
+
+    Returns:
+        The :class:`Run`; its results file already records ``config``. The logger follows
+        ``cfg.logger`` (wandb) when the config has one, else it is disabled.
+
+    Raises:
+        ConfigValueError, RunCollision: before any file is written.
+    """
+    plain = validate(cfg)
+    if check is not None:
+        check(plain)
+    target = check_output(plain[out_key], out_key, is_dir=results_name is not None)
+    path = target / results_name if results_name is not None else target
+    if path.is_dir():
+        raise ConfigValueError(out_key, str(target), f"a place for {path.name}, which is a "
+                               "directory there")
+    results = ResultsFile(path)
+    config = OmegaConf.to_container(plain)
+    guard_results(results, config, frozen)
+    results.set(("config",), config)
+    log = plain.get("logger") or {}
+    logger = RunLogger(log.get("mode", "disabled"), log.get("project", "jaxcollab"),
+                       plain.get("experiment_name"), config, str(path.parent))
+    return Run(plain, path.parent, results, logger)

@@ -1,0 +1,309 @@
+"""Typed, range-checked configuration schemas of the entry points (Hydra structured configs).
+
+Each command-line entry point composes a YAML file under ``configs/`` whose defaults list starts
+with one of the schemas registered here (``<name>_schema``; task files start with
+``task/<task>_schema``). Hydra then refuses, while composing and before any work, a value of the
+wrong type (``episodes=abc``, ``episodes=2.5``), a choice outside its enum (``task.view=foo``) and
+an unknown key, naming the key, the value and what was expected.
+:func:`jaxcollab.io.run.validate` adds the range checks declared here in each field's metadata
+(``episodes=0``, ``n_bins=0``, a NaN learning rate) and then the cross-field checks of each
+schema's ``check`` method.
+
+Adding a config key means adding it to its schema: the composed config is closed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import secrets
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
+
+from jaxcollab.collab.fit import TrainConfig
+
+
+class ConfigValueError(ValueError):
+    """A config value outside its range: the message names the key, the value and the range."""
+
+    def __init__(self, key: str, value: Any, expected: str):
+        super().__init__(f"{key}={value!r} is invalid; expected {expected}")
+        self.key, self.value = key, value
+
+
+def bounded(default: Any = MISSING, *, ge: float | None = None, gt: float | None = None,
+            le: float | None = None, lt: float | None = None) -> Any:
+    """A dataclass field whose value must lie in the given bounds (checked by ``validate``)."""
+    bounds = {k: v for k, v in dict(ge=ge, gt=gt, le=le, lt=lt).items() if v is not None}
+    return field(default=default, metadata={"bounds": bounds})
+
+
+def count(default: Any = MISSING, minimum: int = 1) -> Any:
+    """An integer field that must be at least ``minimum`` (sizes, steps, episodes)."""
+    return bounded(default, ge=minimum)
+
+
+# -- choices ---------------------------------------------------------------------------------
+
+class TaskName(StrEnum):
+    parity = "parity"
+    maze = "maze"
+
+
+class ParityView(StrEnum):
+    masked = "masked"  # n characters, ? where unseen (the paper)
+    own = "own"        # only the agent's own bits (the cpu preset)
+
+
+class MazeView(StrEnum):
+    masked = "masked"  # the agent's 36-character grid, ? where unseen
+
+
+class ParitySplit(StrEnum):
+    alternate = "alternate"
+
+
+class Protocol(StrEnum):
+    action = "action"
+    probability = "probability"
+
+
+class LoggerMode(StrEnum):
+    disabled = "disabled"
+    offline = "offline"
+    online = "online"
+
+
+class Dtype(StrEnum):
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+
+
+class Activation(StrEnum):
+    gelu = "gelu"
+    relu = "relu"
+
+
+class Decoder(StrEnum):
+    ideal = "ideal"
+
+
+class Fit(StrEnum):
+    exact = "exact"
+    samples = "samples"
+
+
+class TheoryMethod(StrEnum):
+    closed_form = "closed_form"
+    enumeration = "enumeration"
+
+
+# -- tasks -----------------------------------------------------------------------------------
+
+@dataclass
+class ParityTask:
+    """Chained parity (the paper's §1 task): ``alphas`` lead, the tail fills ``alpha_sum``."""
+
+    name: TaskName = TaskName.parity
+    alphas: list[float] = field(default_factory=lambda: [0.20, 0.15, 0.10, 0.02])
+    n_bits: int = count(30)
+    alpha_sum: float = bounded(0.49, gt=0.0, lt=0.5)
+    split: ParitySplit = ParitySplit.alternate
+    n_rounds: int = count(5)
+    n_examples: int = count(2_000_000)
+    test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
+    view: ParityView = ParityView.masked
+
+    def check(self) -> None:
+        if self.name != TaskName.parity:
+            raise ConfigValueError("task.name", _plain(self.name), "'parity' in task/parity")
+        if len(self.alphas) > self.n_bits:
+            raise ConfigValueError("task.alphas", list(self.alphas),
+                                   f"at most task.n_bits={self.n_bits} coefficients")
+
+
+@dataclass
+class MazeTask:
+    """Split-mask mazes (the paper's §2 task)."""
+
+    name: TaskName = TaskName.maze
+    height: int = count(6, 2)
+    width: int = count(6, 2)
+    wall_prob: float = bounded(0.3, ge=0.0, lt=1.0)
+    n_rounds: int = count(4)
+    n_examples: int = count(2_000_000)
+    test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
+    view: MazeView = MazeView.masked
+
+    def check(self) -> None:
+        if self.name != TaskName.maze:
+            raise ConfigValueError("task.name", _plain(self.name), "'maze' in task/maze")
+
+
+# -- training --------------------------------------------------------------------------------
+
+@dataclass
+class Model:
+    """nanoGPT-style transformer shape (:class:`jaxcollab.models.gpt.GPTConfig` minus vocab)."""
+
+    n_layer: int = count(4)
+    n_head: int = count(6)
+    n_embd: int = count(240)
+    dropout: float = bounded(0.0, ge=0.0, lt=1.0)
+    bias: bool = True
+    dtype: Dtype = Dtype.float32
+    activation: Activation = Activation.gelu
+    block_size: int | None = count(None)
+
+    def check(self) -> None:
+        if self.n_embd % self.n_head:
+            raise ConfigValueError("model.n_embd", self.n_embd,
+                                   f"a multiple of model.n_head={self.n_head}")
+
+
+def _train_check(self) -> None:
+    TrainConfig(**dataclasses.asdict(self))  # the trainer's own range and cross-field checks
+
+
+#: :class:`jaxcollab.collab.fit.TrainConfig` as a mutable schema (same fields and defaults; a
+#: frozen dataclass would make the composed node read-only), checked by ``TrainConfig`` itself.
+Train = dataclasses.make_dataclass(
+    "Train",
+    [(f.name, f.type, field(default=f.default)) for f in dataclasses.fields(TrainConfig)],
+    namespace={"check": _train_check, "__doc__": "Per-round optimisation."},
+)
+
+
+@dataclass
+class MessageProtocol:
+    name: Protocol = Protocol.probability
+    digits: int = bounded(2, ge=1, le=6)
+
+
+@dataclass
+class Logger:
+    mode: LoggerMode = LoggerMode.disabled
+    project: str = "jaxcollab"
+
+
+@dataclass
+class Separation:
+    """The parity separation experiment's checks (``experiment/parity_separation.yaml``)."""
+
+    round: int = count(3)
+    prob_below: float = bounded(0.01, gt=0.0)
+    action_rounds: list[int] = field(default_factory=lambda: [3, 5])
+    action_above: float = bounded(0.02, ge=0.0)
+
+
+@dataclass
+class Bias:
+    """The log-linear bias model (:mod:`jaxcollab.collab.bias`)."""
+
+    beta: float = bounded(1.0, gt=0.0)
+    gamma: float = 0.5
+
+
+@dataclass
+class PosthocCalibration:
+    """Post-hoc calibrators of ``train/calibration.py``."""
+
+    fit_fraction: float = bounded(0.5, gt=0.0, lt=1.0)
+    n_bins: int = count(10)
+    newton_steps: int = count(30)
+    unbiased_run: bool = True
+
+
+@dataclass
+class Collab:
+    """``configs/collab.yaml``: ``train/collab.py``, ``train/maze.py``, ``train/calibration.py``."""
+
+    seed: int = count(0, 0)
+    task: Any = MISSING  # ParityTask | MazeTask, typed by the task group's own schema
+    model: Model = field(default_factory=Model)
+    protocol: MessageProtocol = field(default_factory=MessageProtocol)
+    n_rounds: int = count("${task.n_rounds}")
+    protocols: list[Protocol] | None = None
+    experiment_name: str | None = None
+    separation: Separation | None = None
+    bayes_mazes: int = count(0, 0)
+    bias: Bias | None = None
+    calibration: PosthocCalibration | None = None
+    train: Train = field(default_factory=Train)
+    logger: Logger = field(default_factory=Logger)
+    out_dir: str = MISSING
+
+    def check(self) -> None:
+        if self.protocols is not None and not self.protocols:
+            raise ConfigValueError("protocols", [], "null or a non-empty list of protocols")
+
+
+# -- evaluations -----------------------------------------------------------------------------
+
+@dataclass
+class CalibrationEval:
+    """``configs/calibration.yaml``: ``eval/calibration.py`` (ideal decoders on parity)."""
+
+    task: Any = MISSING
+    decoder: Decoder = Decoder.ideal
+    fit: Fit = Fit.exact
+    n_fit: int = count(200_000)
+    n_eval: int = count(200_000)
+    seed: int = count(0, 0)
+    n_rounds: int = count("${task.n_rounds}")
+    n_bins: int = count(10)
+    newton_steps: int = count(30)
+    bias: Bias = field(default_factory=Bias)
+    out_dir: str = MISSING
+
+
+@dataclass
+class Theory:
+    """``configs/theory.yaml``: ``eval/theory.py``."""
+
+    task: Any = MISSING
+    method: TheoryMethod = TheoryMethod.closed_form
+    n_rounds: int = count("${task.n_rounds}")
+    out_dir: str = MISSING
+
+
+@dataclass
+class Bench:
+    """``configs/bench.yaml``: ``eval/bench.py``."""
+
+    only: list[str] | None = None
+    quick: bool = False
+    out: str = "bench.json"
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench}
+TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
+
+
+def run_id() -> str:
+    """A default run-directory name: local time to the microsecond plus 6 random hex digits
+    (``2026-11-30_23-59-59.123456-3fa9c1``), so two runs started together never share one."""
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S.%f")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def register() -> None:
+    """Store the schemas with Hydra's ConfigStore and the ``${run_id:}`` resolver (cached, so
+    every use in one process names the same directory). Idempotent; runs on import."""
+    store = ConfigStore.instance()
+    for name, node in SCHEMAS.items():
+        store.store(name=f"{name}_schema", node=node)
+    for name, node in TASK_SCHEMAS.items():
+        store.store(group="task", name=f"{name}_schema", node=node)
+    OmegaConf.register_new_resolver("run_id", run_id, use_cache=True, replace=True)
+
+
+register()

@@ -1,0 +1,225 @@
+"""Bad input never yields nonsense (issue 17): a table of bad command-line overrides per entry
+point, each refused before any work with an error naming the key, the value and what was
+expected; output paths checked up front; results files finite; run directories never shared.
+
+Rows run in-process: the entry point's ``run`` on the config Hydra composes from the overrides
+(the same call ``main`` makes); one subprocess checks the real command's exit status.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from jaxcollab.io.results import ResultsFile
+from jaxcollab.io.run import RunCollision, start_run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: entry point -> (module with ``run(cfg)``, config name, output key)
+CLIS = {
+    "train/collab.py": ("train.collab", "collab", "out_dir"),
+    "train/maze.py": ("train.maze", "collab", "out_dir"),
+    "train/calibration.py": ("train.calibration", "collab", "out_dir"),
+    "eval/calibration.py": ("eval.calibration", "calibration", "out_dir"),
+    "eval/theory.py": ("eval.theory", "theory", "out_dir"),
+    "eval/bench.py": ("eval.bench", "bench", "out"),
+}
+
+NOT_INT = "could not be converted to Integer"
+CAL = "experiment=parity_calibration"
+
+#: (entry point, overrides, expected error text). ``{file}`` is an existing file, ``{dir}`` an
+#: existing directory.
+ROWS = [
+    ("train/collab.py", ["train.steps=abc"], rf"train\.steps=abc.*Value 'abc'.*{NOT_INT}"),
+    ("train/collab.py", ["train.steps=2.5"], rf"train\.steps=2\.5.*{NOT_INT}"),
+    ("train/collab.py", ["train.batch_size=0"], r"bad train config.*'batch_size': 0"),
+    ("train/collab.py", ["train.lr=nan"], r"train\.lr=nan is invalid; expected finite numbers"),
+    ("train/collab.py", ["train.warmup_steps=-1"], r"warmup_steps=-1"),
+    ("train/collab.py", ["seed=-1"], r"seed=-1 is invalid; expected an integer >= 0"),
+    ("train/collab.py", ["model.n_embd=65"],
+     r"model\.n_embd=65 is invalid; expected a multiple of model\.n_head=6"),
+    ("train/collab.py", ["model.dropout=1.0"],
+     r"model\.dropout=1\.0 is invalid; expected a number >= 0\.0 and < 1\.0"),
+    ("train/collab.py", ["model.activation=tanh"],
+     r"Invalid value 'tanh', expected one of \[gelu, relu\].*full_key: model\.activation"),
+    ("train/collab.py", ["model.dtype=float16"], r"Invalid value 'float16'.*model\.dtype"),
+    ("train/collab.py", ["protocols=[action,gesture]"],
+     r"Invalid value 'gesture', expected one of \[action, probability\].*full_key: protocols"),
+    ("train/collab.py", ["protocols=[]"], r"protocols=\[\] is invalid"),
+    ("train/collab.py", ["protocol=gesture"], r"Could not find 'protocol/gesture'"),
+    ("train/collab.py", ["preset=gpu"], r"Could not find 'preset/gpu'"),
+    ("train/collab.py", ["logger.mode=cloud"],
+     r"Invalid value 'cloud', expected one of \[disabled, offline, online\]"),
+    ("train/collab.py", ["task.name=maze9"], r"Invalid value 'maze9'.*task\.name"),
+    ("train/collab.py", ["task.name=maze"], r"task\.name='maze' is invalid; expected 'parity'"),
+    ("train/collab.py", ["task.bogus=1"], r"Key 'bogus' not in 'ParityTask'"),
+    ("train/collab.py", ["task.test_fraction=1.5"],
+     r"task\.test_fraction=1\.5 is invalid; expected a number > 0\.0 and < 1\.0"),
+    ("train/collab.py", ["task.alpha_sum=0.7"], r"task\.alpha_sum=0\.7 is invalid"),
+    ("train/collab.py", ["task.n_bits=0"], r"task\.n_bits=0 is invalid; expected an integer >= 1"),
+    ("train/collab.py", ["task=maze", "task.view=own"],
+     r"Invalid value 'own', expected one of \[masked\].*task\.view"),
+    ("train/collab.py", ["task=maze", "task.wall_prob=1"], r"task\.wall_prob=1\.0 is invalid"),
+    ("train/collab.py", ["experiment=parity_separation", "protocols=[action]"],
+     r"protocols=\['action'\] is invalid; expected both"),
+    ("train/collab.py", ["experiment=parity_separation", "task.n_rounds=2"],
+     r"separation=\[3, 3, 5\] is invalid; expected rounds in 1\.\.n_rounds=2"),
+    ("train/collab.py", ["out_dir={file}"], r"out_dir='.*file' is invalid; expected a directory, "
+     r"but it is an existing file"),
+    ("train/collab.py", ["out_dir={file}/run"], r"but .*file is an existing file"),
+    ("train/maze.py", ["task=parity"], r"task='parity' is invalid; expected 'maze'"),
+    ("train/maze.py", ["experiment=maze_messages", "bayes_mazes=-1"],
+     r"bayes_mazes=-1 is invalid; expected an integer >= 0"),
+    ("train/maze.py", ["experiment=maze_messages", "task.height=1"], r"task\.height=1"),
+    ("train/calibration.py", [], r"bias=None is invalid; expected a block from "
+     r"experiment=parity_calibration"),
+    ("train/calibration.py", [CAL, "bias.beta=0"],
+     r"bias\.beta=0\.0 is invalid; expected a number > 0\.0"),
+    ("train/calibration.py", [CAL, "bias.gamma=inf"],
+     r"bias\.gamma=inf is invalid; expected finite numbers"),
+    ("train/calibration.py", [CAL, "calibration.n_bins=0"], r"calibration\.n_bins=0"),
+    ("train/calibration.py", [CAL, "calibration.fit_fraction=1"],
+     r"calibration\.fit_fraction=1\.0 is invalid"),
+    ("train/calibration.py", [CAL, "protocol=action"], r"protocol\.name='action' is invalid"),
+    ("eval/calibration.py", ["n_bins=0"], r"n_bins=0 is invalid; expected an integer >= 1"),
+    ("eval/calibration.py", ["n_fit=abc"], rf"n_fit=abc.*{NOT_INT}"),
+    ("eval/calibration.py", ["decoder=oracle"], r"Invalid value 'oracle', expected one of "
+     r"\[ideal\]"),
+    ("eval/calibration.py", ["fit=bootstrap"], r"Invalid value 'bootstrap'.*full_key: fit"),
+    ("eval/calibration.py", ["bias.beta=-1"], r"bias\.beta=-1\.0 is invalid"),
+    ("eval/calibration.py", ["bias.gamma=nan"], r"bias\.gamma=nan is invalid"),
+    ("eval/calibration.py", ["task.split=halves"], r"Invalid value 'halves'.*task\.split"),
+    ("eval/calibration.py", ["task=maze"], r"task='maze' is invalid; expected 'parity'"),
+    ("eval/calibration.py", ["out_dir={file}"], r"out_dir=.* existing file"),
+    ("eval/theory.py", ["method=magic"], r"Invalid value 'magic'.*full_key: method"),
+    ("eval/theory.py", ["n_rounds=0"], r"n_rounds=0 is invalid; expected an integer >= 1"),
+    ("eval/theory.py", ["task=maze"], r"task='maze' is invalid; expected 'parity'"),
+    ("eval/theory.py", ["task.alphas=[0.2,0.1]", "task.n_bits=1"],
+     r"task\.alphas=\[0\.2, 0\.1\] is invalid; expected at most task\.n_bits=1"),
+    ("eval/theory.py", ["task.alphas=[0.2,abc]"], r"task\.alphas.*Value 'abc'"),
+    ("eval/bench.py", ["only=[nosuch]"], r"only=\['nosuch'\] is invalid; expected benchmark names"),
+    ("eval/bench.py", ["quick=maybe"], r"Value 'maybe' is not a valid bool.*full_key: quick"),
+    ("eval/bench.py", ["out={dir}"], r"out=.* expected a file path, but it is an existing "
+     r"directory"),
+]
+
+
+def _compose(cli: str, overrides: list[str]):
+    module, config, _ = CLIS[cli]
+    run = importlib.import_module(module).run  # also registers the schemas
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        return run, compose(config, overrides=overrides)
+
+
+def invoke(cli: str, overrides: list[str]):
+    """The entry point's ``run`` on the composed config, as ``main`` calls it."""
+    run, cfg = _compose(cli, overrides)
+    return run(cfg)
+
+
+def error_text(exc: BaseException) -> str:
+    """The exception and its causes, as Hydra prints them, on one line."""
+    parts = []
+    while exc is not None:
+        parts.append(str(exc))
+        exc = exc.__cause__
+    return " | ".join(parts).replace("\n", " ")
+
+
+@pytest.mark.parametrize(("cli", "overrides", "expected"), ROWS,
+                         ids=[f"{c}:{' '.join(o) or '(none)'}" for c, o, _ in ROWS])
+def test_bad_input_is_refused_by_name(tmp_path, cli, overrides, expected):
+    (tmp_path / "file").write_text("not a directory")
+    (tmp_path / "dir").mkdir()
+    out = tmp_path / "out"
+    overrides = [o.format(file=tmp_path / "file", dir=tmp_path / "dir") for o in overrides]
+    out_key = CLIS[cli][2]
+    if not any(o.startswith(f"{out_key}=") for o in overrides):
+        overrides.append(f"{out_key}={out}")
+    with pytest.raises(Exception) as info:  # noqa: B017 - the row says which
+        invoke(cli, overrides)
+    assert re.search(expected, error_text(info.value)), error_text(info.value)
+    assert not out.exists()  # refused before anything was written
+    assert (tmp_path / "file").read_text() == "not a directory"
+
+
+def test_the_command_exits_1_and_prints_the_named_error(tmp_path):
+    cmd = [sys.executable, str(ROOT / "eval" / "theory.py"), "n_rounds=0",
+           f"out_dir={tmp_path / 'out'}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "n_rounds=0 is invalid; expected an integer >= 1" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_presets_serve_every_task_they_are_offered_with(tmp_path):
+    """``task=maze preset=cpu`` used to fail with "unknown maze view 'own'"."""
+    for cli in ("train/collab.py", "train/maze.py"):
+        run, cfg = _compose(cli, ["task=maze", "preset=cpu", f"out_dir={tmp_path / cli}"])
+        assert cfg.task.view == "masked" and cfg.model.n_embd == 64
+
+
+def test_default_run_directories_are_unique():
+    dirs = {_compose("eval/theory.py", [])[1].out_dir for _ in range(3)}
+    assert len(dirs) == 3
+    for d in dirs:  # runs/theory/<date>_<time to the microsecond>-<6 hex digits>
+        assert re.fullmatch(r"runs/theory/\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}-[0-9a-f]{6}", d)
+
+
+def test_evaluations_never_write_into_another_runs_results(tmp_path):
+    out = f"out_dir={tmp_path}"
+    first = invoke("eval/theory.py", [out])
+    assert invoke("eval/theory.py", [out]) == first  # the same run again: redone in place
+    with pytest.raises(RunCollision, match=r"different config \(method: 'closed_form' -> "
+                                           r"'enumeration'\)"):
+        invoke("eval/theory.py", [out, "method=enumeration"])
+    assert json.loads((tmp_path / "results.json").read_text()) == first
+    (tmp_path / "results.json").write_text('{"success_rate": 1.0}')  # results of unknown origin
+    with pytest.raises(RunCollision, match="no recorded config"):
+        invoke("eval/theory.py", [out])
+
+
+def test_training_resume_under_a_changed_config_names_the_keys(tmp_path):
+    """``train/calibration.py`` used to resume silently under a changed config."""
+    from train.calibration import FROZEN, check_config
+
+    out = f"out_dir={tmp_path}"
+    cfg = _compose("train/calibration.py", [CAL, "preset=cpu", out])[1]
+    start_run(cfg, frozen=FROZEN, check=check_config)
+    with pytest.raises(RunCollision, match=r"bias\.beta: 2\.0 -> 3\.0"):
+        invoke("train/calibration.py", [CAL, "preset=cpu", out, "bias.beta=3"])
+
+
+def test_results_files_refuse_non_finite_numbers_by_key(tmp_path):
+    results = ResultsFile(tmp_path / "results.json")
+    results.set(("rounds",), [1, 2])
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError, match=rf"results key treatments\.self\.ece\[1\] is {bad}"):
+            results.set(("treatments",), {"self": {"ece": [0.1, bad]}})
+        with pytest.raises(ValueError, match=rf"results key wall_seconds is {bad}"):
+            results.update({"wall_seconds": bad})
+    assert json.loads((tmp_path / "results.json").read_text()) == {"rounds": [1, 2]}
+
+
+def test_extreme_bias_writes_finite_numbers_or_names_the_key(tmp_path):
+    """``eval/calibration.py bias.beta=1e6 bias.gamma=1e6`` used to exit 0 and write NaN."""
+    try:
+        invoke("eval/calibration.py", ["bias.beta=1e6", "bias.gamma=1e6", f"out_dir={tmp_path}"])
+    except ValueError as e:
+        assert re.fullmatch(r"results key \S+ is (nan|inf|-inf); results hold finite numbers "
+                            r"only", str(e)), e
+        assert not (tmp_path / "results.json").exists() or "conversation_mse" not in \
+            json.loads((tmp_path / "results.json").read_text())
+    else:
+        json.loads((tmp_path / "results.json").read_text(),
+                   parse_constant=lambda c: pytest.fail(f"non-finite {c} written"))
