@@ -1,5 +1,7 @@
 """Scale: meshes and shardings, device-count invariance (1 vs 4 devices), a 2-process gloo run,
-SIGTERM mid-round then resume; each run is a child process (``tests/scale_worker.py``)."""
+SIGTERM mid-round then resume. Each run is a child process (``tests/scale_worker.py``, about 40 s
+of CPU each, mostly compiling), so those tests are marked slow: ``pytest -m slow
+tests/test_scale.py``."""
 
 from __future__ import annotations
 
@@ -66,30 +68,39 @@ def _assert_same(a: dict, b: dict, rtol: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict:
-    """One device, four devices, and two gloo processes of one device each, run concurrently."""
+def reference(tmp_path_factory) -> dict:
+    """The single-process, single-device run."""
+    out = tmp_path_factory.mktemp("one")
+    _finish(_worker(out))
+    return _result(out)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, reference) -> dict:
+    """Four devices, and two gloo processes of one device each (run concurrently)."""
     base = tmp_path_factory.mktemp("scale")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     launch = {"JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": "2"}
     procs = {
-        "one": _worker(base / "one"),
         "four": _worker(base / "four", devices=4),
         "two_processes": [_worker(base / "multi", **launch, JAX_PROCESS_ID=str(i))
                           for i in range(2)],
     }
     logs = {name: [_finish(p) for p in (ps if isinstance(ps, list) else [ps])]
             for name, ps in procs.items()}
-    return {"one": _result(base / "one"), "four": _result(base / "four"),
+    return {"one": reference, "four": _result(base / "four"),
             "two_processes": _result(base / "multi"), "dirs": base, "logs": logs}
 
 
+@pytest.mark.slow
 def test_training_and_rollout_device_count_invariant(runs):
     assert runs["one"]["run"]["devices"] == 1 and runs["four"]["run"]["devices"] == 4
     _assert_same(runs["one"], runs["four"], rtol=2e-4)
 
 
+@pytest.mark.slow
 def test_two_processes_agree_with_one(runs):
     info = runs["two_processes"]["run"]
     assert (info["processes"], info["devices"], info["local_devices"]) == (2, 2, 1)
@@ -101,7 +112,8 @@ def test_two_processes_agree_with_one(runs):
     assert (run / "round_2" / "checkpoint" / "commit_success.txt").exists()
 
 
-def test_sigterm_mid_round_then_rerun_equals_uninterrupted(runs, tmp_path):
+@pytest.mark.slow
+def test_sigterm_mid_round_then_rerun_equals_uninterrupted(reference, tmp_path):
     proc = _worker(tmp_path)
     for line in proc.stdout:  # the first chunk of round 1 has run: the fit loop is in progress
         if line.startswith("step 2"):
@@ -114,7 +126,7 @@ def test_sigterm_mid_round_then_rerun_equals_uninterrupted(runs, tmp_path):
     log = _finish(_worker(tmp_path))
     assert not log.startswith("step 1\n")  # resumed after the saved steps
     assert not (tmp_path / "run" / "round_1" / "train_state").exists()
-    _assert_same(runs["one"], _result(tmp_path), rtol=0)
+    _assert_same(reference, _result(tmp_path), rtol=0)
 
 
 def test_mesh_axes_and_divisibility():

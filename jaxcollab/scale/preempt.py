@@ -76,9 +76,11 @@ def requested() -> int:
 
 
 def stop(signum: int, saved: str) -> None:
-    """Clear the flag and raise :class:`Preempted` (call after saving)."""
+    """Clear the flag, say what was saved, and raise :class:`Preempted` (call after saving)."""
     _received.clear()
-    raise Preempted(signum, saved)
+    stopped = Preempted(signum, saved)
+    print(stopped, flush=True)
+    raise stopped
 
 
 def _array(x: Any) -> Any:
