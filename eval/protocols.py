@@ -9,8 +9,6 @@ interrupted run keeps the teams it finished.
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import hydra
@@ -21,10 +19,9 @@ from omegaconf import DictConfig
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import jaxcollab  # noqa: E402
-from jaxcollab.agents.bomb import evaluate, team  # noqa: E402
+from jaxcollab.agents.bomb import TEAMS, evaluate  # noqa: E402
+from jaxcollab.io.run import env_selection, start_run  # noqa: E402
+from jaxcollab.io.schema import ConfigValueError  # noqa: E402
 
 
 def table(results: dict[str, dict], key) -> tuple[list[str], np.ndarray]:
@@ -68,36 +65,38 @@ def heatmap(results: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
-def run(env: str, teams: list[str], episodes: int, seed: int, out_dir: str | Path) -> dict:
-    """Run every team in ``teams`` on every variant in ``env``; write the outputs.
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Protocols`).
 
     Raises:
-        KeyError: unknown team or environment (lists the valid ones).
-        ValueError: ``episodes < 1`` or no teams.
+        ConfigValueError: an env outside the bomb families, or an unknown team.
     """
-    if not teams:
-        raise ValueError("teams is empty; give at least one team name")
-    for name in teams:
-        team(name)  # fail fast on a typo, before any long run
-    names = jaxcollab.resolve(env)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if not all(n.startswith("bomb/") for n in env_selection("env", cfg.env)):
+        raise ConfigValueError("env", cfg.env, "bomb variants or groups (bomb/all)")
+    unknown = [t for t in cfg.teams if t not in TEAMS]
+    if unknown:
+        raise ConfigValueError("teams", unknown, f"bomb teams from {list(TEAMS)}")
+
+
+def run(cfg: DictConfig) -> dict:
+    """Run every team in ``teams`` on every variant in ``env``; write the outputs after each
+    team; returns the results."""
+    job = start_run(cfg, check=check_config)
+    cfg, out = job.cfg, job.out
+    names = env_selection("env", cfg.env)
+    job.results.update({"env": cfg.env, "episodes_per_variant": cfg.episodes, "seed": cfg.seed})
     results: dict[str, dict] = {}
-    for name in teams:
-        results[name] = evaluate(names, name, int(episodes), int(seed))
+    for name in cfg.teams:
+        results[name] = evaluate(names, name, cfg.episodes, cfg.seed)
         print(f"{name}: success {results[name]['success_rate']:.3f}")
-        summary = {"env": env, "episodes_per_variant": int(episodes), "seed": int(seed),
-                   "teams": results}
-        (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+        job.results.set(("teams",), results)
         (out / "protocols.md").write_text(markdown(results))
         heatmap(results, out / "protocols.png")
-    return results
+    print(f"wrote {out}/protocols.md, protocols.png, results.json")
+    return job.results.data
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="protocols")
-def main(cfg: DictConfig) -> None:
-    run(cfg.env, list(cfg.teams), cfg.episodes, cfg.seed, cfg.out_dir)
-    print(f"wrote {cfg.out_dir}/protocols.md, protocols.png, results.json")
+main = hydra.main(version_base=None, config_path="../configs", config_name="protocols")(run)
 
 
 if __name__ == "__main__":

@@ -2,51 +2,62 @@
 
 ``python eval/rollout.py env=bomb/all agent=oracle episodes=1024 seed=0 out_dir=DIR``
 
-Each family's agent package (``jaxcollab.agents.<family>``) provides
+Each family's agent package (``jaxcollab.agents.<family>``) provides ``TEAMS`` and
 ``evaluate(env_names, agent, episodes, seed) -> dict`` returning the results (its docstring
-documents the keys); this script only resolves names, runs it and writes the file.
+documents the keys); this script checks the config (:mod:`jaxcollab.io.run`), runs it and writes
+``results.json`` (the results plus ``env`` and ``config``).
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
 
-import jaxcollab
+from jaxcollab.io.run import env_selection, start_run
+from jaxcollab.io.schema import ConfigValueError
 
 
-def run(env: str, agent: str, episodes: int, seed: int, out_dir: str | Path) -> dict:
-    """Run the rollout and write ``out_dir/results.json``; returns the results dict.
+def agents_of(env: str) -> tuple[list[str], object]:
+    """``(env names, agent package)`` of an ``env=`` value.
 
     Raises:
-        KeyError: unknown environment or group (lists valid names).
-        ValueError: ``episodes < 1`` or a family without scripted agents.
+        ConfigValueError: unknown environment or group, or a family without scripted agents.
     """
-    if int(episodes) < 1:
-        raise ValueError(f"episodes must be positive, got {episodes!r}")
-    env_names = jaxcollab.resolve(env)
-    family = env_names[0].split("/")[0]
+    names = env_selection("env", env)
+    family = names[0].split("/")[0]
     try:
-        module = importlib.import_module(f"jaxcollab.agents.{family}")
+        return names, importlib.import_module(f"jaxcollab.agents.{family}")
     except ModuleNotFoundError:
-        raise ValueError(f"environment family {family!r} has no scripted agents") from None
-    results = module.evaluate(env_names, agent, int(episodes), int(seed))
-    results = {"env": env, **results}
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    return results
+        raise ConfigValueError("env", env, "an environment whose family has scripted agents "
+                               "(bomb, ktane)") from None
 
 
-@hydra.main(version_base=None, config_path="../configs", config_name="rollout")
-def main(cfg: DictConfig) -> None:
-    results = run(cfg.env, cfg.agent, cfg.episodes, cfg.seed, cfg.out_dir)
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Rollout`).
+
+    Raises:
+        ConfigValueError: unknown env or group, or an agent that is not a team of its family.
+    """
+    _, module = agents_of(cfg.env)
+    if cfg.agent not in module.TEAMS:
+        raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {list(module.TEAMS)}")
+
+
+def run(cfg: DictConfig) -> dict:
+    """Check, roll out and write ``results.json``; returns the results."""
+    job = start_run(cfg, check=check_config)
+    cfg = job.cfg
+    names, module = agents_of(cfg.env)
+    job.results.update({"env": cfg.env, **module.evaluate(names, cfg.agent, cfg.episodes,
+                                                          cfg.seed)})
     keys = ("success_rate", "episodes", "episodes_per_second")
-    print({k: results[k] for k in keys if k in results}, f"-> {cfg.out_dir}/results.json")
+    print({k: job.results.data[k] for k in keys if k in job.results.data}, f"-> {job.results.path}")
+    return job.results.data
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="rollout")(run)
 
 
 if __name__ == "__main__":

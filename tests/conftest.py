@@ -1,6 +1,54 @@
-"""Shared pytest settings: tests run on the CPU with 64-bit floats off (the library default)."""
+"""Shared pytest settings: tests run on the CPU with 64-bit floats off (the library default);
+``cli`` runs an entry point in-process on the config Hydra composes from command-line overrides
+(the same call its ``main`` makes, without a subprocess)."""
 
+import importlib
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("WANDB_MODE", "disabled")
+
+ROOT = Path(__file__).resolve().parent.parent
+#: entry point -> (module with ``run(cfg)``, config name)
+ENTRY_POINTS = {
+    "train/collab.py": ("train.collab", "collab"),
+    "train/maze.py": ("train.maze", "collab"),
+    "train/calibration.py": ("train.calibration", "collab"),
+    "eval/calibration.py": ("eval.calibration", "calibration"),
+    "eval/theory.py": ("eval.theory", "theory"),
+    "eval/bench.py": ("eval.bench", "bench"),
+    "eval/rollout.py": ("eval.rollout", "rollout"),
+    "eval/export.py": ("eval.export", "export"),
+    "eval/protocols.py": ("eval.protocols", "protocols"),
+}
+
+
+def compose_entry(script: str, *overrides: str):
+    """``(run, cfg)``: the entry point's run function and its composed config."""
+    from hydra import compose, initialize_config_dir
+
+    module, config = ENTRY_POINTS[script]
+    run = importlib.import_module(module).run  # importing it registers the schemas
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        return run, compose(config, overrides=list(overrides))
+
+
+def run_entry(script: str, *overrides: str):
+    """Run ``python <script> <overrides>`` in-process; returns what its ``run`` returns."""
+    run, cfg = compose_entry(script, *overrides)
+    return run(cfg)
+
+
+@pytest.fixture
+def cli():
+    """``cli(script, *overrides)``: see :func:`run_entry`."""
+    return run_entry
+
+
+@pytest.fixture
+def composed():
+    """``composed(script, *overrides) -> (run, cfg)``: see :func:`compose_entry`."""
+    return compose_entry

@@ -8,7 +8,6 @@ Rows run in-process: the entry point's ``run`` on the config Hydra composes from
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -17,22 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import RunCollision, start_run
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: entry point -> (module with ``run(cfg)``, config name, output key)
-CLIS = {
-    "train/collab.py": ("train.collab", "collab", "out_dir"),
-    "train/maze.py": ("train.maze", "collab", "out_dir"),
-    "train/calibration.py": ("train.calibration", "collab", "out_dir"),
-    "eval/calibration.py": ("eval.calibration", "calibration", "out_dir"),
-    "eval/theory.py": ("eval.theory", "theory", "out_dir"),
-    "eval/bench.py": ("eval.bench", "bench", "out"),
-}
+#: the output key of each entry point
+OUT_KEY = {"eval/bench.py": "out", "eval/export.py": "out"}
 
 NOT_INT = "could not be converted to Integer"
 CAL = "experiment=parity_calibration"
@@ -111,20 +102,37 @@ ROWS = [
     ("eval/bench.py", ["quick=maybe"], r"Value 'maybe' is not a valid bool.*full_key: quick"),
     ("eval/bench.py", ["out={dir}"], r"out=.* expected a file path, but it is an existing "
      r"directory"),
+    ("eval/rollout.py", ["episodes=abc"], rf"episodes=abc.*{NOT_INT}.*full_key: episodes"),
+    ("eval/rollout.py", ["episodes=2.5"], rf"episodes=2\.5.*{NOT_INT}"),
+    ("eval/rollout.py", ["episodes=0"], r"episodes=0 is invalid; expected an integer >= 1"),
+    ("eval/rollout.py", ["seed=-3"], r"seed=-3 is invalid; expected an integer >= 0"),
+    ("eval/rollout.py", ["env=bomb/nope"], r"env='bomb/nope' is invalid; expected an "
+     r"environment or group name: unknown environment 'bomb/nope'.*Valid names: .*bomb/all"),
+    ("eval/rollout.py", ["env=parity/action"], r"env='parity/action' is invalid; expected an "
+     r"environment whose family has scripted agents"),
+    ("eval/rollout.py", ["agent=smart"], r"agent='smart' is invalid; expected a team of "
+     r"bomb/base-1: \[.*'oracle'"),
+    ("eval/rollout.py", ["env=ktane/all", "agent=counting"], r"agent='counting' is invalid"),
+    ("eval/rollout.py", ["out_dir={file}"], r"out_dir=.* existing file"),
+    ("eval/rollout.py", ["extra=1"], r"Key 'extra' not in 'Rollout'"),
+    ("eval/rollout.py", ["+extra=1"], r"extra=1 is invalid; expected a key of the config, "
+     r"one of \['env', 'agent'"),
+    ("train/collab.py", ["+task.bogus=1"], r"task\.bogus=1 is invalid; expected a key of task, "
+     r"one of \['name'"),
+    ("eval/export.py", ["n=0"], r"n=0 is invalid; expected an integer >= 1"),
+    ("eval/export.py", ["n=abc"], rf"n=abc.*{NOT_INT}"),
+    ("eval/export.py", ["env=maze/nope"], r"env='maze/nope' is invalid.*Valid names: .*maze/all"),
+    ("eval/export.py", ["out={dir}"], r"out=.* expected a file path, but it is an existing "
+     r"directory"),
+    ("eval/export.py", ["out={file}"], r"file exists and is not an export of env=maze/split-6x6 "
+     r"seed=0"),
+    ("eval/export.py", ["out={file}/x.jsonl"], r"but .*file is an existing file"),
+    ("eval/protocols.py", ["teams=[]"], r"teams=\[\] is invalid; expected at least one team"),
+    ("eval/protocols.py", ["teams=[onebit,telepathy]"], r"teams=\['telepathy'\] is invalid; "
+     r"expected bomb teams from"),
+    ("eval/protocols.py", ["env=ktane/all"], r"env='ktane/all' is invalid; expected bomb"),
+    ("eval/protocols.py", ["episodes=0"], r"episodes=0 is invalid"),
 ]
-
-
-def _compose(cli: str, overrides: list[str]):
-    module, config, _ = CLIS[cli]
-    run = importlib.import_module(module).run  # also registers the schemas
-    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
-        return run, compose(config, overrides=overrides)
-
-
-def invoke(cli: str, overrides: list[str]):
-    """The entry point's ``run`` on the composed config, as ``main`` calls it."""
-    run, cfg = _compose(cli, overrides)
-    return run(cfg)
 
 
 def error_text(exc: BaseException) -> str:
@@ -136,18 +144,18 @@ def error_text(exc: BaseException) -> str:
     return " | ".join(parts).replace("\n", " ")
 
 
-@pytest.mark.parametrize(("cli", "overrides", "expected"), ROWS,
+@pytest.mark.parametrize(("script", "overrides", "expected"), ROWS,
                          ids=[f"{c}:{' '.join(o) or '(none)'}" for c, o, _ in ROWS])
-def test_bad_input_is_refused_by_name(tmp_path, cli, overrides, expected):
+def test_bad_input_is_refused_by_name(tmp_path, cli, script, overrides, expected):
     (tmp_path / "file").write_text("not a directory")
     (tmp_path / "dir").mkdir()
     out = tmp_path / "out"
     overrides = [o.format(file=tmp_path / "file", dir=tmp_path / "dir") for o in overrides]
-    out_key = CLIS[cli][2]
+    out_key = OUT_KEY.get(script, "out_dir")
     if not any(o.startswith(f"{out_key}=") for o in overrides):
         overrides.append(f"{out_key}={out}")
     with pytest.raises(Exception) as info:  # noqa: B017 - the row says which
-        invoke(cli, overrides)
+        cli(script, *overrides)
     assert re.search(expected, error_text(info.value)), error_text(info.value)
     assert not out.exists()  # refused before anything was written
     assert (tmp_path / "file").read_text() == "not a directory"
@@ -162,42 +170,54 @@ def test_the_command_exits_1_and_prints_the_named_error(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_presets_serve_every_task_they_are_offered_with(tmp_path):
+def test_presets_serve_every_task_they_are_offered_with(tmp_path, composed):
     """``task=maze preset=cpu`` used to fail with "unknown maze view 'own'"."""
-    for cli in ("train/collab.py", "train/maze.py"):
-        run, cfg = _compose(cli, ["task=maze", "preset=cpu", f"out_dir={tmp_path / cli}"])
+    for script in ("train/collab.py", "train/maze.py"):
+        _, cfg = composed(script, "task=maze", "preset=cpu", f"out_dir={tmp_path}")
         assert cfg.task.view == "masked" and cfg.model.n_embd == 64
 
 
-def test_default_run_directories_are_unique():
-    dirs = {_compose("eval/theory.py", [])[1].out_dir for _ in range(3)}
+def test_a_group_works_wherever_a_name_does(tmp_path, cli):
+    """``eval/export.py env=bomb/all n=3`` used to say "unknown environment"."""
+    path = cli("eval/export.py", "env=bomb/base", "n=2", f"out={tmp_path / 'b.jsonl'}")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["env"], r["index"]) for r in records] == [
+        (f"bomb/base-{v}", i) for v in range(1, 6) for i in range(2)]
+    again = cli("eval/export.py", "env=bomb/base", "n=2", f"out={tmp_path / 'b.jsonl'}")
+    assert again.read_text() == path.read_text()  # the same export may replace itself
+
+
+def test_default_run_directories_are_unique(composed):
+    dirs = {composed("eval/rollout.py")[1].out_dir for _ in range(3)}
     assert len(dirs) == 3
-    for d in dirs:  # runs/theory/<date>_<time to the microsecond>-<6 hex digits>
-        assert re.fullmatch(r"runs/theory/\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}-[0-9a-f]{6}", d)
+    for d in dirs:  # runs/rollout/<date>_<time to the microsecond>-<6 hex digits>
+        assert re.fullmatch(r"runs/rollout/\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}-[0-9a-f]{6}", d)
 
 
-def test_evaluations_never_write_into_another_runs_results(tmp_path):
+def test_evaluations_never_write_into_another_runs_results(tmp_path, cli):
     out = f"out_dir={tmp_path}"
-    first = invoke("eval/theory.py", [out])
-    assert invoke("eval/theory.py", [out]) == first  # the same run again: redone in place
+    first = cli("eval/theory.py", out)
+    assert cli("eval/theory.py", out) == first  # the same run again: redone in place
     with pytest.raises(RunCollision, match=r"different config \(method: 'closed_form' -> "
                                            r"'enumeration'\)"):
-        invoke("eval/theory.py", [out, "method=enumeration"])
+        cli("eval/theory.py", out, "method=enumeration")
+    with pytest.raises(RunCollision, match=r"another kind of run \(config keys \['method'"):
+        cli("eval/rollout.py", "env=ktane/wires", "agent=random", out)
     assert json.loads((tmp_path / "results.json").read_text()) == first
     (tmp_path / "results.json").write_text('{"success_rate": 1.0}')  # results of unknown origin
     with pytest.raises(RunCollision, match="no recorded config"):
-        invoke("eval/theory.py", [out])
+        cli("eval/theory.py", out)
 
 
-def test_training_resume_under_a_changed_config_names_the_keys(tmp_path):
+def test_training_resume_under_a_changed_config_names_the_keys(tmp_path, cli, composed):
     """``train/calibration.py`` used to resume silently under a changed config."""
     from train.calibration import FROZEN, check_config
 
     out = f"out_dir={tmp_path}"
-    cfg = _compose("train/calibration.py", [CAL, "preset=cpu", out])[1]
-    start_run(cfg, frozen=FROZEN, check=check_config)
+    start_run(composed("train/calibration.py", CAL, "preset=cpu", out)[1], frozen=FROZEN,
+              check=check_config)
     with pytest.raises(RunCollision, match=r"bias\.beta: 2\.0 -> 3\.0"):
-        invoke("train/calibration.py", [CAL, "preset=cpu", out, "bias.beta=3"])
+        cli("train/calibration.py", CAL, "preset=cpu", out, "bias.beta=3")
 
 
 def test_results_files_refuse_non_finite_numbers_by_key(tmp_path):
@@ -211,15 +231,14 @@ def test_results_files_refuse_non_finite_numbers_by_key(tmp_path):
     assert json.loads((tmp_path / "results.json").read_text()) == {"rounds": [1, 2]}
 
 
-def test_extreme_bias_writes_finite_numbers_or_names_the_key(tmp_path):
+def test_extreme_bias_writes_finite_numbers_or_names_the_key(tmp_path, cli):
     """``eval/calibration.py bias.beta=1e6 bias.gamma=1e6`` used to exit 0 and write NaN."""
     try:
-        invoke("eval/calibration.py", ["bias.beta=1e6", "bias.gamma=1e6", f"out_dir={tmp_path}"])
+        cli("eval/calibration.py", "bias.beta=1e6", "bias.gamma=1e6", f"out_dir={tmp_path}")
     except ValueError as e:
         assert re.fullmatch(r"results key \S+ is (nan|inf|-inf); results hold finite numbers "
                             r"only", str(e)), e
-        assert not (tmp_path / "results.json").exists() or "conversation_mse" not in \
-            json.loads((tmp_path / "results.json").read_text())
+        assert "conversation_mse" not in json.loads((tmp_path / "results.json").read_text())
     else:
         json.loads((tmp_path / "results.json").read_text(),
                    parse_constant=lambda c: pytest.fail(f"non-finite {c} written"))

@@ -10,7 +10,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from eval import rollout as rollout_cli
 from jaxcollab.agents.bomb import evaluate
 from jaxcollab.agents.bomb.codecs import COUNT, MAX_VALUES, SYMBOL
 
@@ -37,8 +36,9 @@ def test_codecs_round_trip_and_truncate(gesture):
             assert int(n) == 2 and np.asarray(got[:2]).tolist() == [3, 0]
 
 
-def test_oracle_defuses_every_variant_and_results_file(tmp_path):
-    results = rollout_cli.run("bomb/all", "oracle", 6, 0, tmp_path)
+def test_oracle_defuses_every_variant_and_results_file(tmp_path, cli):
+    results = cli("eval/rollout.py", "env=bomb/all", "agent=oracle", "episodes=6", "seed=0",
+                  f"out_dir={tmp_path}")
     written = json.loads((tmp_path / "results.json").read_text())
     assert written["env"] == "bomb/all" and KEYS <= set(written)
     assert len(results["variants"]) == 24 and results["episodes"] == 144

@@ -1,8 +1,6 @@
 """Ideal-decoder analysis on parity (collab-learning.md §4): reference table, weights, CLI."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
@@ -98,12 +96,4 @@ def test_analysis_beta2_writes_results_and_plots(tmp_path, beta1):
 
     run(compose(["task=parity", "decoder=ideal", "bias.beta=2", "bias.gamma=0.5",
                  f"out_dir={tmp_path}"]))
-    check_beta2_run(tmp_path)
-
-
-@pytest.mark.slow
-def test_cli_command_from_the_issue(tmp_path):
-    cmd = [sys.executable, str(ROOT / "eval" / "calibration.py"), "task=parity", "decoder=ideal",
-           "bias.beta=2", "bias.gamma=0.5", f"out_dir={tmp_path}"]
-    subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
     check_beta2_run(tmp_path)

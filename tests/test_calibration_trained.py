@@ -64,18 +64,12 @@ def test_naive_rare_action_baseline():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("experiment", ["parity_calibration", "maze_calibration"])
-def test_train_calibration_end_to_end_tiny(tmp_path, experiment):
+def test_train_calibration_end_to_end_tiny(tmp_path, cli, experiment):
     import json
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
-    cmd = [sys.executable, str(root / "train" / "calibration.py"), f"experiment={experiment}",
-           "preset=cpu", "task.n_examples=20000", "train.steps=20", "train.warmup_steps=5",
-           "train.eval_every=10", "train.val_examples=256", "task.n_rounds=3",
-           f"out_dir={tmp_path}"]
-    subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
+    cli("train/calibration.py", f"experiment={experiment}", "preset=cpu",
+        "task.n_examples=20000", "train.steps=20", "train.warmup_steps=5", "train.eval_every=10",
+        "train.val_examples=256", "task.n_rounds=3", f"out_dir={tmp_path}")
     results = json.loads((tmp_path / "results.json").read_text())
     expected = {"unbiased", "speaker_posterior", "biased_raw", "self", "conversation"}
     if experiment == "maze_calibration":

@@ -121,7 +121,7 @@ def test_auto_reset_at_the_boundary(name):
 @pytest.mark.parametrize("name", FAMILY_EXAMPLES)
 def test_render_text_is_render_observation_of_observe(name):
     env = jaxcollab.make(name)
-    obs, state = env.reset(jax.random.PRNGKey(2))
+    obs, state = jax.jit(env.reset)(jax.random.PRNGKey(2))
     for role in range(env.n_agents):
         text = env.render_text(state, role)
         assert text and text == env.render_observation(np.asarray(obs)[role], role)

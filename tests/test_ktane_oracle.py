@@ -5,7 +5,6 @@ import json
 import pytest
 
 from eval.export import export
-from eval.rollout import run as rollout_cli
 from jaxcollab.agents.ktane import evaluate, export_instances
 from jaxcollab.agents.ktane.export import export_env
 from jaxcollab.envs.ktane import KtaneEnv, Mission
@@ -179,8 +178,9 @@ def test_exported_instances_follow_the_rules_all_modules(module):
         check_instance(rec)
 
 
-def test_rollout_cli_results_and_determinism(tmp_path):
-    res = rollout_cli("ktane/wires", "random", 256, 5, tmp_path)
+def test_rollout_cli_results_and_determinism(tmp_path, cli):
+    res = cli("eval/rollout.py", "env=ktane/wires", "agent=random", "episodes=256", "seed=5",
+              f"out_dir={tmp_path}")
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["env"] == "ktane/wires" and saved["agent"] == "random"
     for key in ("success_rate", "mean_strikes", "outcomes", "mean_time_left_s",

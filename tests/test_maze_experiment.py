@@ -1,21 +1,15 @@
 """train/maze.py end to end at toy size (slow): results keys, baselines, shared round 1."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 @pytest.mark.slow
-def test_maze_messages_end_to_end_tiny(tmp_path):
-    cmd = [sys.executable, str(ROOT / "train" / "maze.py"), "experiment=maze_messages",
-           "preset=cpu", "task.n_examples=4000", "train.steps=10", "train.warmup_steps=2",
-           "train.eval_every=5", "train.val_examples=64", "bayes_mazes=2", f"out_dir={tmp_path}"]
-    subprocess.run(cmd, check=True, capture_output=True, cwd=tmp_path)
+def test_maze_messages_end_to_end_tiny(tmp_path, cli):
+    cli("train/maze.py", "experiment=maze_messages", "preset=cpu", "task.n_examples=4000",
+        "train.steps=10", "train.warmup_steps=2", "train.eval_every=5", "train.val_examples=64",
+        "bayes_mazes=2", f"out_dir={tmp_path}")
     results = json.loads((tmp_path / "results.json").read_text())
     for name in ("action", "probability"):
         entry = results["protocols"][name]

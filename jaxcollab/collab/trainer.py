@@ -81,6 +81,10 @@ def model_config(task: CollabTask, codec: MessageCodec, model: Mapping, n_rounds
     return GPTConfig(vocab_size=len(task.vocab), block_size=block, **fields)
 
 
+#: Floor of a probability before its log in ``test_ce`` (keeps the results file finite).
+CE_FLOOR = 1e-12
+
+
 def test_metrics(probs: np.ndarray, labels: np.ndarray, target: np.ndarray) -> dict:
     """Per-round test metrics from class probabilities ``probs [N, C]``.
 
@@ -88,9 +92,10 @@ def test_metrics(probs: np.ndarray, labels: np.ndarray, target: np.ndarray) -> d
         ``test_mse_vs_pstar``: mean over examples and classes of ``(probs − target)²`` (for two
         classes exactly E[(p − p*)²], the spec's excess MSE); ``test_accuracy``: fraction where
         the decision (:func:`~jaxcollab.collab.messages.decide`) equals the label;
-        ``test_ce``: mean −ln probs[label] (nats).
+        ``test_ce``: mean −ln probs[label] (nats), with the probability floored at
+        ``CE_FLOOR`` so a confident miss costs at most −ln 1e-12 ≈ 27.6 nats, never inf.
     """
-    picked = np.clip(probs[np.arange(len(labels)), labels], 1e-12, 1.0)
+    picked = np.clip(probs[np.arange(len(labels)), labels], CE_FLOOR, 1.0)
     return {
         "test_mse_vs_pstar": float(np.mean((probs - target) ** 2)),
         "test_accuracy": float(np.mean(np.asarray(decide(probs)) == labels)),

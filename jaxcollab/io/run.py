@@ -31,6 +31,21 @@ _COMPARISONS = {
 }
 
 
+def env_selection(key: str, selector: str) -> list[str]:
+    """The environments an ``env=`` value names: one environment, or every member of a group.
+
+    Raises:
+        ConfigValueError: neither a registered name nor a group (the valid ones are listed).
+    """
+    import jaxcollab  # the registry loads families lazily; imported here, at the entry points
+
+    try:
+        return jaxcollab.resolve(selector)
+    except KeyError as e:
+        raise ConfigValueError(key, selector, f"an environment or group name: {e.args[0]}") \
+            from None
+
+
 class RunCollision(ValueError):
     """The output already holds the results of a run with a different config."""
 
@@ -57,12 +72,27 @@ def _check_fields(obj: Any, prefix: str = "") -> None:
         obj.check()
 
 
+def _check_keys(node: DictConfig, obj: Any, prefix: str = "") -> None:
+    """Refuse keys the schema does not declare (``+key=value`` opens a closed config)."""
+    names = [f.name for f in dataclasses.fields(obj)]
+    extra = sorted(set(node.keys()) - set(names))
+    if extra:
+        key = f"{prefix}{extra[0]}"
+        where = prefix[:-1] or "the config"
+        raise ConfigValueError(key, OmegaConf.select(node, extra[0]),
+                               f"a key of {where}, one of {names}")
+    for name in names:
+        value = getattr(obj, name)
+        if dataclasses.is_dataclass(value):
+            _check_keys(node[name], value, f"{prefix}{name}.")
+
+
 def validate(cfg: DictConfig) -> DictConfig:
     """Range-check a composed config against its schema; return it resolved and plain.
 
-    Builds the schema objects, checks every field's declared bounds and that every float is
-    finite, runs each schema's cross-field ``check``, and returns a resolved copy whose enums
-    are strings, detached from Hydra (interpolations are already resolved).
+    Builds the schema objects, refuses keys the schema lacks, checks every field's declared
+    bounds and that every float is finite, runs each schema's cross-field ``check``, and returns
+    a resolved copy whose enums are strings, detached from Hydra (interpolations resolved).
 
     Raises:
         ConfigValueError: naming the key, the value and the expected range.
@@ -70,6 +100,7 @@ def validate(cfg: DictConfig) -> DictConfig:
     """
     obj = OmegaConf.to_object(cfg)
     if dataclasses.is_dataclass(obj):
+        _check_keys(cfg, obj)
         _check_fields(obj)
     return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
 
@@ -121,8 +152,9 @@ def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] |
             ``None`` for every key but ``out_dir`` / ``out``.
 
     Raises:
-        RunCollision: the file holds results without a recorded config, or with a config that
-            differs at some of ``frozen`` (the message lists each differing key, old and new).
+        RunCollision: the file holds results without a recorded config, of another entry point
+            (other config keys), or with a config that differs at some of ``frozen`` (the
+            message lists each differing key, old and new).
     """
     if not results.data:
         return
@@ -130,6 +162,9 @@ def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] |
     if not isinstance(old, Mapping):
         raise RunCollision(f"{results.path} holds the results of another run (no recorded "
                            "config); choose a new output path")
+    if set(old) != set(config):
+        raise RunCollision(f"{results.path} holds the results of another kind of run (config "
+                           f"keys {sorted(old)}, not {sorted(config)}); choose a new output path")
     keys = list(frozen) if frozen is not None else sorted(
         (old.keys() | config.keys()) - {"out_dir", "out"})
     diff = config_diff(old, config, keys)

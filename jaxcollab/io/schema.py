@@ -280,11 +280,49 @@ class Bench:
     out: str = "bench.json"
 
 
+@dataclass
+class Rollout:
+    """``configs/rollout.yaml``: ``eval/rollout.py`` (a scripted team on an env or group)."""
+
+    env: str = "bomb/base-1"
+    agent: str = "oracle"
+    episodes: int = count(1024)
+    seed: int = count(0, 0)
+    out_dir: str = MISSING
+
+
+@dataclass
+class Export:
+    """``configs/export.yaml``: ``eval/export.py`` (instances of an env or group as JSONL)."""
+
+    env: str = "maze/split-6x6"
+    n: int = count(10)
+    seed: int = count(0, 0)
+    out: str = "instances.jsonl"
+
+
+@dataclass
+class Protocols:
+    """``configs/protocols.yaml``: ``eval/protocols.py`` (bomb team x variant table)."""
+
+    env: str = "bomb/all"
+    teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "solo",
+                                                      "random", "oracle"])
+    episodes: int = count(60)
+    seed: int = count(0, 0)
+    out_dir: str = MISSING
+
+    def check(self) -> None:
+        if not self.teams:
+            raise ConfigValueError("teams", [], "at least one team name")
+
+
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
-SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench}
+SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
+           "rollout": Rollout, "export": Export, "protocols": Protocols}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 
