@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxcollab
+from jaxcollab.core.rollout import episode_keys, rollout, stateless
 from jaxcollab.scale import distributed, preempt
 from jaxcollab.scale.mesh import (
     DATA,
@@ -35,6 +37,10 @@ WORKER = [sys.executable, str(ROOT / "tests" / "scale_worker.py")]
 # metrics that must agree between runs (train_seconds is wall time)
 COMPARED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "best_step",
             "final_train_loss")
+
+
+def _random_messages(key, obs):
+    return jax.random.randint(key, (2,), 0, 100)
 
 
 def _env(devices: int = 1, **extra) -> dict:
@@ -177,3 +183,25 @@ def test_guard_turns_sigterm_into_a_flag_and_train_state_round_trips(tmp_path):
             preempt.stop(signal.SIGTERM, "x")
     assert stop.value.code == 128 + signal.SIGTERM and preempt.requested() == 0
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_rollout_stopped_by_sigterm_keeps_finished_episodes_and_resumes(tmp_path):
+    env, policy = jaxcollab.make("parity/probability"), stateless(_random_messages)
+    keys = episode_keys(0, 12)
+    played = []
+
+    def play(k):
+        played.append(k.shape[0])
+        if len(played) == 2:  # the signal arrives while the second chunk is being played
+            os.kill(os.getpid(), signal.SIGTERM)
+        out = rollout(env, policy, k, max_steps=5)
+        return {"episode_return": out.episode_return, "length": out.length}
+
+    with pytest.raises(preempt.Preempted, match="2 chunks of 4 episodes"):
+        preempt.resumable_episodes(play, keys, 4, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes_0.npz", "episodes_1.npz"]
+    resumed = preempt.resumable_episodes(play, keys, 4, tmp_path)
+    assert played == [4, 4, 4]  # only the unfinished chunk was played again
+    whole = rollout(env, policy, keys, max_steps=5)
+    np.testing.assert_array_equal(resumed["episode_return"], whole.episode_return)
+    np.testing.assert_array_equal(resumed["length"], whole.length)

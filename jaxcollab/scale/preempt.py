@@ -4,9 +4,9 @@ A scheduler (SLURM, a TPU queued resource, Kubernetes) sends SIGTERM some time b
 a job; Ctrl-C sends SIGINT. Inside :func:`guard` either signal only sets a flag. Loops poll
 :func:`requested` at their safe points (between compiled training chunks, between rollout
 chunks), save what they need (:class:`TrainState` for a training round; finished episodes for
-a rollout) and raise :class:`Preempted`, which exits the process with ``128 + signal`` and no
-traceback. Rerunning the same command resumes from what was saved. A second SIGINT interrupts
-at once (``KeyboardInterrupt``).
+a rollout, :func:`resumable_episodes`) and raise :class:`Preempted`, which exits the process
+with ``128 + signal`` and no traceback. Rerunning the same command resumes from what was saved.
+A second SIGINT interrupts at once (``KeyboardInterrupt``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import contextlib
 import shutil
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +128,42 @@ class TrainState:
             shutil.rmtree(self.path)
         if jax.process_count() > 1:
             multihost_utils.sync_global_devices(f"removed {self.path}")
+
+
+def resumable_episodes(play: Callable[[jax.Array], Mapping[str, Any]], keys: jax.Array,
+                       chunk: int, save_dir: str | Path) -> dict[str, np.ndarray]:
+    """Play episodes ``chunk`` keys at a time, keeping every finished chunk on disk.
+
+    ``play(keys [c]) -> {name: array [c, ...]}`` plays one chunk (e.g. a
+    :func:`jaxcollab.rollout` and the per-episode numbers it keeps). Chunk ``i`` is saved to
+    ``save_dir/episodes_<i>.npz`` by process 0 as soon as it finishes; chunks already there are
+    loaded instead of played, and a SIGTERM / SIGINT between chunks stops the loop
+    (:class:`Preempted`) after the last finished chunk is saved. Episode keys do not depend on
+    the chunking, so a resumed run gives the same arrays as an uninterrupted one.
+
+    Returns:
+        ``{name: array [n_episodes, ...]}``, the chunks concatenated in key order.
+
+    Raises:
+        ValueError: ``chunk`` < 1. Preempted: a signal arrived (finished chunks are saved).
+    """
+    if chunk < 1:
+        raise ValueError(f"chunk must be a positive number of episodes, got {chunk!r}")
+    save_dir = Path(save_dir)
+    parts = []
+    with guard():
+        for i, start in enumerate(range(0, keys.shape[0], chunk)):
+            path = save_dir / f"episodes_{i}.npz"
+            if path.exists():
+                with np.load(path) as z:
+                    parts.append(dict(z))
+                continue
+            parts.append({k: np.asarray(v) for k, v in play(keys[start:start + chunk]).items()})
+            if jax.process_index() == 0:
+                save_dir.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp.npz")
+                np.savez(tmp, **parts[-1])
+                tmp.replace(path)
+            if (signum := requested()) and start + chunk < keys.shape[0]:
+                stop(signum, f"{i + 1} chunks of {chunk} episodes in {save_dir}")
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
