@@ -1,5 +1,5 @@
 """Bomb teams: codecs, oracle defuses all 24 variants, random mostly fails, rollout results file,
-protocol teams really communicate (slow)."""
+protocol teams really communicate."""
 
 from __future__ import annotations
 
@@ -62,7 +62,6 @@ def test_unknown_team_lists_valid_ones():
         evaluate(["bomb/base-1"], "telepathy", 1, 0)
 
 
-@pytest.mark.slow
 def test_protocol_teams_communicate():
     for team in ("symbol", "counting", "onebit"):
         res = evaluate(["bomb/base-1", "bomb/carving-1", "bomb/flashing-1"], team, 12, 0)

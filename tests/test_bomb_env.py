@@ -341,7 +341,6 @@ def test_reset_is_deterministic_under_a_fixed_key():
                for f in ("wire_colour", "key_seq", "light_seq", "plate"))
 
 
-@pytest.mark.slow
 def test_determinism_and_jit_matches_no_jit():
     env = BombEnv("shuffle-2")
     key = jax.random.PRNGKey(11)

@@ -162,7 +162,6 @@ def test_oracle_solves_1000_instances_of_every_module_by_the_rules_without_a_str
     assert flips == 1000
 
 
-@pytest.mark.slow
 def test_export_cli_writes_checkable_jsonl(tmp_path):
     path = export("ktane/memory", 40, 3, tmp_path / "inst.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -171,7 +170,6 @@ def test_export_cli_writes_checkable_jsonl(tmp_path):
         check_instance(rec)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("module", ALL)
 def test_exported_instances_follow_the_rules_all_modules(module):
     for rec in export_instances(f"ktane/{module}", 300, 11):

@@ -373,7 +373,6 @@ def _generate_all(keys):
     return {name: one(t) for name, t in MODULE_TYPES.items()}
 
 
-@pytest.mark.slow
 def test_generated_modules_respect_the_spec_distributions():
     keys = jax.random.split(jax.random.key(1), 256)
     gen = jax.tree.map(np.asarray, _generate_all(keys))
