@@ -329,8 +329,16 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
+@dataclass
+class Seeds:
+    """``configs/seeds.yaml``: ``eval/seeds.py`` (per-seed curves of a seed sweep, mean ± std)."""
+
+    runs: list[str] = MISSING
+    out_dir: str = MISSING
+
+
 SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
-           "rollout": Rollout, "export": Export, "protocols": Protocols}
+           "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 
