@@ -1,9 +1,10 @@
 """Scaling efficiency (issue 16): rollout and training throughput on 1, 2 and 4 devices.
 
-Each device count runs in its own process (:mod:`eval.benchmarks._scaling_probe`): real
-accelerators when this host has that many (GPUs through ``CUDA_VISIBLE_DEVICES``), otherwise
-fake CPU devices (``--xla_force_host_platform_device_count``), which share the host's cores, so
-on a CPU the figures measure the overhead of sharding, not a speed-up. Strong scaling: the global
+Each device count runs in its own process (:mod:`eval.benchmarks._scaling_probe`): real GPUs
+when this host has four (through ``CUDA_VISIBLE_DEVICES``), otherwise fake CPU devices
+(``--xla_force_host_platform_device_count``). Fake devices share the host's cores: XLA's CPU
+client already spreads one device's work over them, so on a CPU the figures show what sharding
+costs or gains over that, not a multi-chip speed-up. Strong scaling: the global
 batch (episodes, training examples per step) is the same at every count, and
 ``efficiency = rate(n) / (n · rate(1))``.
 """
@@ -23,8 +24,10 @@ COUNTS = (1, 2, 4)
 
 
 def _env(n: int) -> dict:
+    """Child environment for ``n`` devices: GPUs when this host has ``max(COUNTS)`` of them (so
+    every count uses the same kind), otherwise fake CPU devices."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    if jax.default_backend() == "gpu" and jax.device_count() >= n:
+    if jax.default_backend() == "gpu" and jax.device_count() >= max(COUNTS):
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, range(n)))
     else:
         env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={n}")
