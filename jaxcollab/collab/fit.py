@@ -245,7 +245,8 @@ def fit(
             for j, loss in enumerate(losses, done + 1):
                 on_step(j, float(loss))
             val = mean_loss(graphdef, loop["params"], val_tokens, val_targets, tc.eval_batch)
-            if val < loop["best_val"]:  # copied: the next chunk donates these buffers
+            if int(loop["best_step"]) == 0 or val < loop["best_val"]:
+                # copied: the next chunk donates these buffers
                 loop.update(best=jax.tree.map(jnp.copy, loop["params"]), best_val=np.float64(val),
                             best_step=np.int32(done + n))
             loop.update(done=np.int32(done + n), last_loss=np.float32(losses[-1]))
