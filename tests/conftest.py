@@ -23,6 +23,7 @@ ENTRY_POINTS = {
     "eval/rollout.py": ("eval.rollout", "rollout"),
     "eval/export.py": ("eval.export", "export"),
     "eval/protocols.py": ("eval.protocols", "protocols"),
+    "eval/seeds.py": ("eval.seeds", "seeds"),
 }
 
 

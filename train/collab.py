@@ -33,6 +33,7 @@ from jaxcollab.io.plots import THEORY_KEYS, separation_plot
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
 from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.scale.distributed import is_main
 
 LISTED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "train_seconds")
 FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocol")  # must match on resume
@@ -120,7 +121,7 @@ def run(cfg: DictConfig) -> dict:
         # "<protocol>/round" is the x-axis: wandb steps must increase across protocols
         job.logger.log({f"{name}/round": metrics["round"],
                         **{f"{name}/{k}": metrics[k] for k in LISTED}})
-        if task.name == "parity":
+        if task.name == "parity" and is_main():  # one process draws (multi-host)
             separation_plot(results.data, out / "separation.png")
         print(f"{name} round {metrics['round']}: "
               + ", ".join(f"{k}={metrics[k]:.5g}" for k in LISTED))

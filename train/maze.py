@@ -43,6 +43,7 @@ from jaxcollab.envs.maze.success import success_from_steps
 from jaxcollab.io.maze_plots import maze_success_plot
 from jaxcollab.io.run import start_run
 from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.scale.distributed import is_main
 
 FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocols", "bayes_mazes")
 BASELINES = {"solo": (text.SOLO,), "agent1": (1,)}  # agent 0 alone is round 1
@@ -156,7 +157,8 @@ def run(cfg: DictConfig) -> dict:
             where = ("baselines", "solo") if name == "solo" else ("baselines", "half_view", name)
             results.set(where, {k: got[k] for k in ("maze_success", "step_accuracy")})
         logger.log({f"{name}/{k}": got[k] for k in ("round", "maze_success", "step_accuracy")})
-        maze_success_plot(results.data, out / "maze_success.png")
+        if is_main():  # one process draws (multi-host)
+            maze_success_plot(results.data, out / "maze_success.png")
         print(f"{name} round {r}: maze_success={got['maze_success']:.4f}, "
               f"step_accuracy={got['step_accuracy']:.4f}")
 

@@ -12,20 +12,22 @@ position).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcollab.models.gpt import GPT, GPTConfig
-from jaxcollab.scale.mesh import data_mesh
+from jaxcollab.scale import preempt
+from jaxcollab.scale.mesh import data_sharding, replicate, replicated
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +95,7 @@ def answer_logits(graphdef, params, tokens: jax.Array, rngs: nnx.Rngs | None = N
 def _train_step(graphdef, tx: optax.GradientTransformation, batch_size: int, dropout: bool):
     """One optimiser step ``(params, opt_state, key, tokens, targets) → (params, opt_state,
     loss)`` (traced inside :func:`make_train_chunk`)."""
-    batch_sharding = NamedSharding(data_mesh(), PartitionSpec("data"))
+    batch_sharding = data_sharding()
 
     def loss_fn(params, key, tokens, targets):
         rngs = nnx.Rngs(dropout=key) if dropout else None
@@ -201,6 +203,7 @@ def fit(
     val_targets: np.ndarray,
     key: jax.Array,
     on_step: Callable[[int, float], None] = lambda step, loss: None,
+    checkpoint_dir: str | Path | None = None,
 ) -> FitResult:
     """Train a **fresh** model (initialised from ``key``) and keep its best-validation params.
 
@@ -209,32 +212,50 @@ def fit(
         val_tokens, val_targets: held-out rows of the same form.
         on_step: called for every step with (1-based step, minibatch loss in nats), a chunk of
             ``eval_every`` steps at a time (after that chunk has run).
+        checkpoint_dir: where a SIGTERM / SIGINT between chunks saves the training state
+            (:class:`jaxcollab.scale.preempt.TrainState`) before exiting; a state found there
+            is resumed, so an interrupted fit ends with the same parameters as an uninterrupted
+            one. None: signals are not intercepted.
+
+    Raises:
+        jaxcollab.scale.preempt.Preempted: a signal arrived (state saved to ``checkpoint_dir``).
     """
     k_init, k_steps = jax.random.split(key)
     graphdef, params = nnx.split(GPT(model_cfg, nnx.Rngs(k_init)))
     tx = make_optimizer(tc)
     # Replicated from the start: the step returns them replicated, and a changed input
     # sharding on step 2 would compile the whole step a second time.
-    params, opt_state = jax.device_put(
-        (params, tx.init(params)), NamedSharding(data_mesh(), PartitionSpec())
-    )
+    params, opt_state = jax.device_put((params, tx.init(params)), replicated())
     chunk_fn = make_train_chunk(graphdef, tx, tc.batch_size, model_cfg.dropout > 0)
-    tokens_d, targets_d = jnp.asarray(tokens, jnp.int32), jnp.asarray(targets, jnp.int32)
-    best = (float("inf"), 0, None)
-    losses = np.full(1, np.nan)
+    tokens_d, targets_d = replicate((np.asarray(tokens, np.int32), np.asarray(targets, np.int32)))
+    # best-validation params, their loss and step, steps done, last minibatch loss
+    loop = dict(params=params, opt_state=opt_state, best=jax.tree.map(jnp.copy, params),
+                best_val=np.float64(np.inf), best_step=np.int32(0), done=np.int32(0),
+                last_loss=np.float32(np.nan))
+    saved = None if checkpoint_dir is None else preempt.TrainState(checkpoint_dir)
+    if saved is not None and saved.exists():
+        loop = saved.restore(loop)
     start = time.perf_counter()
-    done = 0
-    while done < tc.steps:  # one chunk per validation pass: the host syncs only here
-        n = min(tc.eval_every, tc.steps - done)
-        params, opt_state, losses = chunk_fn(
-            params, opt_state, k_steps, done + 1, tokens_d, targets_d, n_steps=n
-        )
-        losses = np.asarray(losses)
-        for j, loss in enumerate(losses, done + 1):
-            on_step(j, float(loss))
-        done += n
-        val = mean_loss(graphdef, params, val_tokens, val_targets, tc.eval_batch)
-        if best[2] is None or val < best[0]:  # copied: the next chunk donates these buffers
-            best = (val, done, jax.tree.map(jnp.copy, params))
+    with preempt.guard() if saved is not None else contextlib.nullcontext():
+        while (done := int(loop["done"])) < tc.steps:  # the host syncs once per chunk
+            n = min(tc.eval_every, tc.steps - done)
+            loop["params"], loop["opt_state"], losses = chunk_fn(
+                loop["params"], loop["opt_state"], k_steps, done + 1, tokens_d, targets_d,
+                n_steps=n)
+            losses = np.asarray(losses)
+            for j, loss in enumerate(losses, done + 1):
+                on_step(j, float(loss))
+            val = mean_loss(graphdef, loop["params"], val_tokens, val_targets, tc.eval_batch)
+            if int(loop["best_step"]) == 0 or val < loop["best_val"]:
+                # copied: the next chunk donates these buffers
+                loop.update(best=jax.tree.map(jnp.copy, loop["params"]), best_val=np.float64(val),
+                            best_step=np.int32(done + n))
+            loop.update(done=np.int32(done + n), last_loss=np.float32(losses[-1]))
+            if saved is not None and (signum := preempt.requested()):
+                saved.save(loop)
+                preempt.stop(signum, f"training state after step {done + n} in {saved.path}")
+    if saved is not None:
+        saved.remove()
     seconds = time.perf_counter() - start
-    return FitResult(graphdef, best[2], best[0], best[1], float(losses[-1]), seconds)
+    return FitResult(graphdef, loop["best"], float(loop["best_val"]), int(loop["best_step"]),
+                     float(loop["last_loss"]), seconds)

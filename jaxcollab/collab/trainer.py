@@ -19,6 +19,8 @@ Two hooks serve other experiments without subclassing:
 Run directory of one protocol::
 
     round_<r>/checkpoint/   orbax, best-validation parameters (absent for a shared round 1)
+    round_<r>/train_state/  orbax, the state of a round stopped by SIGTERM / SIGINT (resumed,
+                            then removed; :mod:`jaxcollab.scale.preempt`)
     round_<r>/round.npz     train_probs float32 [N_train, C], train_messages uint8 [N_train, w]
                             (rows of chunks <= r unused: zeros), test_probs float32 [N_test, C],
                             test_messages uint8 [N_test, w] (as sent),
@@ -47,6 +49,8 @@ from jaxcollab.collab.fit import FitResult, TrainConfig, fit, predict_probs
 from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.io.checkpoints import save_params
 from jaxcollab.models.gpt import GPTConfig
+from jaxcollab.scale.distributed import is_main
+from jaxcollab.scale.mesh import check_divisible
 
 
 def required_context(task: CollabTask, codec: MessageCodec, n_rounds: int) -> int:
@@ -169,11 +173,7 @@ class RoundTrainer:
                 f"val_examples={train.val_examples} must be at most half of the smallest round "
                 f"chunk ({smallest} examples = {len(task.train)} train / {n_rounds} rounds)"
             )
-        if train.batch_size % jax.device_count():
-            raise ValueError(
-                f"batch_size={train.batch_size} is not divisible by the {jax.device_count()} "
-                "devices of the data axis"
-            )
+        check_divisible(train.batch_size, "batch_size")
         self.run_dir, self.key = Path(run_dir), key
         self.progress = progress or (lambda desc, total: contextlib.nullcontext(_no_update))
 
@@ -215,7 +215,8 @@ class RoundTrainer:
         key = jax.random.fold_in(self.key, r)
         with self.progress(desc, self.train.steps) as update:
             return fit(self.model_cfg, self.train, tokens[:-n_val], targets[:-n_val],
-                       tokens[-n_val:], targets[-n_val:], key, update)
+                       tokens[-n_val:], targets[-n_val:], key, update,
+                       checkpoint_dir=self.round_dir(r) / "train_state")
 
     def _predict(self, r: int, outputs: list[RoundOutput]
                  ) -> tuple[dict, np.ndarray, np.ndarray]:
@@ -286,11 +287,12 @@ class RoundTrainer:
             "fit_rows": [self.chunks[r - 1].start, self.chunks[r - 1].stop],
             "labelled_train_rows": [labelled.start, labelled.stop],
         }
-        (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        _save_npz(rdir / "round.npz", train_probs=train_probs, train_messages=train_messages,
-                  test_probs=test_probs, test_messages=test_messages,
-                  test_posterior_messages=posterior, test_labels=test.labels,
-                  test_target=test.target)
+        if is_main():  # every process computed the same round; one writes it
+            (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+            _save_npz(rdir / "round.npz", train_probs=train_probs, train_messages=train_messages,
+                      test_probs=test_probs, test_messages=test_messages,
+                      test_posterior_messages=posterior, test_labels=test.labels,
+                      test_target=test.target)
         return RoundOutput(train_messages, test_messages, metrics)
 
 

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh
 
 from jaxcollab.core.env import Environment
-from jaxcollab.scale.mesh import data_mesh, data_sharding
+from jaxcollab.scale.mesh import data_mesh, data_sharding, data_size, host_readable
 
 
 def _no_state(key: jax.Array) -> tuple:
@@ -180,7 +180,9 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
             (cheaper when episodes end early; results are identical to the full loop because
             ended episodes are frozen). Not combinable with ``trajectory``.
         trajectory: also return per-step arrays (``lax.scan`` over all ``max_steps`` steps).
-        mesh: shard the episode axis over this mesh's ``data`` axis (default: every device).
+        mesh: shard the episode axis over this mesh's ``data`` axis (default: every device of
+            every process, :func:`jaxcollab.scale.mesh.data_mesh`). In a multi-process job the
+            result is replicated, so every process can read it on the host.
 
     Returns:
         A :class:`Rollout`.
@@ -194,14 +196,15 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
     if until_done and trajectory:
         raise ValueError("until_done=True cannot record a trajectory; pick one")
     mesh = mesh if mesh is not None else data_mesh()
-    n, n_dev = keys.shape[0], mesh.devices.size
+    n, n_dev = keys.shape[0], data_size(mesh)
     if n % n_dev:
         raise ValueError(f"{n} episodes do not divide over {n_dev} devices of the data mesh")
     params = env.default_params if params is None else params
     keys = jax.device_put(keys, data_sharding(mesh))
     if batched_params:
         params = jax.device_put(params, data_sharding(mesh))
-    return _rollout(env, policy, keys, params, max_steps, batched_params, until_done, trajectory)
+    out = _rollout(env, policy, keys, params, max_steps, batched_params, until_done, trajectory)
+    return host_readable(out, mesh)  # multi-process: replicated, so every process can read it
 
 
 @partial(jax.jit, static_argnums=(0, 1, 4, 5, 6, 7))

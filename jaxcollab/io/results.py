@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jaxcollab.scale.distributed import is_main
+
 
 def check_finite(value: Any, key: str = "") -> None:
     """Raise ``ValueError`` naming the first non-finite float in ``value`` (dicts, lists).
@@ -57,7 +59,10 @@ class ResultsFile:
         self.save()
 
     def save(self) -> None:
-        """Write to a temporary file and rename it over ``path`` (atomic on POSIX)."""
+        """Write to a temporary file and rename it over ``path`` (atomic on POSIX); in a
+        multi-process job only process 0 writes."""
+        if not is_main():
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self.data, indent=2, allow_nan=False) + "\n")

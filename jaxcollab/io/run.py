@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from jaxcollab.io.logging import RunLogger
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.scale.distributed import initialize, is_main, run_info, same_on_every_process
 
 _COMPARISONS = {
     "ge": (lambda v, b: v >= b, ">="),
@@ -202,17 +203,24 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
         out_key: the config key of the output: a directory (``results_name`` inside it) or,
             with ``results_name=None``, the results file itself.
 
+    Starts the multi-controller runtime first when this is one process of a multi-process job
+    (:func:`jaxcollab.scale.distributed.initialize`) and checks that every process writes to the
+    same place; only process 0 writes results and logs.
+
     Returns:
-        The :class:`Run`; its results file already records ``config``. The logger follows
-        ``cfg.logger`` (wandb) when the config has one, else it is disabled.
+        The :class:`Run`; its results file already records ``config`` and ``run`` (backend,
+        devices, local devices, processes: :func:`jaxcollab.scale.distributed.run_info`). The
+        logger follows ``cfg.logger`` (wandb) when the config has one, else it is disabled.
 
     Raises:
         ConfigValueError, RunCollision: before any file is written.
     """
+    initialize()  # a multi-process job (jaxcollab.scale.distributed); else nothing
     plain = validate(cfg)
     if check is not None:
         check(plain)
     target = check_output(plain[out_key], out_key, is_dir=results_name is not None)
+    same_on_every_process(str(target.absolute()), out_key)
     path = target / results_name if results_name is not None else target
     if path.is_dir():
         raise ConfigValueError(out_key, str(target), f"a place for {path.name}, which is a "
@@ -220,8 +228,9 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
     results = ResultsFile(path)
     config = OmegaConf.to_container(plain)
     guard_results(results, config, frozen)
-    results.set(("config",), config)
+    results.update({"config": config, "run": run_info()})
     log = plain.get("logger") or {}
-    logger = RunLogger(log.get("mode", "disabled"), log.get("project", "jaxcollab"),
+    mode = log.get("mode", "disabled") if is_main() else "disabled"  # process 0 logs
+    logger = RunLogger(mode, log.get("project", "jaxcollab"),
                        plain.get("experiment_name"), config, str(path.parent))
     return Run(plain, path.parent, results, logger)

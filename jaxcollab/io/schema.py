@@ -79,8 +79,15 @@ class LoggerMode(StrEnum):
 
 
 class Dtype(StrEnum):
+    auto = "auto"
     float32 = "float32"
     bfloat16 = "bfloat16"
+
+
+class Attention(StrEnum):
+    auto = "auto"
+    xla = "xla"
+    cudnn = "cudnn"
 
 
 class Activation(StrEnum):
@@ -155,7 +162,8 @@ class Model:
     n_embd: int = count(240)
     dropout: float = bounded(0.0, ge=0.0, lt=1.0)
     bias: bool = True
-    dtype: Dtype = Dtype.float32
+    dtype: Dtype = Dtype.auto
+    attention: Attention = Attention.auto
     activation: Activation = Activation.gelu
     block_size: int | None = count(None)
 
@@ -325,8 +333,16 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
+@dataclass
+class Seeds:
+    """``configs/seeds.yaml``: ``eval/seeds.py`` (per-seed curves of a seed sweep, mean ± std)."""
+
+    runs: list[str] = MISSING
+    out_dir: str = MISSING
+
+
 SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
-           "rollout": Rollout, "export": Export, "protocols": Protocols}
+           "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

@@ -1,1 +1,1 @@
-"""Device mesh, sharding helpers, multi-host initialisation."""
+"""Scale: device meshes and shardings, multi-host start-up, preemption-safe runs."""

@@ -1,0 +1,93 @@
+"""Seed sweeps: per-seed learning curves of ``train/collab.py`` runs and their mean ± spread.
+
+Seeds run as separate jobs (a Hydra multirun, one process or cluster job per seed); this module
+reads their ``results.json`` files and summarises them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from jaxcollab.io.plots import COLORS  # noqa: E402
+
+CURVES = ("test_mse_vs_pstar", "test_accuracy", "test_ce")
+
+
+def _read(run: Path) -> dict:
+    path = Path(run) / "results.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no results.json in {run}")
+    return json.loads(path.read_text())
+
+
+def summarise(runs: list[str | Path]) -> dict:
+    """Per-seed curves and their mean, standard deviation (ddof 0), min and max by round.
+
+    Args:
+        runs: run directories of ``train/collab.py`` whose configs differ only in ``seed`` and
+            ``out_dir``, each with the same finished rounds.
+
+    Returns:
+        ``{"seeds": [...], "runs": [...], "protocols": {name: {"rounds": [...], metric:
+        {"per_seed": [[per round] per seed], "mean", "std", "min", "max": [per round]}}}}`` for
+        each metric in :data:`CURVES`.
+
+    Raises:
+        ValueError: fewer than two runs, a repeated seed, configs that differ in more than the
+            seed, or runs with different protocols or rounds.
+    """
+    data = [_read(r) for r in runs]
+    if len(data) < 2:
+        raise ValueError(f"a seed summary needs at least two runs, got {len(data)}")
+    seeds = [d["config"]["seed"] for d in data]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"runs repeat a seed: {seeds}")
+    base = {k: v for k, v in data[0]["config"].items() if k not in ("seed", "out_dir")}
+    for run, d in zip(runs, data, strict=True):
+        other = {k: v for k, v in d["config"].items() if k not in ("seed", "out_dir")}
+        if other != base:
+            keys = sorted(k for k in base.keys() | other.keys() if base.get(k) != other.get(k))
+            raise ValueError(f"{run} differs from {runs[0]} in {keys}, not only in seed")
+    protocols = {}
+    for name, first in data[0]["protocols"].items():
+        entries = [d["protocols"].get(name, {}) for d in data]
+        if any(e.get("rounds") != first["rounds"] for e in entries):
+            raise ValueError(f"runs have different finished rounds for protocol {name!r}")
+        protocols[name] = {"rounds": first["rounds"]}
+        for metric in CURVES:
+            values = np.array([e[metric] for e in entries], np.float64)  # [seeds, rounds]
+            protocols[name][metric] = {
+                "per_seed": values.tolist(), "mean": values.mean(0).tolist(),
+                "std": values.std(0).tolist(), "min": values.min(0).tolist(),
+                "max": values.max(0).tolist()}
+    return {"seeds": seeds, "runs": [str(r) for r in runs], "protocols": protocols}
+
+
+def seeds_plot(summary: dict, path: str | Path, metric: str = "test_mse_vs_pstar") -> None:
+    """Each protocol's per-seed curves (thin) and mean ± std band (thick) by round; log scale
+    for the MSE. Writes a PNG to ``path``."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, res in summary["protocols"].items():
+        color, rounds, m = COLORS.get(name), res["rounds"], res[metric]
+        for curve in m["per_seed"]:
+            ax.plot(rounds, curve, "-", color=color, alpha=0.3, lw=0.8)
+        mean, std = np.array(m["mean"]), np.array(m["std"])
+        ax.plot(rounds, mean, "o-", color=color, lw=2,
+                label=f"{name}: mean ± std over {len(m['per_seed'])} seeds")
+        ax.fill_between(rounds, mean - std, mean + std, color=color, alpha=0.2)
+    if metric == "test_mse_vs_pstar":
+        ax.set_yscale("log")
+    ax.set_xlabel("round")
+    ax.set_ylabel(metric)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,169 @@
+"""Preemption-safe runs: SIGTERM / SIGINT ask the run to stop at the next safe point.
+
+A scheduler (SLURM, a TPU queued resource, Kubernetes) sends SIGTERM some time before killing
+a job; Ctrl-C sends SIGINT. Inside :func:`guard` either signal only sets a flag. Loops poll
+:func:`requested` at their safe points (between compiled training chunks, between rollout
+chunks), save what they need (:class:`TrainState` for a training round; finished episodes for
+a rollout, :func:`resumable_episodes`) and raise :class:`Preempted`, which exits the process
+with ``128 + signal`` and no traceback. Rerunning the same command resumes from what was saved.
+A second SIGINT interrupts at once (``KeyboardInterrupt``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+from jax.experimental import multihost_utils
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_received: list[int] = []
+
+
+class Preempted(SystemExit):
+    """Raised after a loop saved its state on a signal; exits with status ``128 + signum``."""
+
+    def __init__(self, signum: int, saved: str):
+        super().__init__(128 + signum)
+        self.signum, self.saved = signum, saved
+
+    def __str__(self) -> str:
+        return f"stopped by {signal.Signals(self.signum).name}; saved {self.saved}; rerun to resume"
+
+
+def _on_signal(signum, frame) -> None:
+    if signum == signal.SIGINT and _received:
+        raise KeyboardInterrupt
+    _received.append(signum)
+    print(f"{signal.Signals(signum).name} received: stopping at the next safe point", flush=True)
+
+
+@contextlib.contextmanager
+def guard() -> Iterator[None]:
+    """Within the block, SIGTERM / SIGINT set the flag read by :func:`requested` instead of
+    killing the process (re-entrant; a no-op outside the main thread, where Python cannot
+    handle signals)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is _on_signal:
+        yield
+        return
+    old = {s: signal.signal(s, _on_signal) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+def requested() -> int:
+    """The signal number if any process received one, else 0.
+
+    In a multi-process job this is a collective (every process must call it at the same point),
+    so all processes stop after the same chunk.
+    """
+    mine = _received[0] if _received else 0
+    if jax.process_count() == 1:
+        return mine
+    return int(np.max(multihost_utils.process_allgather(np.int32(mine))))
+
+
+def stop(signum: int, saved: str) -> None:
+    """Clear the flag, say what was saved, and raise :class:`Preempted` (call after saving)."""
+    _received.clear()
+    stopped = Preempted(signum, saved)
+    print(stopped, flush=True)
+    raise stopped
+
+
+def _array(x: Any) -> Any:
+    """Host scalars as 0-d NumPy arrays (orbax stores arrays, not NumPy scalars)."""
+    return x if isinstance(x, jax.Array) else np.asarray(x)
+
+
+class TrainState:
+    """An orbax checkpoint of a training loop's state in the middle of a round.
+
+    The state is any pytree of arrays (parameters, optimiser state, step counters, best-so-far);
+    it is saved by every process together (orbax's multi-host save: each writes its shards,
+    process 0 the metadata) to a temporary directory renamed on commit, so a killed save leaves
+    the previous state or none.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path).absolute()
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def save(self, state: Any) -> None:
+        leaves = [_array(x) for x in jax.tree.leaves(state)]
+        with ocp.StandardCheckpointer() as ckpt:
+            ckpt.save(self.path, {str(i): x for i, x in enumerate(leaves)}, force=True)
+
+    def restore(self, like: Any) -> Any:
+        """The saved state in the tree structure, shapes, dtypes and shardings of ``like``.
+
+        Raises:
+            FileNotFoundError: nothing saved at this path.
+        """
+        if not self.exists():
+            raise FileNotFoundError(f"no training state at {self.path}")
+        leaves, treedef = jax.tree.flatten(like)
+        target = {str(i): ocp.utils.to_shape_dtype_struct(_array(x)) for i, x in enumerate(leaves)}
+        with ocp.StandardCheckpointer() as ckpt:
+            restored = ckpt.restore(self.path, target)
+        return jax.tree.unflatten(treedef, [restored[str(i)] for i in range(len(leaves))])
+
+    def remove(self) -> None:
+        """Delete the state (process 0; the others wait) once the round is finished."""
+        if jax.process_index() == 0 and self.exists():
+            shutil.rmtree(self.path)
+        if jax.process_count() > 1:
+            multihost_utils.sync_global_devices(f"removed {self.path}")
+
+
+def resumable_episodes(play: Callable[[jax.Array], Mapping[str, Any]], keys: jax.Array,
+                       chunk: int, save_dir: str | Path) -> dict[str, np.ndarray]:
+    """Play episodes ``chunk`` keys at a time, keeping every finished chunk on disk.
+
+    ``play(keys [c]) -> {name: array [c, ...]}`` plays one chunk (e.g. a
+    :func:`jaxcollab.rollout` and the per-episode numbers it keeps). Chunk ``i`` is saved to
+    ``save_dir/episodes_<i>.npz`` by process 0 as soon as it finishes; chunks already there are
+    loaded instead of played, and a SIGTERM / SIGINT between chunks stops the loop
+    (:class:`Preempted`) after the last finished chunk is saved. Episode keys do not depend on
+    the chunking, so a resumed run gives the same arrays as an uninterrupted one.
+
+    Returns:
+        ``{name: array [n_episodes, ...]}``, the chunks concatenated in key order.
+
+    Raises:
+        ValueError: ``chunk`` < 1. Preempted: a signal arrived (finished chunks are saved).
+    """
+    if chunk < 1:
+        raise ValueError(f"chunk must be a positive number of episodes, got {chunk!r}")
+    save_dir = Path(save_dir)
+    parts = []
+    with guard():
+        for i, start in enumerate(range(0, keys.shape[0], chunk)):
+            path = save_dir / f"episodes_{i}.npz"
+            if path.exists():
+                with np.load(path) as z:
+                    parts.append(dict(z))
+                continue
+            parts.append({k: np.asarray(v) for k, v in play(keys[start:start + chunk]).items()})
+            if jax.process_index() == 0:
+                save_dir.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp.npz")
+                np.savez(tmp, **parts[-1])
+                tmp.replace(path)
+            if (signum := requested()) and start + chunk < keys.shape[0]:
+                stop(signum, f"{i + 1} chunks of {chunk} episodes in {save_dir}")
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
