@@ -10,9 +10,12 @@ A **policy** acts for the whole team of ONE episode::
 ``policy_state`` any pytree the policy carries between steps (memory, message history, an RNN
 state; ``()`` when it needs none). A **privileged** policy (the oracles: solvers, not players)
 also reads the environment state and params, ``act(key, obs, policy_state, env_state,
-params)``; it is built with
-:func:`privileged_policy`, its class is :class:`PrivilegedPolicy` and its name must say
-``oracle`` or ``privileged``, so no result can pass one off as a player.
+params)``; it is built with :func:`privileged_policy`, its class is :class:`PrivilegedPolicy`
+and its name must say ``oracle`` or ``privileged``, so no result can pass one off as a player.
+
+Each step the policy's ``obs`` is ``env.observe(state, params)`` (equal to the ``obs`` that
+``reset`` / ``step`` return, by the contract), computed inside the step so that XLA drops it for
+policies that never read it.
 
 :func:`rollout` vmaps the policy and ``env.reset`` / ``env.step`` over episodes and loops over
 steps (``lax.scan``, or a ``lax.while_loop`` that stops once every episode has ended), with the
@@ -136,8 +139,9 @@ class Rollout:
     """The result of :func:`rollout`; every array has a leading episode axis ``[B]``.
 
     Attributes:
-        state: final environment state (frozen at the end of each episode).
-        obs: final joint observation ``[B, n_agents, ...]``.
+        state: final environment state (frozen at the end of each episode); its observation is
+            ``vmap(env.observe)(state)`` (not computed here: observations can cost more than
+            the steps, and only policies that read them pay for them).
         policy_state: final policy state.
         episode_return: float32 ``[B, n_agents]`` summed rewards.
         length: int32 ``[B]`` steps up to and including the ending step (``max_steps`` if the
@@ -150,7 +154,6 @@ class Rollout:
     """
 
     state: Any
-    obs: jax.Array
     policy_state: Any
     episode_return: jax.Array
     length: jax.Array
@@ -205,27 +208,30 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
 def _rollout(env, policy, keys, params, max_steps, batched_params, until_done, trajectory):
     p_axis = 0 if batched_params else None
     reset_k, init_k, play_k = jax.vmap(split_episode_key)(keys)
-    obs, state = jax.vmap(env.reset, (0, p_axis))(reset_k, params)
+    _, state = jax.vmap(env.reset, (0, p_axis))(reset_k, params)
     pstate = jax.vmap(policy.init)(init_k)
     n = keys.shape[0]
-    carry = dict(state=state, obs=obs, pstate=pstate,
+    # Observations are recomputed from the state (the contract makes obs == observe(state))
+    # instead of carried, so XLA drops them for policies that never read them (the oracles).
+    carry = dict(state=state, pstate=pstate,
                  ret=jnp.zeros((n, env.n_agents), jnp.float32), length=jnp.zeros((n,), jnp.int32),
                  terminated=jnp.zeros((n,), bool), truncated=jnp.zeros((n,), bool))
 
-    def one(t, play_key, obs, state, pstate, params):
+    def one(t, play_key, state, pstate, params):
         env_key, policy_key = step_keys(play_key, t)
+        obs = env.observe(state, params)
         extra = (state, params) if policy.privileged else ()
         actions, pstate = policy.act(policy_key, obs, pstate, *extra)
-        obs, state, reward, term, trunc, info = env.step(env_key, state, actions, params)
-        return actions, obs, state, pstate, reward, term, trunc, info
+        _, new, reward, term, trunc, info = env.step(env_key, state, actions, params)
+        return obs, actions, new, pstate, reward, term, trunc, info
 
     def body(t, c):
-        actions, obs, state, pstate, reward, term, trunc, info = jax.vmap(
-            one, (None, 0, 0, 0, 0, p_axis))(t, play_k, c["obs"], c["state"], c["pstate"], params)
+        obs, actions, state, pstate, reward, term, trunc, info = jax.vmap(
+            one, (None, 0, 0, 0, p_axis))(t, play_k, c["state"], c["pstate"], params)
         done = c["terminated"] | c["truncated"]
-        new = dict(state=state, obs=obs, pstate=pstate, ret=c["ret"] + reward,
+        new = dict(state=state, pstate=pstate, ret=c["ret"] + reward,
                    length=c["length"] + ~done, terminated=term, truncated=trunc)
-        record = dict(info, state=c["state"], obs=c["obs"], actions=actions, reward=reward,
+        record = dict(info, state=c["state"], obs=obs, actions=actions, reward=reward,
                       terminated=term, truncated=trunc)
         return new, record
 
@@ -240,7 +246,7 @@ def _rollout(env, policy, keys, params, max_steps, batched_params, until_done, t
     else:
         carry, traj = jax.lax.scan(lambda c, t: body(t, c), carry, jnp.arange(max_steps))
         traj = traj if trajectory else None
-    return Rollout(state=carry["state"], obs=carry["obs"], policy_state=carry["pstate"],
+    return Rollout(state=carry["state"], policy_state=carry["pstate"],
                    episode_return=carry["ret"], length=carry["length"],
                    terminated=carry["terminated"], truncated=carry["truncated"], trajectory=traj)
 
