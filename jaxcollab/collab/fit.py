@@ -38,7 +38,8 @@ class TrainConfig:
         steps: optimiser steps per round. batch_size: examples per step.
         lr, min_lr: peak and final learning rate. warmup_steps: linear warmup length.
         weight_decay, beta1, beta2, grad_clip: AdamW and global-norm clipping.
-        eval_every: steps between validation passes (best-validation params are kept).
+        eval_every: steps between validation passes (best-validation params are kept), each
+            run as one compiled call.
         val_examples: held-out examples per round (taken from the round's own chunk).
         eval_batch: examples per forward pass when validating or predicting.
 
