@@ -189,11 +189,11 @@ def test_env_step_compiles_once_and_matches_no_jit():
 
 
 def test_env_and_dataset_builder_draw_the_same_instances():
-    key, chunk = jax.random.key(5), 64
-    train, _ = P.build_dataset(key, 2 * chunk, ALPHAS, chunk_size=chunk)
+    key = jax.random.key(5)
+    train, _ = P.build_dataset(key, 10, ALPHAS, chunk_size=1)  # example i from fold_in(key, i)
     env = P.ParityEnv(alphas=ALPHAS)
-    keys = jax.random.split(jax.random.fold_in(key, 0), chunk)
+    keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(np.arange(len(train)))
     _, states = jax.vmap(env.reset)(keys)
-    np.testing.assert_array_equal(train.bits[:chunk], states.bits)
-    np.testing.assert_array_equal(train.label[:chunk], states.label)
-    np.testing.assert_allclose(train.pstar[:chunk], states.pstar)
+    np.testing.assert_array_equal(train.bits, states.bits)
+    np.testing.assert_array_equal(train.label, states.label)
+    np.testing.assert_allclose(train.pstar, states.pstar, atol=1e-6)  # same bits; fp fusion

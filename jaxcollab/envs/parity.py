@@ -9,8 +9,7 @@ Everything an agent reads is a string over :data:`VOCAB`; token ids are indices 
 ``decode(tokens)`` is the exact text the transformer reads. This module holds
 
 * :func:`make_alphas` / :func:`validate_alphas` — the coefficient vector;
-* :func:`draw_parity` — the instance generator (one instance per key) shared by the env and
-  the builder; :func:`sample_parity` draws a batch from one key;
+* :func:`sample_parity` — the jitted instance generator shared by the env and the builder;
 * :func:`build_dataset` — the chunked 90/10 dataset builder (2,000,000 examples in seconds);
 * :class:`ParityEnv` — the round-by-round env under the team contract
   (``parity/probability``, ``parity/action``).
@@ -156,45 +155,28 @@ def views_from_bits(bits: jax.Array, masks: jax.Array) -> jax.Array:
     return jnp.where(jnp.asarray(masks), bits, MASK).astype(jnp.int32)
 
 
-@jax.jit
-def draw_parity(keys: jax.Array, alphas: jax.Array, masks: jax.Array) -> ParityBatch:
-    """The instance generator: example ``b`` is a pure function of ``keys[b]`` (jitted).
-
-    The environment's ``reset(key)`` and the dataset builder both draw through it, so the same
-    key gives the same instance in both.
-
-    Args:
-        keys: PRNG keys ``[B]``.
-        alphas: float ``[n]`` coefficients (see :func:`make_alphas`).
-        masks: bool ``[2, n]`` from :func:`split_masks`.
-    """
-    n = alphas.shape[-1]
-
-    def one(key):
-        k_bits, k_label = jax.random.split(key)
-        # One random 32-bit word carries 32 fair bits: ~30x fewer PRNG calls than a Bernoulli.
-        words = jax.random.bits(k_bits, (-(-n // 32),), jnp.uint32)
-        j = jnp.arange(n)
-        return ((words[j // 32] >> (j % 32).astype(jnp.uint32)) & 1).astype(jnp.int32), (
-            jax.random.uniform(k_label))
-
-    bits, u = jax.vmap(one)(keys)
-    pstar = pstar_from_bits(bits, alphas)
-    label = (u < pstar).astype(jnp.int32)
-    return ParityBatch(bits=bits, pstar=pstar, label=label, views=views_from_bits(bits, masks))
-
-
 @partial(jax.jit, static_argnames=("batch_size",))
 def sample_parity(
     key: jax.Array, alphas: jax.Array, masks: jax.Array, batch_size: int
 ) -> ParityBatch:
-    """Draw ``batch_size`` examples: :func:`draw_parity` of ``split(key, batch_size)`` (jitted;
-    one compile per batch size and n).
+    """Draw ``batch_size`` examples (jitted; one compile per batch size and n): the instance
+    generator shared by :meth:`ParityEnv.reset` (``batch_size=1``) and :func:`build_dataset`.
 
     Args:
-        key: PRNG key; alphas, masks: as in :func:`draw_parity`; batch_size: B (static).
+        key: PRNG key.
+        alphas: float ``[n]`` coefficients (see :func:`make_alphas`).
+        masks: bool ``[2, n]`` from :func:`split_masks`.
+        batch_size: number of examples B (static).
     """
-    return draw_parity(jax.random.split(key, batch_size), alphas, masks)
+    k_bits, k_label = jax.random.split(key)
+    n = alphas.shape[-1]
+    # One random 32-bit word carries 32 fair bits: ~30x fewer PRNG calls than a Bernoulli each.
+    words = jax.random.bits(k_bits, (batch_size, -(-n // 32)), jnp.uint32)
+    j = jnp.arange(n)
+    bits = ((words[:, j // 32] >> (j % 32).astype(jnp.uint32)) & 1).astype(jnp.int32)
+    pstar = pstar_from_bits(bits, alphas)
+    label = (jax.random.uniform(k_label, (batch_size,)) < pstar).astype(jnp.int32)
+    return ParityBatch(bits=bits, pstar=pstar, label=label, views=views_from_bits(bits, masks))
 
 
 def decode(tokens) -> str:
@@ -246,8 +228,8 @@ def build_dataset(
     The paper split is 2,000,000 examples, 90/10 (spec §1). Only bits (uint8), p* and labels are
     kept — 35 bytes per example at n = 30 — and each chunk is generated on device with one
     compiled kernel (the last chunk reuses it and is trimmed). The data depend on ``key`` and
-    ``chunk_size``: example ``j`` of chunk ``i`` is ``ParityEnv.reset`` of
-    ``split(fold_in(key, i), chunk)[j]`` (both draw through :func:`draw_parity`).
+    ``chunk_size``; both draw through :func:`sample_parity`, so with ``chunk_size=1`` example
+    ``i`` is the instance ``ParityEnv.reset(fold_in(key, i))`` draws.
 
     Raises:
         ValueError: ``n_examples < 2``, ``test_fraction`` not in (0, 1), or ``chunk_size < 1``.
@@ -366,7 +348,7 @@ class ParityEnv(Environment[ParityState, ParityParams]):
 
     def reset(self, key, params=None):
         params = self._params(params)
-        b = draw_parity(key[None], params.alphas, jnp.asarray(self.masks))
+        b = sample_parity(key, params.alphas, jnp.asarray(self.masks), 1)
         state = ParityState(
             bits=b.bits[0],
             pstar=b.pstar[0],
