@@ -18,6 +18,7 @@ from jaxcollab.collab.trainer import RoundTrainer, _load_round
 from jaxcollab.envs.parity import VOCAB, encode
 from jaxcollab.io.checkpoints import load_params
 from jaxcollab.models.gpt import GPT
+from jaxcollab.scale import mesh as scale_mesh
 
 TINY = {"n_layer": 1, "n_head": 1, "n_embd": 8}
 FAST = TrainConfig(steps=3, batch_size=32, lr=1e-3, min_lr=1e-4, warmup_steps=1, eval_every=3,
@@ -184,7 +185,7 @@ def test_bad_input_fails_before_training(parity_task, tmp_path, monkeypatch):
         make_task({**PARITY, "view": "all"}, KEY)
     with pytest.raises(ValueError, match="min_lr"):
         TrainConfig(lr=1e-4, min_lr=1e-3)
-    monkeypatch.setattr(jax, "device_count", lambda: 3)
+    monkeypatch.setattr(scale_mesh, "data_size", lambda mesh=None: 3)  # a 3-device data axis
     with pytest.raises(ValueError, match="batch_size=32 is not divisible by the 3 devices"):
         _trainer(parity_task, tmp_path)
     assert not any(tmp_path.iterdir())  # nothing was trained or written
