@@ -95,6 +95,32 @@ def _gradient(theta, design, targets, weight):
     return jnp.einsum("n,nc,ncp->p", weight / jnp.sum(weight), probs - targets, design)
 
 
+#: A design column whose residual after the earlier columns is below this fraction of its norm
+#: is treated as collinear with them (a constant report: weight 0).
+_COLLINEAR = 1e-4
+
+
+def _whiten(design, weight, n_feats: int):
+    """Whitened design ``[N, C, P]`` and the map ``[P, P]`` back to the original parameters.
+
+    The columns are orthonormalised (weighted QR) with the class indicators first, so strongly
+    anchored reports (``log r_k`` and ``log r_{k−1}`` nearly collinear) stay well conditioned
+    and a report that is constant over the examples (``r_0``, or a model that says the same
+    thing everywhere) is collinear with the bias: its column is dropped and its weight is 0.
+    """
+    n, c, p = design.shape
+    order = jnp.concatenate([jnp.arange(n_feats, p), jnp.arange(n_feats)])
+    rows = (jnp.sqrt(weight / jnp.sum(weight) / c)[:, None, None] * design[..., order])
+    rows = rows.reshape(n * c, p)
+    r = jnp.linalg.qr(rows, mode="r")
+    keep = jnp.abs(jnp.diagonal(r)) > _COLLINEAR * jnp.linalg.norm(rows, axis=0)
+    eye = jnp.eye(p, dtype=r.dtype)
+    r = jnp.where(keep[:, None] & keep[None, :], r, eye)
+    r_inv = jax.scipy.linalg.solve_triangular(r, eye) * keep  # dropped columns map to 0
+    to_theta = jnp.zeros_like(r_inv).at[order].set(r_inv)
+    return design[..., order] @ r_inv, to_theta
+
+
 def _newton_direction(theta, design, targets, weight):
     """``−H⁺ g`` of the weighted mean cross-entropy (closed-form gradient and Hessian)."""
     probs = jax.nn.softmax(design @ theta, axis=-1)  # [N, C]
@@ -141,16 +167,7 @@ def fit_calibrator(
     design = _design(feats)
     n_feats = feats.shape[-2]
     weight = jnp.ones(feats.shape[0], feats.dtype) if weight is None else weight
-    # Whitened columns (R of a QR decomposition of the weighted design): strongly anchored
-    # reports make log r_k and log r_{k−1} nearly collinear, and whitening keeps the Newton
-    # system well conditioned. A zero column (a constant r_0) keeps R_jj = 1 and weight 0.
-    n, c, p = design.shape
-    rows = (jnp.sqrt(weight / jnp.sum(weight) / c)[:, None, None] * design).reshape(n * c, p)
-    r = jnp.linalg.qr(rows, mode="r")
-    diag = jnp.abs(jnp.diagonal(r))
-    r = r + jnp.diag(jnp.where(diag > 1e-6 * jnp.max(diag), 0.0, 1.0))
-    r_inv = jax.scipy.linalg.solve_triangular(r, jnp.eye(p, dtype=r.dtype))
-    design = design @ r_inv
+    design, to_theta = _whiten(design, weight, n_feats)
     loss = partial(_loss, design=design, targets=targets, weight=weight)
     change = partial(_loss_change, design=design, targets=targets, weight=weight)
 
@@ -169,7 +186,7 @@ def fit_calibrator(
     start = (jnp.zeros(design.shape[-1], feats.dtype), jnp.int32(0), jnp.bool_(True))
     theta, _, _ = jax.lax.while_loop(going, newton, start)
     grad_norm = jnp.linalg.norm(_gradient(theta, design, targets, weight))
-    theta_raw = r_inv @ theta
+    theta_raw = to_theta @ theta
     bias = jnp.concatenate([jnp.zeros(1, feats.dtype), theta_raw[n_feats:]])
     return Calibrator(weights=theta_raw[:n_feats], bias=bias, loss=loss(theta),
                       grad_norm=grad_norm, converged=grad_norm <= GRAD_TOL)
