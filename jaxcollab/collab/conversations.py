@@ -46,7 +46,6 @@ from jaxcollab.collab.calibration import (
 )
 from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.collab.metrics import round_metrics
-from jaxcollab.collab.posthoc import naive_rare_action
 from jaxcollab.collab.trainer import MessageTransform, RoundTrainer
 from jaxcollab.envs.maze.success import success_from_steps
 
@@ -146,6 +145,31 @@ def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma:
         return np.asarray(codec.encode(jnp.exp(log_c)), np.uint8)
 
     return send
+
+
+def naive_rare_action(probs, class_chars: str, rare: str = "ul", fallback: str = "dr"):
+    """The naive rare-action baseline for maze messages (spec §4).
+
+    Wherever the arg-max class is a rare move (``rare``, default up or left), the vector is
+    replaced by a uniform split over ``fallback`` (default 0.5 down / 0.5 right).
+
+    Args:
+        probs: float ``[..., C]`` probability vectors in ``class_chars`` order.
+
+    Returns:
+        float32 ``[..., C]``.
+
+    Raises:
+        ValueError: a ``rare`` or ``fallback`` character that is not a class.
+    """
+    missing = sorted(set(rare + fallback) - set(class_chars))
+    if missing:
+        raise ValueError(f"classes {missing} are not in class_chars={class_chars!r}")
+    probs = np.asarray(probs, np.float32)
+    replace = np.isin(np.argmax(probs, -1), [class_chars.index(c) for c in rare])
+    split = np.zeros(len(class_chars), np.float32)
+    split[[class_chars.index(c) for c in fallback]] = 1.0 / len(fallback)
+    return np.where(replace[..., None], split, probs)
 
 
 def run_name(condition: str | None, treatment: str) -> str:
