@@ -18,6 +18,9 @@ Writes ``DIR/results.json`` with (lists indexed by round, ``rounds = [1..K]``):
 * ``<treatment>_ece`` / ``<treatment>_cce`` — binned self- and conversation-calibration errors
   (:mod:`jaxcollab.collab.metrics`, ``n_bins`` bins per axis);
 * ``unbiased_mse`` — the exact unbiased curve Σ_{j>k} α_j² (theory);
+* ``converged.<self|conversation>`` — per round, whether the calibrator fit passed the
+  gradient-norm check (:attr:`~jaxcollab.collab.calibration.Calibrator.converged`); a fit that
+  did not is also printed as a warning;
 * ``reference_check`` — only for the spec's seed α, ``fit=exact`` and a (β, γ) in the spec
   table: each printed entry, the computed value and whether it rounds to the printed digits;
 * ``config`` — the resolved configuration.
@@ -113,6 +116,7 @@ def analyse(cfg: DictConfig) -> tuple[dict, dict]:
         "self_weights": np.asarray(cals["self"].weights, float).tolist(),
         "self_bias": np.asarray(cals["self"].bias[:, 1], float).tolist(),
         "conversation_bias": np.asarray(cals["conversation"].bias[:, 1], float).tolist(),
+        "converged": {t: np.asarray(c.converged).tolist() for t, c in cals.items()},
     }
     metrics = {}
     for t in TREATMENTS:
@@ -147,6 +151,11 @@ def run(cfg: DictConfig) -> dict:
     for i, k in enumerate(results["rounds"]):
         row = "".join(f"{results[f'{t}_mse'][i]:18.6g}" for t in TREATMENTS)
         print(f"{k:5d} {row}   {results['conversation_weights'][i]}")
+    for t, flags in results["converged"].items():
+        failed = [k for k, ok in zip(results["rounds"], flags, strict=True) if not ok]
+        if failed:
+            print(f"WARNING: the {t} calibrator fit did not converge in rounds {failed} "
+                  "(converged: false in results.json)")
     check = results["reference_check"]
     if check is not None:
         ok = all(e["match"] for entries in check.values() for e in entries)

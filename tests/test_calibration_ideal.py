@@ -47,6 +47,28 @@ def test_conversation_weights_recovered_and_unbiased_curve(beta1):
     np.testing.assert_allclose(message_mse(reports, messages["conversation"]), theory, rtol=1e-5)
 
 
+def test_strong_anchoring_fit_converges_to_the_exact_inverse():
+    # Issue 17.4: `eval/calibration.py bias.beta=1 bias.gamma=5` stopped at (0.0068, 0.0014) in
+    # round 4; the exact inverse (1, −5) leaves only the unrevealed tail Σ_{j>4} α_j².
+    from eval.calibration import analyse
+
+    results, _ = analyse(compose(["bias.beta=1", "bias.gamma=5"]))
+    np.testing.assert_allclose(results["conversation_weights"][3], [1.0, -5.0], atol=1e-4)
+    tail = float((make_alphas()[4:] ** 2).sum())
+    np.testing.assert_allclose(results["conversation_mse"][3], tail, rtol=1e-3)
+    assert tail == pytest.approx(1.5385e-5, rel=1e-3)
+    assert all(results["converged"]["conversation"]) and all(results["converged"]["self"])
+
+
+def test_unconverged_fit_is_flagged():
+    # Two Newton steps from zero cannot fit γ = 5 anchoring: the gradient check says so.
+    reports = exact_reports(make_alphas(), 4, 1.0, 5.0)
+    _, cals = treatment_messages(reports.log_r, reports.targets, reports.log_r, reports.weight,
+                                 n_steps=1)
+    assert not bool(np.all(cals["conversation"].converged))
+    assert float(np.max(cals["conversation"].grad_norm)) > 1e-4
+
+
 def test_reports_depend_only_on_revealed_parities():
     # Patterns are ordered with S_5 fastest: pairs differing only in S_5 share rounds 1..4.
     reports = exact_reports(make_alphas(), 5, 2.0, 0.5)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from jaxcollab.collab.biased_rounds import bias_messages
+from jaxcollab.collab.conversations import naive_rare_action, posthoc_messages, score
 from jaxcollab.collab.ideal import sampled_reports
 from jaxcollab.collab.messages import MessageCodec
-from jaxcollab.collab.posthoc import calibrate_run, load_messages, naive_rare_action
 from jaxcollab.envs.parity import VOCAB, make_alphas
 
 CODEC = MessageCodec("probability", VOCAB, "01", 2)
@@ -34,24 +34,17 @@ def test_bias_messages_reject_action_codec():
         bias_messages(MessageCodec("action", VOCAB, "01"), tokens("1"), None, 2.0, 0.5)
 
 
-def test_calibrate_run_recovers_bias_from_quantised_messages():
+def test_posthoc_calibration_recovers_bias_from_quantised_messages():
     # Ideal-decoder parity speakers with β = 1, γ = 0.5; reports sent as two-digit messages.
-    # [3, 8192, 2] fits, the shape test_calibration.py compiles too.
     reports = sampled_reports(jax.random.key(8), make_alphas(), 3, 1.0, 0.5, 2 * 8192)
     messages = np.stack([CODEC.decode(CODEC.encode(jnp.exp(r))) for r in reports.log_r])
     labels = np.asarray(reports.targets[0, :, 1], np.int32)
     pstar = np.asarray(reports.truth[0])
-    scores, weights = calibrate_run(messages, labels, np.stack([1 - pstar, pstar], 1))
-    np.testing.assert_allclose(weights["conversation"]["weights"][1:], [[1.0, -0.5]] * 2,
-                               atol=0.1)
-    raw, conv = scores["raw"]["mse_vs_pstar"], scores["conversation"]["mse_vs_pstar"]
-    assert conv[2] < 0.002 < 0.006 < raw[2]  # ideal: conversation .00042, raw .00882
-    assert scores["conversation"]["ece"][2] < scores["raw"]["ece"][2]
-
-
-def test_load_messages_names_missing_round(tmp_path):
-    with pytest.raises(FileNotFoundError, match="round 1 has not finished"):
-        load_messages(tmp_path, CODEC, 2)
+    target = np.stack([1 - pstar, pstar], 1)
+    raw = score(messages, labels, target, 10)
+    conv = score(posthoc_messages("conversation", messages, labels), labels, target, 10)
+    assert conv["mse_vs_pstar"][2] < 0.002 < 0.006 < raw["mse_vs_pstar"][2]  # ideal .00042, .00882
+    assert conv["ece"][2] < raw["ece"][2]
 
 
 def test_naive_rare_action_baseline():
@@ -60,26 +53,3 @@ def test_naive_rare_action_baseline():
     np.testing.assert_allclose(got, [[0.5, 0.5, 0, 0], [0.7, 0.1, 0.1, 0.1], [0.5, 0.5, 0, 0]])
     with pytest.raises(ValueError, match="'x'"):
         naive_rare_action(probs, "drul", rare="x")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("experiment", ["parity_calibration", "maze_calibration"])
-def test_train_calibration_end_to_end_tiny(tmp_path, cli, experiment):
-    import json
-
-    cli("train/calibration.py", f"experiment={experiment}", "preset=cpu",
-        "task.n_examples=20000", "train.steps=20", "train.warmup_steps=5", "train.eval_every=10",
-        "train.val_examples=256", "task.n_rounds=3", f"out_dir={tmp_path}")
-    results = json.loads((tmp_path / "results.json").read_text())
-    expected = {"unbiased", "speaker_posterior", "biased_raw", "self", "conversation"}
-    if experiment == "maze_calibration":
-        expected.add("naive_rare_action")
-    assert set(results["treatments"]) == expected
-    assert results["rounds"] == [1, 2, 3]
-    assert len(results["calibrator_weights"]["conversation"]["weights"]) == 3
-    # round 1 is trained once: the biased run biases the unbiased run's round-1 predictions
-    assert results["runs"]["biased"][0]["shared_from"].endswith("unbiased/round_1")
-    assert results["runs"]["biased"][0]["test_mse_vs_pstar"] == \
-        results["runs"]["unbiased"][0]["test_mse_vs_pstar"]
-    for name in ("mse.png", "reliability.png", "conversation_cells.png"):
-        assert (tmp_path / name).stat().st_size > 10_000

@@ -196,22 +196,23 @@ def test_message_transform_changes_what_is_sent_not_what_is_predicted(finished, 
     trainer, reference, _ = finished
     calls = []
 
-    def flip(r, messages, previous):
-        calls.append((r, None if previous is None else previous.shape))
+    def flip(r, messages, previous, labels):
+        calls.append((r, None if previous is None else previous.shape, len(labels)))
         return 9 - messages + 2 * VOCAB.index("0")  # digit d -> 9 - d
 
     metrics = _trainer(parity_task, tmp_path, message_transform=flip).run()
     n_labelled = len(parity_task.train) - 400
     n_test = len(parity_task.test)
-    assert calls == [(1, None), (1, None), (2, (n_test, 2))]  # round 1: train rows, test; round 2
+    # round 1: train rows, test; round 2: test (the last round labels no training rows)
+    assert calls == [(1, None, n_labelled), (1, None, n_test), (2, (n_test, 2), n_test)]
     assert metrics[0]["test_mse_vs_pstar"] == reference[0]["test_mse_vs_pstar"]
     with np.load(tmp_path / "round_1" / "round.npz") as z:
         sent, posterior = z["test_messages"], z["test_posterior_messages"]
         train_sent = z["train_messages"][400:]
     with np.load(trainer.round_dir(1) / "round.npz") as z:
         np.testing.assert_array_equal(posterior, z["test_messages"])
-        np.testing.assert_array_equal(train_sent, flip(1, z["train_messages"][400:], None))
-    np.testing.assert_array_equal(sent, flip(1, posterior, None))
+        np.testing.assert_array_equal(train_sent, flip(1, z["train_messages"][400:], None, ()))
+    np.testing.assert_array_equal(sent, flip(1, posterior, None, ()))
     assert train_sent.shape == (n_labelled, 2)
 
 
@@ -234,3 +235,16 @@ def test_first_round_is_shared_across_protocols(finished, parity_task, tmp_path)
         np.testing.assert_array_equal(z["test_messages"][:, 0] == VOCAB.index("1"), decisions)
     with pytest.raises(FileNotFoundError, match="has not finished"):
         _trainer(parity_task, tmp_path / "b", first_round_from=tmp_path / "missing").run()
+
+
+def test_paper_data_plan_trains_and_labels_every_row(parity_task, tmp_path):
+    # cross_fit=False (the paper): each round fits on the whole training set and labels all of
+    # it; the last round labels nothing.
+    trainer = _trainer(parity_task, tmp_path, n_rounds=2, cross_fit=False)
+    n = len(parity_task.train)
+    assert trainer.labelled_rows(1) == slice(0, n) and trainer.labelled_rows(2) == slice(n, n)
+    metrics = trainer.run()
+    assert [m["fit_rows"] for m in metrics] == [[0, n], [0, n]]
+    assert all(m["cross_fit"] is False for m in metrics)
+    with np.load(tmp_path / "round_1" / "round.npz") as z:
+        assert np.all(z["train_messages"] > 0)  # every training row got a message

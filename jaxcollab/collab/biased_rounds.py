@@ -54,4 +54,4 @@ def bias_transform(codec: MessageCodec, beta: float, gamma: float) -> MessageTra
     if codec.kind != "probability":
         raise ValueError(f"biased messages need protocol=probability, got {codec.kind!r}")
     beta, gamma = validate_bias(beta, gamma)
-    return lambda r, tokens, prev: bias_messages(codec, tokens, prev, beta, gamma)
+    return lambda r, tokens, prev, labels: bias_messages(codec, tokens, prev, beta, gamma)

@@ -14,8 +14,11 @@ Under the bias model of :mod:`jaxcollab.collab.bias` the conversation calibrator
 optimum is exactly ``w = (1/β, −γ/β)``, ``b = 0``: it inverts the report back to ``q_k``.
 Calibrators are fitted by minimising the cross-entropy against the true label (one-hot, or a
 soft target ``E[Y | …]`` for exact expectations) on held-out data, one per round; the fit is a
-jitted damped Newton method (pseudo-inverse steps with a vectorised line search), which is
-exact to float precision on these convex problems in a few steps.
+jitted damped Newton method (pseudo-inverse steps with a vectorised line search) on columns
+whitened by a QR decomposition, so strongly anchored reports (γ = 5: logits in the hundreds,
+``log r_k`` and ``log r_{k−1}`` nearly collinear) are as well conditioned as mild ones.
+Convergence is checked by the gradient norm of the whitened problem and reported as
+:attr:`Calibrator.converged`.
 
 Inputs are centred across classes before fitting; this leaves every softmax unchanged and makes
 a constant input (``log r_0`` of a uniform ``r_0`` in round 1) exactly zero, so its weight stays
@@ -34,7 +37,10 @@ SELF = "self"
 CONVERSATION = "conversation"
 KINDS = (SELF, CONVERSATION)
 #: Step sizes tried by the line search of each Newton step.
-_STEP_SIZES = 2.0 ** -jnp.arange(12)
+_STEP_SIZES = 2.0 ** -jnp.arange(24)
+#: A fit has converged when the gradient of the mean cross-entropy (nats) with respect to the
+#: whitened parameters has at most this Euclidean norm (float32 loss resolution).
+GRAD_TOL = 1e-4
 
 
 @chex.dataclass(frozen=True)
@@ -46,11 +52,16 @@ class Calibrator:
             ``[w_k, w_{k−1}]`` conversation).
         bias: float ``[C]`` — per-class bias, ``bias[0] == 0``.
         loss: float ``[]`` — the final weighted mean cross-entropy on the fit data (nats).
+        grad_norm: float ``[]`` — Euclidean norm of the loss gradient at the fit, with respect
+            to the whitened parameters (nats).
+        converged: bool ``[]`` — ``grad_norm <= GRAD_TOL``.
     """
 
     weights: jax.Array
     bias: jax.Array
     loss: jax.Array
+    grad_norm: jax.Array
+    converged: jax.Array
 
 
 def check_kind(kind: str) -> str:
@@ -78,11 +89,43 @@ def _design(feats: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.swapaxes(centred, -1, -2), onehot], axis=-1)
 
 
+def _gradient(theta, design, targets, weight):
+    """Gradient ``[P]`` of the weighted mean cross-entropy (closed form)."""
+    probs = jax.nn.softmax(design @ theta, axis=-1)
+    return jnp.einsum("n,nc,ncp->p", weight / jnp.sum(weight), probs - targets, design)
+
+
+#: A design column whose residual after the earlier columns is below this fraction of its norm
+#: is treated as collinear with them (a constant report: weight 0).
+_COLLINEAR = 1e-4
+
+
+def _whiten(design, weight, n_feats: int):
+    """Whitened design ``[N, C, P]`` and the map ``[P, P]`` back to the original parameters.
+
+    The columns are orthonormalised (weighted QR) with the class indicators first, so strongly
+    anchored reports (``log r_k`` and ``log r_{k−1}`` nearly collinear) stay well conditioned
+    and a report that is constant over the examples (``r_0``, or a model that says the same
+    thing everywhere) is collinear with the bias: its column is dropped and its weight is 0.
+    """
+    n, c, p = design.shape
+    order = jnp.concatenate([jnp.arange(n_feats, p), jnp.arange(n_feats)])
+    rows = (jnp.sqrt(weight / jnp.sum(weight) / c)[:, None, None] * design[..., order])
+    rows = rows.reshape(n * c, p)
+    r = jnp.linalg.qr(rows, mode="r")
+    keep = jnp.abs(jnp.diagonal(r)) > _COLLINEAR * jnp.linalg.norm(rows, axis=0)
+    eye = jnp.eye(p, dtype=r.dtype)
+    r = jnp.where(keep[:, None] & keep[None, :], r, eye)
+    r_inv = jax.scipy.linalg.solve_triangular(r, eye) * keep  # dropped columns map to 0
+    to_theta = jnp.zeros_like(r_inv).at[order].set(r_inv)
+    return design[..., order] @ r_inv, to_theta
+
+
 def _newton_direction(theta, design, targets, weight):
     """``−H⁺ g`` of the weighted mean cross-entropy (closed-form gradient and Hessian)."""
     probs = jax.nn.softmax(design @ theta, axis=-1)  # [N, C]
+    grad = _gradient(theta, design, targets, weight)
     weight = weight / jnp.sum(weight)
-    grad = jnp.einsum("n,nc,ncp->p", weight, probs - targets, design)
     mean_x = jnp.einsum("nc,ncp->np", probs, design)
     hess = jnp.einsum("n,nc,ncp,ncq->pq", weight, probs, design, design) - jnp.einsum(
         "n,np,nq->pq", weight, mean_x, mean_x
@@ -118,11 +161,13 @@ def fit_calibrator(
             size lowers the loss (converged to float precision).
 
     Returns:
-        The fitted :class:`Calibrator`.
+        The fitted :class:`Calibrator`; ``converged`` says whether the gradient-norm check
+        passed (callers report or refuse a fit that did not converge).
     """
     design = _design(feats)
     n_feats = feats.shape[-2]
     weight = jnp.ones(feats.shape[0], feats.dtype) if weight is None else weight
+    design, to_theta = _whiten(design, weight, n_feats)
     loss = partial(_loss, design=design, targets=targets, weight=weight)
     change = partial(_loss_change, design=design, targets=targets, weight=weight)
 
@@ -140,8 +185,11 @@ def fit_calibrator(
 
     start = (jnp.zeros(design.shape[-1], feats.dtype), jnp.int32(0), jnp.bool_(True))
     theta, _, _ = jax.lax.while_loop(going, newton, start)
-    bias = jnp.concatenate([jnp.zeros(1, feats.dtype), theta[n_feats:]])
-    return Calibrator(weights=theta[:n_feats], bias=bias, loss=loss(theta))
+    grad_norm = jnp.linalg.norm(_gradient(theta, design, targets, weight))
+    theta_raw = to_theta @ theta
+    bias = jnp.concatenate([jnp.zeros(1, feats.dtype), theta_raw[n_feats:]])
+    return Calibrator(weights=theta_raw[:n_feats], bias=bias, loss=loss(theta),
+                      grad_norm=grad_norm, converged=grad_norm <= GRAD_TOL)
 
 
 def apply_calibrator(cal: Calibrator, feats: jax.Array) -> jax.Array:

@@ -86,3 +86,26 @@ def plot_conversation_cells(path: Path, rounds: list[int], metrics: dict, title:
     fig.suptitle(title)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def plot_by_condition(path: Path, rounds: list[int], panels: dict, ylabel: str, log: bool):
+    """One panel per bias condition, one line per treatment (paper Figure 5 layout).
+
+    ``panels[condition][treatment]`` is a list of values by round; ``log`` sets a log y axis
+    (squared errors), otherwise the axis spans [0, 1] (success rates).
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, (cond, curves) in zip(axes[0], panels.items(), strict=True):
+        for i, (name, values) in enumerate(curves.items()):
+            values = np.asarray(values, float)
+            ax.plot(rounds, np.maximum(values, 1e-12) if log else values, label=name,
+                    marker=MARKERS[i % len(MARKERS)], ls=DASHES[i % len(DASHES)],
+                    markerfacecolor="none" if i % 2 else None)
+        ax.set(xlabel="round k", ylabel=ylabel, title=cond)
+        ax.set_yscale("log") if log else ax.set_ylim(0, 1)
+        ax.set_xticks(rounds)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

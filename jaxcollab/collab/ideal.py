@@ -21,6 +21,10 @@ Two ways to evaluate it:
   (uniform and independent), calibrators fitted at the population optimum with soft targets
   ``E[Y | S_1..S_k] = q_k``; the error splits as ``Σ_{j>k} α_j² + E[(q_k − m_k)²]``;
 * :func:`sampled_reports` — drawn examples with true labels ``Y`` (fit and evaluation sets).
+
+:func:`conversation_mse` is the *conversation* reading of the paper's R2 (each treatment its own
+conversation): the round-k speaker anchors on the previous *sent* message, and a calibrated
+treatment sends the calibrated message, which the next speaker reads and anchors on.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.collab.bias import bias_conversation, binary_log_probs
+from jaxcollab.collab.bias import bias_conversation, bias_report, binary_log_probs
+from jaxcollab.collab.calibration import apply_calibrator, features, fit_calibrator
 from jaxcollab.envs.parity import pstar_from_bits, sample_parity, split_masks, validate_alphas
 
 
@@ -134,3 +139,29 @@ def message_mse(reports: ReportSet, log_m: jax.Array) -> jax.Array:
     """
     err = (reports.truth - jnp.exp(log_m[..., 1])) ** 2
     return err @ reports.weight / reports.weight.sum() + reports.floor_mse
+
+
+def conversation_mse(alphas, n_rounds: int, beta: float, gamma: float, kind: str | None):
+    """Exact squared error vs ``p*`` ``[K]`` of the messages sent in a feed-forward conversation
+    of ideal decoders (module docstring), over the ``2^K`` sign patterns.
+
+    Round k sends ``m_k = g_k(r_k, m_{k−1})`` with ``r_k`` the biased report anchored on
+    ``m_{k−1}`` (uniform ``m_0``) and ``g_k`` the round-k calibrator of ``kind`` (``"self"``,
+    ``"conversation"``) fitted at the population optimum, or ``m_k = r_k`` for ``kind=None``.
+    The conversation calibrator inverts the bias exactly, so its curve is the unbiased
+    ``Σ_{j>k} α_j²``; ``kind=None`` equals :func:`exact_reports`' raw reports.
+
+    Raises:
+        ValueError: invalid α or ``n_rounds``, or an unknown ``kind``.
+    """
+    reports = exact_reports(alphas, n_rounds, beta, gamma)
+    log_q = binary_log_probs(reports.q, eps=1e-7)
+    sent = [jnp.full_like(log_q[0], -jnp.log(2.0))]
+    for k in range(log_q.shape[0]):
+        log_r = bias_report(log_q[k], sent[-1], beta, gamma)
+        if kind is not None:
+            feats = features(kind, log_r, sent[-1])
+            log_r = apply_calibrator(fit_calibrator(feats, reports.targets[k], reports.weight),
+                                     feats)
+        sent.append(log_r)
+    return message_mse(reports, jnp.stack(sent[1:]))

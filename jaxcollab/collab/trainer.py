@@ -3,14 +3,23 @@
 In round r (1-based here and in every output) agent ``(r − 1) mod K`` trains a **fresh** model
 on its own view plus all earlier messages (:func:`jaxcollab.collab.data.build_prefix`), keeps
 the best-validation parameters (saved with orbax), and emits one message per example
-(:class:`~jaxcollab.collab.messages.MessageCodec`) onto the later rounds' training chunks and
-the test set (cross-fitting, see :mod:`jaxcollab.collab.data`).
+(:class:`~jaxcollab.collab.messages.MessageCodec`) onto the later rounds' training rows and
+the test set. Two data plans:
+
+* ``cross_fit=True`` *(ours)*: disjoint chunks, see :mod:`jaxcollab.collab.data`; round r
+  trains on chunk r and labels chunks r+1.. (no model labels rows it trained on);
+* ``cross_fit=False`` (the paper, "Narrowing the Collaboration Gap, Probably", Appendix E,
+  conversation loop): every round trains on the whole annotated training set and labels all of
+  it (the last ``val_examples`` rows are held out for validation in every round).
 
 Two hooks serve other experiments without subclassing:
 
-* ``message_transform(r, messages, previous)`` rewrites the encoded messages before they are
-  appended (the bias model of spec §4, :func:`jaxcollab.collab.bias.message_bias`); the
-  untransformed test messages are kept as ``test_posterior_messages``.
+* ``message_transform(r, messages, previous, labels)`` rewrites the encoded messages before
+  they are appended (the bias model of spec §4,
+  :func:`jaxcollab.collab.biased_rounds.bias_transform`, and calibrated conversations,
+  :mod:`jaxcollab.collab.conversations`); it is called once for the labelled training rows and
+  once for the test set, with those rows' labels. The untransformed test messages are kept as
+  ``test_posterior_messages``.
 * ``first_round_from``: round 1 reads no messages, so under the same task, chunks, model,
   optimisation and key it is the same model for every protocol. A trainer given another run's
   directory takes that run's round-1 predictions (encoded with its own codec) instead of
@@ -113,9 +122,9 @@ def _save_npz(path: Path, **arrays) -> None:
     os.replace(tmp, path)
 
 
-MessageTransform = Callable[[int, np.ndarray, np.ndarray | None], np.ndarray]
-"""``(round r, messages uint8 [N, w], previous round's sent messages [N, w] or None) → sent
-messages uint8 [N, w]``."""
+MessageTransform = Callable[[int, np.ndarray, np.ndarray | None, np.ndarray], np.ndarray]
+"""``(round r, messages uint8 [N, w], previous round's sent messages [N, w] or None, the rows'
+true labels int32 [N]) → sent messages uint8 [N, w]``."""
 
 
 @dataclasses.dataclass
@@ -146,8 +155,11 @@ class RoundTrainer:
             ``update(step, loss)`` (e.g. :meth:`jaxcollab.io.logging.RunLogger.progress`).
         message_transform: applied to each round's encoded messages before they are appended
             (module docstring); None sends them as encoded.
-        first_round_from: run directory of a trainer with the same task, model, optimisation
-            and key whose round 1 is finished first; its round-1 predictions are reused.
+        first_round_from: run directory of a trainer with the same task, model, optimisation,
+            key and data plan whose round 1 is finished first; its round-1 predictions are
+            reused.
+        cross_fit: the data plan (module docstring): disjoint round chunks (True) or the whole
+            training set every round (False, the paper).
 
     Raises:
         ValueError: ``n_rounds < 1``, too few training examples for the round chunks,
@@ -159,19 +171,21 @@ class RoundTrainer:
                  train: TrainConfig, n_rounds: int, run_dir: str | Path, key: jax.Array,
                  progress: Callable | None = None,
                  message_transform: MessageTransform | None = None,
-                 first_round_from: str | Path | None = None):
+                 first_round_from: str | Path | None = None, cross_fit: bool = True):
         if n_rounds < 1:
             raise ValueError(f"n_rounds={n_rounds} must be >= 1")
         self.task, self.codec, self.train, self.n_rounds = task, codec, train, n_rounds
         self.model_cfg = model_config(task, codec, model, n_rounds)
         self.message_transform = message_transform
         self.first_round_from = None if first_round_from is None else Path(first_round_from)
-        self.chunks = round_chunks(len(task.train), n_rounds)
+        self.cross_fit = bool(cross_fit)
+        n_chunks = n_rounds if self.cross_fit else 1
+        self.chunks = round_chunks(len(task.train), n_chunks) * (n_rounds // n_chunks)
         smallest = min(c.stop - c.start for c in self.chunks)
         if train.val_examples * 2 > smallest:
             raise ValueError(
                 f"val_examples={train.val_examples} must be at most half of the smallest round "
-                f"chunk ({smallest} examples = {len(task.train)} train / {n_rounds} rounds)"
+                f"chunk ({smallest} examples = {len(task.train)} train / {n_chunks} chunks)"
             )
         check_divisible(train.batch_size, "batch_size")
         self.run_dir, self.key = Path(run_dir), key
@@ -194,8 +208,12 @@ class RoundTrainer:
         return [o.metrics for o in outputs]
 
     def labelled_rows(self, r: int) -> slice:
-        """Training rows round r labels with its messages: the later rounds' chunks."""
-        return slice(self.chunks[r - 1].stop, len(self.task.train))
+        """Training rows round r labels with its messages: the later rounds' chunks
+        (cross-fitting), or every row (the paper's plan); none in the last round."""
+        n = len(self.task.train)
+        if r == self.n_rounds:
+            return slice(n, n)
+        return slice(self.chunks[r - 1].stop if self.cross_fit else 0, n)
 
     def prefixes(self, r: int, rows: slice | None, outputs: list[RoundOutput]) -> np.ndarray:
         """Round r's prefixes for training ``rows`` (or the test set when ``rows`` is None)."""
@@ -256,10 +274,11 @@ class RoundTrainer:
         info = {**{k: info[k] for k in keep}, "train_seconds": 0.0, "shared_from": str(src)}
         return info, train_probs, test_probs
 
-    def _send(self, r: int, messages: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
+    def _send(self, r: int, messages: np.ndarray, previous: np.ndarray | None,
+              labels: np.ndarray) -> np.ndarray:
         if self.message_transform is None:
             return messages
-        return np.asarray(self.message_transform(r, messages, previous), np.uint8)
+        return np.asarray(self.message_transform(r, messages, previous, labels), np.uint8)
 
     def _play(self, r: int, outputs: list[RoundOutput]) -> RoundOutput:
         rdir = self.round_dir(r)
@@ -275,16 +294,19 @@ class RoundTrainer:
         if labelled.start < n_train:
             encoded = np.asarray(self.codec.encode(train_probs[labelled]), np.uint8)
             train_messages[labelled] = self._send(
-                r, encoded, None if prev is None else prev.train_messages[labelled])
+                r, encoded, None if prev is None else prev.train_messages[labelled],
+                self.task.train.labels[labelled])
         test = self.task.test
         posterior = np.asarray(self.codec.encode(test_probs), np.uint8)
-        test_messages = self._send(r, posterior, None if prev is None else prev.test_messages)
+        test_messages = self._send(r, posterior, None if prev is None else prev.test_messages,
+                                   test.labels)
         metrics = {
             "round": r,
             "agent": (r - 1) % self.task.n_agents,
             **test_metrics(test_probs, test.labels, test.target),
             **info,
             "fit_rows": [self.chunks[r - 1].start, self.chunks[r - 1].stop],
+            "cross_fit": self.cross_fit,
             "labelled_train_rows": [labelled.start, labelled.stop],
         }
         if is_main():  # every process computed the same round; one writes it

@@ -59,6 +59,11 @@ def _check_fields(obj: Any, prefix: str = "") -> None:
         if dataclasses.is_dataclass(value):
             _check_fields(value, f"{key}.")
             continue
+        if isinstance(value, dict):  # a mapping of schemas, e.g. bias.conditions
+            for name, item in value.items():
+                if dataclasses.is_dataclass(item):
+                    _check_fields(item, f"{key}.{name}.")
+            continue
         values = value if isinstance(value, list) else [value]
         if any(isinstance(v, float) and not math.isfinite(v) for v in values):
             raise ConfigValueError(key, value, "finite numbers")

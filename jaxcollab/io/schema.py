@@ -209,21 +209,38 @@ class Separation:
 
 
 @dataclass
-class Bias:
-    """The log-linear bias model (:mod:`jaxcollab.collab.bias`)."""
+class BiasCondition:
+    """One bias condition of the trained R2 experiment (``bias.conditions.<name>``)."""
 
-    beta: float = bounded(1.0, gt=0.0)
-    gamma: float = 0.5
+    beta: float = bounded(2.0, gt=0.0)
+    gamma: float = 0.0
 
 
 @dataclass
-class PosthocCalibration:
-    """Post-hoc calibrators of ``train/calibration.py``."""
+class Bias:
+    """The log-linear bias model (:mod:`jaxcollab.collab.bias`); the trained R2 experiment
+    runs every condition in ``conditions`` (name -> β, γ)."""
 
-    fit_fraction: float = bounded(0.5, gt=0.0, lt=1.0)
+    beta: float = bounded(1.0, gt=0.0)
+    gamma: float = 0.5
+    conditions: dict[str, BiasCondition] | None = None
+
+
+@dataclass
+class Calibration:
+    """Calibrator fits of ``train/calibration.py`` (:mod:`jaxcollab.collab.conversations`)."""
+
     n_bins: int = count(10)
     newton_steps: int = count(30)
-    unbiased_run: bool = True
+
+
+@dataclass
+class Data:
+    """Data plan of the round trainer: ``cross_fit`` true = one disjoint chunk per round (no
+    model labels rows it trained on, ours); false = every round trains on and labels the whole
+    training set (the paper)."""
+
+    cross_fit: bool = True
 
 
 @dataclass
@@ -240,7 +257,8 @@ class Collab:
     separation: Separation | None = None
     bayes_mazes: int = count(0, 0)
     bias: Bias | None = None
-    calibration: PosthocCalibration | None = None
+    calibration: Calibration | None = None
+    data: Data | None = None
     train: Train = field(default_factory=Train)
     logger: Logger = field(default_factory=Logger)
     out_dir: str = MISSING
