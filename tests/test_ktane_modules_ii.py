@@ -1,6 +1,7 @@
 """Morse Code, Complicated Wires, Wire Sequence, Maze and Passwords on hand-built states.
 
-Expected answers are written from the spec's tables (``ktane-rules.md`` §8–§12), typed here
+Expected answers are written from the tables of the vanilla KTANE Bomb Defusal Manual
+(Morse Code, Complicated Wires, Wire Sequences, Mazes, Passwords), typed here
 separately from ``tables.py``; strike behaviour goes through each module's ``act``.
 """
 
@@ -190,7 +191,7 @@ def test_wire_sequence_generation_as_the_game():
 
 # --- maze (§11) ---------------------------------------------------------------------------------
 
-# (maze 1-based, light (col,row), move, strikes?) read off the spec's V/H strings by hand
+# (maze 1-based, light (col,row), move, strikes?) read off the manual's maze pages by hand
 _MAZE_CASES = [
     (1, (3, 1), "right", True),  # V row 1 "..|..": wall right of column 3
     (1, (3, 1), "left", False),

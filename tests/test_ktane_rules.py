@@ -1,7 +1,8 @@
-"""Keep-Talking module rules on hand-built states (spec ``ktane-rules.md`` §2–§7).
+"""Keep-Talking module rules on hand-built states (the vanilla KTANE Bomb Defusal Manual,
+Wires to Memory).
 
 Every rule row of every module has at least one case whose expected answer was written from
-the spec (keypad and Who's on First cases were derived from the spec's markdown tables by a
+the manual (keypad and Who's on First cases were derived from its tables by a
 separate parse, not from ``tables.py``). Strike behaviours are checked through each module's
 ``act``.
 """
@@ -241,7 +242,7 @@ def test_simon_stages_and_strike_changes_mapping():
 
 # --- who's on first (§6) ------------------------------------------------------------------------
 
-WOF_STEP1 = {  # display word -> position of the button to read (typed from the spec)
+WOF_STEP1 = {  # display word -> position of the button to read (typed from the manual)
     0: ["UR"],
     1: ["FIRST", "OKAY", "C"],
     2: ["YES", "NOTHING", "LED", "THEY ARE"],
@@ -249,7 +250,7 @@ WOF_STEP1 = {  # display word -> position of the button to read (typed from the 
     4: ["", "REED", "LEED", "THEY'RE"],
     5: ["DISPLAY", "SAYS", "NO", "LEAD", "HOLD ON", "YOU ARE", "THERE", "SEE", "CEE"],
 }
-# (buttons TL..BR, label whose list is used, position to press); derived from the spec's list
+# (buttons TL..BR, label whose list is used, position to press); derived from the manual's list
 # table by a separate parse of the markdown.
 WOF_STEP2 = [
     (["READY", "WHAT", "FIRST", "WAIT", "OKAY", "RIGHT"], "READY", 4),
@@ -324,7 +325,7 @@ def test_wof_strike_keeps_stage_and_redraws():
 # labels at positions 1-4 and a history (1-based position, label) of stages 1-4
 MEM_LABELS = [2, 4, 1, 3]
 MEM_HISTORY = [(2, 4), (3, 1), (4, 3), (1, 2)]
-MEM_EXPECTED = [  # [stage][display] -> 1-based position, worked out by hand from the spec table
+MEM_EXPECTED = [  # [stage][display] -> 1-based position, worked out by hand from the manual
     [2, 2, 3, 4],  # p2 p2 p3 p4
     [2, 2, 1, 2],  # l4 P(1) p1 P(1)
     [3, 2, 3, 2],  # L(2) L(1) p3 l4

@@ -1,4 +1,5 @@
-"""Scripted bomb teams as pure JAX policies (spec "Scripted protocol teams").
+"""Scripted bomb teams as pure JAX policies (modelled on the protocols of
+SANZARU, Figs. 7–9; the teams themselves are our choice).
 
 A team maps ``(key, obs[3, L], layout)`` to a joint :class:`BombAction`; each role's row is
 computed from that role's own observation row only. The oracle is privileged: it plays the

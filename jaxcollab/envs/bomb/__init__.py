@@ -1,4 +1,5 @@
-"""Bomb families: Deaf / Mute / Blind, seven families, 24 variants (spec ``bomb-families.md``).
+"""Bomb families: Deaf / Mute / Blind, seven families, 24 variants (SANZARU,
+Tables 2 and 9).
 
 Importing this package registers ``bomb/<variant>`` for every row of
 :data:`~jaxcollab.envs.bomb.tables.VARIANTS`, with groups ``bomb/<family>`` and ``bomb/all``.

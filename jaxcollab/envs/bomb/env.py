@@ -1,4 +1,5 @@
-"""The bomb environment under the team contract (DESIGN.md): ``jaxcollab.make("bomb/base-1")``.
+"""The bomb environment under the team contract (``jaxcollab.core.env``):
+``jaxcollab.make("bomb/base-1")``.
 
 One :meth:`BombEnv.step` is one *turn*; a round is three turns (one per role, in the variant's
 turn order). Variants differ only in :class:`~jaxcollab.envs.bomb.params.BombParams` (data), so
@@ -22,12 +23,12 @@ from jaxcollab.envs.bomb.state import BombState
 
 
 class BombEnv(Environment[BombState, BombParams]):
-    """Deaf / Mute / Blind bomb defusal, one variant of the 24 (spec ``bomb-families.md``).
+    """Deaf / Mute / Blind bomb defusal, one variant of the 24 (SANZARU, Table 9).
 
     Args:
         variant: a variant name (``"base-1"``, with or without the ``bomb/`` prefix).
-        speech_bytes: speech cap S in bytes (spec default 256).
-        gesture_symbols: gesture cap G in symbols (spec default 32).
+        speech_bytes: speech cap S in bytes (default 256, our choice).
+        gesture_symbols: gesture cap G in symbols (default 32, our choice).
 
     Raises:
         KeyError: unknown variant (lists the valid ones).

@@ -1,5 +1,5 @@
 """Instance generation: a jit/vmap-safe ``reset`` that draws a board and manual consistent with
-one variant's rules (spec "Parts", "The 24 variants").
+one variant's rules (SANZARU, Tables 8 and 9).
 
 Guarantees (tested): every required wire colour is unique among the wires still uncut when it is
 required; wires the manual never names avoid every named colour; in bait variants each cut's

@@ -1,4 +1,5 @@
-"""Per-role observation tokens (DESIGN.md, env contract; spec "Roles and channels", "Parts").
+"""Per-role observation tokens (the env contract; SANZARU, Tables 1
+and 8).
 
 Each role's row is built only from what that role perceives: Deaf sees the board but reads the
 plate as ``UNREADABLE``; Mute sees only the manual (every board token is ``HIDDEN``); Blind feels

@@ -1,5 +1,6 @@
 """Host-side text of a role's observation, decoded from the same tokens the JAX agents read, so
-tokens and text always state the same facts (spec style: ``LIGHT [green]``,
+tokens and text always state the same facts (our style, after SANZARU Table 1:
+``LIGHT [green]``,
 ``WIRES 1:[yellow] 2:[green]``, ``[unreadable]``, gestures as emoji (a blank as ``?``), the chat
 history as ``CHAT r<round>:`` lines, oldest first, the plate glyph as a
 character). Pure Python; never runs under ``jit``.

@@ -1,8 +1,8 @@
 """One turn of the bomb game: channel delivery, acting, family mechanics, endings.
 
 A round is three turns, one per role, in ``params.turn_order``; :func:`turn` plays the turn of
-the role whose turn it is and ignores the other rows of the joint action (spec "Roles and
-channels": a message is delivered at the recipient's next turn, so later agents in the same round
+the role whose turn it is and ignores the other rows of the joint action (SANZARU,
+Table 1: a message is delivered at the recipient's next turn, so later agents in the same round
 see it this round). Messages are written into this round's row of a ring of the last
 ``CHAT_SLOTS`` rounds, from which observations build each agent's inbox and chat history.
 """

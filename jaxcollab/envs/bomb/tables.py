@@ -1,4 +1,4 @@
-"""Data tables of the bomb families (spec ``bomb-families.md``): roles, channels, palettes, the
+"""Data tables of the bomb families (SANZARU, Tables 1, 2, 8, 9): roles, channels, palettes, the
 token vocabulary and the **24-variant table**. Every rule difference between variants lives in
 :data:`VARIANTS`; the state functions read it through
 :class:`jaxcollab.envs.bomb.params.BombParams`.
@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-# ---- roles and channels (spec "Roles and channels") ------------------------------------------
+# ---- roles and channels (SANZARU, Table 1) ----------------------------------------------------
 DEAF, MUTE, BLIND = 0, 1, 2
 ROLE_NAMES = ("deaf", "mute", "blind")
 N_AGENTS = 3
@@ -34,7 +34,7 @@ NO_TARGET = -1  # speak_to / gesture_to value meaning "send nothing"
 RUNNING, DEFUSED, WRONG_ACTION, TIMED_OUT = 0, 1, 2, 3
 ENDING_NAMES = ("running", "defused", "wrong_action", "timed_out")
 
-# ---- parts (spec "Parts"; palettes and glyphs are ours) --------------------------------------
+# ---- parts (SANZARU, Table 8; palettes and glyphs are ours) -----------------------------------
 #: Wire palette; the first five are also the light palette (black is ours, so the generator can
 #: keep every named colour unique on seven-wire boards).
 COLOURS = ("red", "green", "blue", "yellow", "white", "black")
@@ -55,7 +55,7 @@ CHAT_SLOTS = CHAT_ROUNDS + 1  # rows of the state's message ring
 DEFAULT_SPEECH_BYTES = 256
 DEFAULT_GESTURE_SYMBOLS = 32
 
-# ---- gesture alphabet (spec, ours): symbol ids 1..42, 0 = empty slot --------------------------
+# ---- gesture alphabet (SANZARU, Fig. 5; ids ours): symbol ids 1..42, 0 = empty slot -----------
 GESTURES = (
     ("thumbs_up", "👍"), ("thumbs_down", "👎"), ("point_up", "☝️"), ("point_down", "👇"),
     ("point_left", "👈"), ("point_right", "👉"), ("point_at_you", "🫵"), ("fist", "✊"),
@@ -85,7 +85,7 @@ NUM_TOK = TASK_TOK + 2  # + small number 0..31 (rounds, picks)
 BYTE_TOK = NUM_TOK + 32 - 1  # + byte 1..255
 VOCAB_SIZE = BYTE_TOK + 256
 
-# ---- variant table (spec "The 24 variants") -------------------------------------------------
+# ---- variant table (SANZARU, Table 9) ---------------------------------------------------------
 TASK_CUT, TASK_CODE = 0, 1
 KEY_LIGHT, KEY_GLYPH, KEY_FLASH = 0, 1, 2  # what selects the manual entry
 LIGHT_STAGE, LIGHT_CYCLE, LIGHT_FLASH = 0, 1, 2  # how the light behaves
@@ -130,8 +130,9 @@ class Variant(NamedTuple):
 
 _C, _P = "Core", "Plus"
 _CYC, _FL = LIGHT_CYCLE, LIGHT_FLASH
-#: The 24 variants. Base rows follow the paper; the rest are ours (spec). Deviation: bait-3 has 4
-#: wires (spec: 3) so that a bait wire can be present at every cut, including the last.
+#: The 24 variants. Base rows follow the paper; where it gives no detail the rest are ours.
+#: Deviation: bait-3 has 4 wires (3 in our reading of SANZARU, Table 9) so that a bait wire can be
+#: present at every cut, including the last.
 VARIANTS: tuple[Variant, ...] = (
     Variant("base-1", _C, 3, 1, 8, rows=3),
     Variant("base-2", _C, 3, 1, 8, rows=3, cols=3),

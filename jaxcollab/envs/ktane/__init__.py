@@ -1,4 +1,5 @@
-"""Keep Talking and Nobody Explodes-style bombs: a Defuser and an Expert (spec ``ktane-rules.md``).
+"""Keep Talking and Nobody Explodes-style bombs: a Defuser and an Expert (GPTNT, §3–§4;
+module rules from the vanilla KTANE Bomb Defusal Manual).
 
 Registers ``ktane/<module>`` for each module type (group ``ktane/all``): one module on the
 front of the bomb, GPTNT's per-module time limit, 3 strikes, 5 widgets, a fresh bomb per

@@ -1,4 +1,5 @@
-"""Serial number, widgets and timer display (spec ``ktane-rules.md`` §1).
+"""Serial number, widgets and timer display (GPTNT, App. B.1; the vanilla KTANE Bomb Defusal Manual,
+Appendices A–C).
 
 Edgework is drawn once per episode and never changes. Widgets live in fixed-shape arrays of
 :data:`~jaxcollab.envs.ktane.tables.MAX_WIDGETS` entries (``kind = -1`` marks an unused entry):
@@ -35,7 +36,7 @@ class Edgework:
 
 @chex.dataclass(frozen=True)
 class Facts:
-    """The edgework predicates the rules read (spec §1 "Needed predicates").
+    """The edgework predicates the rules read (the manual's module pages).
 
     Attributes:
         serial_odd, serial_vowel, parallel: bool ``[]``; batteries: int32 ``[]``;
@@ -106,7 +107,7 @@ def facts(edge: Edgework) -> Facts:
 
 
 def display_digits(time_left_cs: jax.Array) -> jax.Array:
-    """The four digits of the timer display, int32 ``[4]`` (spec §1 "Timer display").
+    """The four digits of the timer display, int32 ``[4]`` (as the game shows it).
 
     ``MM:SS`` (minutes modulo 100) at 60 s or more, ``SS.cc`` below 60 s; time in centiseconds.
     """

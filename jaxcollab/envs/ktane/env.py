@@ -1,4 +1,4 @@
-"""The Keep-Talking environment under the team contract (spec ``ktane-rules.md`` §1).
+"""The Keep-Talking environment under the team contract (GPTNT, §4).
 
 The package is split like the bomb families: :mod:`.mission` (missions, params), :mod:`.state`
 (state, a fresh bomb), :mod:`.dispatch` (module types), :mod:`.navigation`, :mod:`.rules`

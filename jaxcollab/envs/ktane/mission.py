@@ -1,5 +1,5 @@
-"""Missions and dynamic parameters of a Keep-Talking bomb (spec ``ktane-rules.md`` §1; GPTNT
-single-module time limits).
+"""Missions and dynamic parameters of a Keep-Talking bomb (GPTNT, §4 and
+App. B.3–B.4; single-module time limits from Table B.16).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from jaxcollab.envs.ktane.modules import module_type
 DEFUSER, EXPERT = 0, 1
 ROLE_NAMES = ("defuser", "expert")
 
-#: GPTNT single-module time limits in seconds (spec §"Roles, turns, time").
+#: GPTNT single-module time limits in seconds (GPTNT, App. B.4.2, Table B.16).
 GPTNT_TIME_LIMIT_S = {
     "wires": 81,
     "keypad": 90,

@@ -1,4 +1,4 @@
-"""Navigation: turning the bomb and zooming into a module (spec ``ktane-rules.md`` §1)."""
+"""Navigation: turning the bomb and zooming into a module (GPTNT, §4.2.2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Observations: what the Defuser sees of the bomb and what each role hears (spec
-``ktane-rules.md`` §1). Only the Defuser's row shows the bomb; the Expert's row holds only the
+"""Observations: what the Defuser sees of the bomb and what each role hears (GPTNT,
+§4.2.1). Only the Defuser's row shows the bomb; the Expert's row holds only the
 Defuser's last word.
 """
 

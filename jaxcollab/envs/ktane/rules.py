@@ -1,5 +1,5 @@
-"""Sync-mode turns: the Defuser's and the Expert's turn, time, strikes and outcomes (spec
-``ktane-rules.md`` §1; see :mod:`jaxcollab.envs.ktane.env` for the rules in words).
+"""Sync-mode turns: the Defuser's and the Expert's turn, time, strikes and outcomes (GPTNT,
+§4.1 and App. B.4.1; see :mod:`jaxcollab.envs.ktane.env` for the rules in words).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The Keep-Talking episode state and a fresh bomb (spec ``ktane-rules.md`` §1)."""
+"""The Keep-Talking episode state and a fresh bomb (GPTNT, §4 and
+App. B.1)."""
 
 from __future__ import annotations
 

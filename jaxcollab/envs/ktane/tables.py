@@ -1,8 +1,9 @@
-"""Rule tables of the Keep-Talking modules, as data (spec ``ktane-rules.md`` §1–§7).
+"""Rule tables of the Keep-Talking modules, as data (the vanilla KTANE Bomb Defusal Manual; GPTNT,
+App. B.1–B.2).
 
-Everything here is a plain tuple or NumPy array built from the spec's tables; the jitted rule
+Everything here is a plain tuple or NumPy array built from the manual's tables; the jitted rule
 functions index into them and the Expert's manual is rendered from them, so the simulator and
-the manual cannot disagree. Names are the spec's, ids are positions in the tuples.
+the manual cannot disagree. Names are the manual's, ids are positions in the tuples.
 """
 
 from __future__ import annotations
@@ -359,7 +360,7 @@ WS_RULES = np.array([[[t in row[c] for t in WS_TARGETS] for row in _WS] for c in
 
 MAZE_SIZE = 6
 #: The 9 mazes: markers (col, row) 1-based, then V (walls right of column k, per row) and H
-#: (walls below row r, per column), as in the spec's encoding of the vanilla manual.
+#: (walls below row r, per column), our encoding of the vanilla manual's Mazes page.
 _MAZES = (
     ((1, 2), (6, 3), "..|.. |.|.. |.|.. |..|. ..|.| .|.|.", ".-..-- ..---. .-..-. .----. .-..-."),
     ((5, 2), (2, 4), "..|.. .|.|. |.|.. .|.|| |||.| |.|..", "-.-..- .-.--. ..-.-. .-.-.. ....-."),

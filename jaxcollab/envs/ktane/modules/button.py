@@ -1,4 +1,4 @@
-"""The Button (spec ``ktane-rules.md`` §3): tap it, or hold it and release on a timer digit.
+"""The Button (vanilla KTANE manual, The Button): tap it, or hold it and release on a timer digit.
 
 State: ``color``, ``label``, ``hold`` (1 if the rules say hold; fixed by the edgework at
 generation), ``held`` (0/1) and ``strip`` (strip colour while held, -1 otherwise; drawn anew at

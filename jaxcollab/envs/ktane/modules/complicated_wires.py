@@ -1,4 +1,4 @@
-"""Complicated Wires (spec ``ktane-rules.md`` §9): the Venn diagram decides each wire.
+"""Complicated Wires (vanilla KTANE manual, Complicated Wires): the Venn diagram decides each wire.
 
 State: ``colors[6]`` (index into ``CW_COLORS``, -1 = empty slot), ``led[6]`` and ``star[6]``
 (0/1), ``cut[6]`` (0/1). Targets are the 6 slots, left to right. A wire's red / blue / LED /

@@ -1,4 +1,5 @@
-"""Keypad (spec ``ktane-rules.md`` §4): press four symbols in their column's order.
+"""Keypad (the vanilla KTANE Bomb Defusal Manual, Keypads): press four symbols in their column's
+order.
 
 State: ``symbols[4]`` (symbol ids at TL, TR, BL, BR) and ``pressed[4]`` (0/1, lit green).
 Targets are the 4 keys in reading order.

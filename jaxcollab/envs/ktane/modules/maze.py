@@ -1,4 +1,5 @@
-"""Maze (spec ``ktane-rules.md`` §11): walk the light to the goal through an unseen maze.
+"""Maze (the vanilla KTANE Bomb Defusal Manual, Mazes): walk the light to the goal through an unseen
+maze.
 
 State: ``maze`` (0–8; the Defuser sees only its two green markers), ``light`` and ``goal``
 (cells ``row * 6 + col``, 0-based from the top left). Targets: ``[A]`` up, ``[B]`` down,

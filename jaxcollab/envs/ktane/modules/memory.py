@@ -1,4 +1,5 @@
-"""Memory (spec ``ktane-rules.md`` §7): five stages that refer back to earlier presses.
+"""Memory (the vanilla KTANE Bomb Defusal Manual, Memory): five stages that refer back to earlier
+presses.
 
 State: ``stage`` (0-based), ``display`` (1–4), ``labels[4]`` (button labels 1–4, left to
 right), ``hist_pos[5]`` / ``hist_label[5]`` (0-based position and label pressed at each stage,

@@ -1,4 +1,4 @@
-"""Morse Code (spec ``ktane-rules.md`` §8): read the looping light, dial its frequency, TX.
+"""Morse Code (vanilla KTANE manual, Morse Code): read the looping light, dial its frequency, TX.
 
 State: ``word`` (index into ``MORSE_WORDS``, also the answer's dial position), ``dial`` (0–15,
 starts at 3.505 MHz) and ``phase`` (which letter of the loop the light is at when the Defuser

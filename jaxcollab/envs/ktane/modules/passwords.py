@@ -1,4 +1,5 @@
-"""Passwords (spec ``ktane-rules.md`` §12): cycle five letter columns to spell the password.
+"""Passwords (the vanilla KTANE Bomb Defusal Manual, Passwords): cycle five letter columns to spell
+the password.
 
 State: ``columns[5]`` (each column's 6 letters, 0–25, packed 5 bits apiece), ``index[5]`` (the
 letter shown in each column) and ``answer`` (index into ``PASSWORD_WORDS``). Targets: ``[A]``

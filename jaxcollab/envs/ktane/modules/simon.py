@@ -1,4 +1,5 @@
-"""Simon Says (spec ``ktane-rules.md`` §5): repeat the flashes through a colour mapping.
+"""Simon Says (the vanilla KTANE Bomb Defusal Manual, Simon Says): repeat the flashes through a
+colour mapping.
 
 State: ``seq[5]`` (flashed colours; only the first ``length`` matter), ``length`` (3–5),
 ``stage`` (colours flashing now, 1-based) and ``entered`` (correct presses in this stage).

@@ -1,4 +1,5 @@
-"""Who's on First (spec ``ktane-rules.md`` §6): three stages of display word → button word.
+"""Who's on First (vanilla KTANE manual, Who's on First): three stages of display word → button
+word.
 
 State: ``stage`` (0-based correct presses so far), ``display`` (id into ``WOF_DISPLAYS``) and
 ``buttons[6]`` (label ids at TL, TR, ML, MR, BL, BR). Every press redraws display and buttons;

@@ -1,4 +1,4 @@
-"""Wire Sequence (spec ``ktane-rules.md`` §10): four panels of wires seen one at a time.
+"""Wire Sequence (vanilla KTANE manual, Wire Sequences): four panels of wires seen one at a time.
 
 State: ``wires[12]`` (``colour * 3 + target letter`` per terminal 1–12, -1 = no wire),
 ``cut[12]`` (0/1) and ``panel`` (0–3; panel p shows terminals 3p+1 … 3p+3). Targets: ``[A]``

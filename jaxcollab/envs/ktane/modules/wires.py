@@ -1,4 +1,4 @@
-"""Wires (spec ``ktane-rules.md`` §2): cut the one wire the rule table picks.
+"""Wires (the vanilla KTANE Bomb Defusal Manual, Wires): cut the one wire the rule table picks.
 
 State: ``colors[6]`` (colour id per slot, -1 = empty slot), ``cut[6]`` (0/1), ``answer`` (the
 slot to cut, fixed at generation). Targets are the 6 slots, top to bottom.
@@ -21,7 +21,7 @@ _COLOR_TOK = V.toks(T.WIRE_COLORS + ("empty",))  # index -1 → "empty"
 
 
 def solution(colors: jax.Array, serial_odd: jax.Array) -> jax.Array:
-    """The slot to cut (int32 ``[]``) for slot colours int32 ``[6]`` (-1 = empty), spec §2.
+    """The slot to cut (int32 ``[]``) for slot colours int32 ``[6]`` (-1 = empty), manual: Wires.
 
     Evaluates every row of ``WIRE_RULES[n - 3]`` on a ``[condition kind, colour]`` truth table
     and applies the first row whose two conditions hold. Requires 3–6 wires.
