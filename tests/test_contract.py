@@ -1,4 +1,4 @@
-"""The environment contract over every registered environment (DESIGN.md, env contract):
+"""The environment contract over every registered environment (``jaxcollab.core.env``):
 ended episodes are frozen (pgx), auto-reset at the boundary, rendering agrees with the tokens.
 
 Compiles are shared: every bomb variant runs through one compiled function (variants differ only

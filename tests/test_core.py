@@ -1,4 +1,4 @@
-"""Registry, spaces and wrappers (DESIGN.md, env contract)."""
+"""Registry, spaces and wrappers (the env contract)."""
 
 import jax
 import jax.numpy as jnp

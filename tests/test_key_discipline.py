@@ -1,4 +1,4 @@
-"""Key discipline (DESIGN.md, env contract): a policy never receives a key the environment also
+"""Key discipline (the env contract): a policy never receives a key the environment also
 consumes, so the random Keep-Talking Defuser's draws are independent of the bomb's.
 
 Before the generic rollout split keys, the random Defuser and the module drew from the same

@@ -1,4 +1,4 @@
-"""The environment contract shared by every jaxcollab task (DESIGN.md, "The environment contract").
+"""The environment contract shared by every jaxcollab task.
 
 Semantics follow gymnax 1.0, extended to teams:
 

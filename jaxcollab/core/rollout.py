@@ -1,4 +1,4 @@
-"""The one episode path (DESIGN.md, "The environment contract"): every rollout of every family,
+"""The one episode path (the environment contract, ``core/env.py``): every rollout of every family,
 scripted team, privileged oracle, trained model or LLM, goes through :func:`rollout`.
 
 A **policy** acts for the whole team of ONE episode::

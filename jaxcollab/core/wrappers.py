@@ -1,4 +1,4 @@
-"""Environment wrappers: auto-reset and episode statistics (DESIGN.md, env contract)."""
+"""Environment wrappers: auto-reset and episode statistics."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ into requests, the :class:`Host` sends the requests of *all* agents of *all* epi
 and the game turns the replies into the joint action the environment's ``step`` applies. Every rule
 stays in the environment: the host only renders observations (``env.render_observation``), parses
 replies and encodes actions. Replies are cached by request hash,
-so the callback is deterministic and a rerun replays it exactly (DESIGN.md "LLM path").
+so the callback is deterministic and a rerun replays it exactly.
 
 A game's :meth:`Game.turn` is a generator: it yields lists of :class:`~.client.Request` (one batch
 per conversation round) and receives the replies, then returns the joint action. This lets one step

@@ -1,4 +1,5 @@
-"""nanoGPT-style character transformer in Flax NNX (DESIGN.md "Training and collaboration").
+"""nanoGPT-style character transformer in Flax NNX (Narrowing the
+Collaboration Gap, Probably, App. E).
 
 Pre-LN blocks (LayerNorm → causal self-attention → residual, LayerNorm → GELU MLP → residual),
 learned positional embeddings, a final LayerNorm and weight tying (the output projection is the

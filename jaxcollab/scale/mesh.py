@@ -1,4 +1,4 @@
-"""Device meshes and shardings (DESIGN.md, "Scale"): the only place a :class:`Mesh` is built.
+"""Device meshes and shardings: the only place a :class:`Mesh` is built.
 
 The mesh has a ``data`` axis (episodes and training batches are split over it) and a ``model``
 axis of size 1 (room for tensor parallelism later; parameters are replicated over both). The same
