@@ -1,4 +1,5 @@
-"""Ideal-decoder calibration analysis on parity (spec ``collab-learning.md`` §4).
+"""Ideal-decoder calibration analysis on parity (Narrowing the Collaboration Gap, Probably,
+Equation 1, Algorithm 1).
 
 ``python eval/calibration.py task=parity decoder=ideal bias.beta=B bias.gamma=G out_dir=DIR``
 
@@ -21,8 +22,9 @@ Writes ``DIR/results.json`` with (lists indexed by round, ``rounds = [1..K]``):
 * ``converged.<self|conversation>`` — per round, whether the calibrator fit passed the
   gradient-norm check (:attr:`~jaxcollab.collab.calibration.Calibrator.converged`); a fit that
   did not is also printed as a warning;
-* ``reference_check`` — only for the spec's seed α, ``fit=exact`` and a (β, γ) in the spec
-  table: each printed entry, the computed value and whether it rounds to the printed digits;
+* ``reference_check`` — only for the paper's seed α (App. E), ``fit=exact`` and a (β, γ) in
+  ``REFERENCE`` (our ideal-decoder table): each printed entry, the computed value and whether it
+  rounds to the printed digits;
 * ``config`` — the resolved configuration.
 
 and the plots ``mse.png``, ``reliability.png`` (self) and ``conversation_cells.png``.
@@ -72,7 +74,7 @@ def check_config(cfg: DictConfig) -> None:
 
 
 def reference_check(alphas: np.ndarray, cfg: DictConfig, beta: float, gamma: float, results):
-    """Compare with the spec table where it applies (see the module docstring); else ``None``."""
+    """Compare with ``REFERENCE`` where it applies (see the module docstring); else ``None``."""
     seed = make_alphas()
     same_alpha = alphas.shape == seed.shape and np.allclose(alphas, seed, rtol=0, atol=1e-12)
     table = REFERENCE.get((beta, gamma))

@@ -12,7 +12,7 @@ round k = 0..K; squared errors are in probability units², accuracies are fracti
 * ``bayes_accuracy`` — the full-information ceiling; ``action_bayes_disagreement``;
 * ``method`` — ``closed_form`` or ``enumeration``.
 
-Overrides: ``task.alphas=[0.2,0.15,0.1] task.n_bits=3 task.n_rounds=3`` gives the spec's K = 3
+Overrides: ``task.alphas=[0.2,0.15,0.1] task.n_bits=3 task.n_rounds=3`` gives the paper's K = 3
 instance; with fewer alphas than ``task.n_bits`` the tail is filled to ``task.alpha_sum``.
 """
 

@@ -1,4 +1,5 @@
-"""Bias model (spec collab-learning.md §4): hand-computed reports, forms agree, no recompiles."""
+"""Bias model (Collaboration Gap paper, Eq. 1): hand-computed reports, forms agree, no
+recompiles."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""Calibrators and calibration metrics (spec collab-learning.md §4) on synthetic data."""
+"""Calibrators and calibration metrics (Collaboration Gap paper, Def. 2.3, Alg. 1) on synthetic
+data."""
 
 import jax
 import jax.numpy as jnp

@@ -33,13 +33,13 @@ def test_exact_theory_conversation_recovers_unbiased_and_self_does_not_under_anc
         self_cal = conversation_mse(alphas, 4, beta, gamma, "self")
         np.testing.assert_allclose(conversation, unbiased, rtol=1e-4)
         assert np.all(np.asarray(self_cal[1:]) > np.asarray(conversation[1:]) + 1e-4)
-    # β = 1, γ = 0.5, round 3: self 0.00166 (ideal.py's note), conversation 0.00042 (spec §4)
+    # β = 1, γ = 0.5, round 3: self 0.00166 (ideal.py's note), conversation 0.00042 (REFERENCE)
     assert float(conversation_mse(alphas, 4, 1.0, 0.5, "self")[2]) == pytest.approx(1.662e-3,
                                                                                     rel=1e-3)
     # Without anchoring the self calibrator is the exact inverse too.
     np.testing.assert_allclose(conversation_mse(alphas, 4, 2.0, 0.0, "self"), unbiased,
                                rtol=1e-4)
-    # Raw reports anchor on the previous report either way: the spec §4 raw row.
+    # Raw reports anchor on the previous report either way: REFERENCE's raw row.
     np.testing.assert_allclose(conversation_mse(alphas, 4, 1.0, 0.5, None),
                                [0.03292, 0.01661, 0.00882, 0.00854], atol=6e-6)
 

@@ -1,4 +1,5 @@
-"""Ideal-decoder analysis on parity (collab-learning.md §4): reference table, weights, CLI."""
+"""Ideal-decoder analysis on parity (Collaboration Gap paper, Alg. 1): reference table, weights,
+CLI."""
 
 import json
 from pathlib import Path

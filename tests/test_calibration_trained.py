@@ -1,4 +1,5 @@
-"""Biased messages for the round trainer and post-hoc calibration of a run (spec §3, §4)."""
+"""Biased messages for the round trainer and post-hoc calibration of a run (Narrowing
+the Collaboration Gap, Probably, §5 R2)."""
 
 import jax
 import jax.numpy as jnp

@@ -128,7 +128,7 @@ def test_prefilter_never_drops_an_acceptable_draw():
 def test_acceptance_rate_and_wall_frequency(mazes):
     _, stats = mazes
     assert stats["draws"] % (1 << 14) == 0 and stats["accepted"] >= 300
-    assert 0.003 < stats["acceptance_rate"] < 0.007  # spec: about 0.5%
+    assert 0.003 < stats["acceptance_rate"] < 0.007  # measured: about 0.5%
     # raw cells: open with probability 0.7 (±5 sd)
     cells = np.asarray(generator._open_cells(jax.random.key(0), (20000, 34), 0.3))
     assert abs(cells.mean() - 0.7) < 5 * np.sqrt(0.21 / cells.size)

@@ -1,4 +1,4 @@
-"""Message encodings (spec collab-learning.md §3): exact strings, round trips, errors."""
+"""Message encodings (Collaboration Gap paper, App. E): exact strings, round trips, errors."""
 
 import numpy as np
 import pytest

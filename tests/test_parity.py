@@ -1,4 +1,5 @@
-"""Chained-parity generator, dataset builder and env (spec collab-learning.md §1)."""
+"""Chained-parity generator, dataset builder and env (Narrowing the Collaboration Gap, Probably,
+§3, App. E)."""
 
 import chex
 import jax

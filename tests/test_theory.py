@@ -1,4 +1,4 @@
-"""Exact parity theory against the spec tables (collab-learning.md §1)."""
+"""Exact parity theory against Narrowing the Collaboration Gap, Probably, §3."""
 
 import json
 import subprocess

@@ -1,4 +1,5 @@
-"""Biased probability reports (spec ``collab-learning.md`` §4, log-linear bias model, *ours*).
+"""Biased probability reports (Narrowing the Collaboration Gap, Probably, Equation 1;
+the log-linear form is our choice).
 
 A speaker whose true posterior is ``q_k`` sends the report ``r_k`` with
 

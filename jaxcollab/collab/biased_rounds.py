@@ -1,4 +1,5 @@
-"""Biased probability messages in round-by-round training (spec ``collab-learning.md`` §4).
+"""Biased probability messages in round-by-round training (Narrowing the
+Collaboration Gap, Probably, §5 R2, Equation 1, Algorithm 1).
 
 :func:`bias_transform` is a :data:`~jaxcollab.collab.trainer.MessageTransform` for the round
 trainer: the speaker's message ``q_k`` (as encoded, two digits) becomes the report ``r_k`` with

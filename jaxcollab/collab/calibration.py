@@ -1,4 +1,5 @@
-"""Post-hoc calibrators for probability reports (spec ``collab-learning.md`` §4).
+"""Post-hoc calibrators for probability reports (Narrowing the Collaboration Gap, Probably,
+Algorithm 1).
 
 A calibrator is one linear layer on log-probability inputs followed by a softmax:
 

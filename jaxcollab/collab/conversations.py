@@ -1,5 +1,5 @@
 """The calibration experiment as conversations ("Narrowing the Collaboration Gap, Probably", §5
-R2 and Figure 5; spec ``collab-learning.md`` §4).
+R2 and Figure 5).
 
 Each treatment is its own round-by-round conversation; all of them share round 1 (the same
 model, trained once, :class:`~jaxcollab.collab.trainer.RoundTrainer` ``first_round_from``):
@@ -19,7 +19,7 @@ within the rows being labelled — the training rows of a round, or the test set
 rows' true labels). Post-hoc treatments keep the earlier reading: ``posthoc_self`` and
 ``posthoc_conversation`` calibrate the ``biased_raw`` conversation's test messages after the
 fact (the next agents never saw them), and on mazes ``naive_rare_action`` applies the naive
-rare-action baseline (spec §4) to them.
+rare-action baseline (the paper's §6 R4, Figure 8) to them.
 
 Bias conditions (paper R2): ``global`` (global miscalibration only, γ = 0) and
 ``global_anchoring`` (plus sycophantic anchoring, γ > 0); the paper gives no β, γ values.
@@ -148,7 +148,8 @@ def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma:
 
 
 def naive_rare_action(probs, class_chars: str, rare: str = "ul", fallback: str = "dr"):
-    """The naive rare-action baseline for maze messages (spec §4).
+    """The naive rare-action baseline for maze messages (Narrowing the Collaboration Gap, Probably,
+    §6 R4, Figure 8).
 
     Wherever the arg-max class is a rare move (``rare``, default up or left), the vector is
     replaced by a uniform split over ``fallback`` (default 0.5 down / 0.5 right).

@@ -4,10 +4,11 @@ A :class:`CollabTask` is everything the trainer needs from a task: its vocabular
 classes, and for each split each agent's view tokens, the labels, and (where known) the true
 class probabilities. Parity and the maze task build one; the trainer never looks inside.
 
-Prefix of round r (spec §3): the agent's view, then for each earlier round ``|`` and that
-round's message tokens in order, then ``=``; the model predicts the label character next.
+Prefix of round r (Narrowing the Collaboration Gap, Probably, App. E): the agent's view, then for
+each earlier round ``|`` and that round's message tokens in order, then ``=``; the model predicts
+the label character next.
 
-Cross-fitting (DESIGN.md: no model labels examples it trained on) *(ours)*: the training set is
+Cross-fitting (no model labels examples it trained on) *(ours)*: the training set is
 cut into ``n_rounds`` disjoint contiguous chunks; round r fits (and validates) only on chunk r
 and labels chunks r+1.. and the test set. So the messages in every prefix a round trains on
 come from models that never saw those examples, and test messages come from the same models.

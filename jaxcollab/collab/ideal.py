@@ -1,4 +1,5 @@
-"""Ideal-decoder calibration analysis on chained parity (spec ``collab-learning.md`` §1, §4).
+"""Ideal-decoder calibration analysis on chained parity (Narrowing the Collaboration Gap, Probably,
+§3, Equation 1, Algorithm 1).
 
 *Ideal decoder*: the round-k speaker (Bob in odd rounds, Alice in even rounds, alternate split)
 recovers ``S_1..S_{k−1}`` exactly from the history of earlier messages — every treatment's
@@ -12,7 +13,8 @@ uniform ``r_0``). The treatments differ only in the round-k message that is scor
 * ``conversation`` — ``g_k(r_k, r_{k−1})``, the round-k conversation calibrator.
 
 The score is the squared error vs ``p*`` of the round-k message. This interpretation
-reproduces every entry of the spec §4 reference table to the printed digits; anchoring on the
+reproduces every entry of our reference table (``eval/calibration.py``) to the printed digits;
+anchoring on the
 *calibrated* previous message instead gives ``self`` k = 3 ≈ 0.00166 (table: .00225).
 
 Two ways to evaluate it:

@@ -1,4 +1,5 @@
-"""The split-mask maze as a round-trainer task (spec ``collab-learning.md`` §2–§3, issue 4).
+"""The split-mask maze as a round-trainer task (Narrowing the Collaboration Gap, Probably, §5 and
+App. E; issue 4).
 
 Each example is one step of a maze's unique path: agent a reads its masked grid with ``@`` on the
 current position (:func:`jaxcollab.envs.maze.text.views`), the label is the next move in

@@ -1,10 +1,11 @@
-"""Messages appended to the next agent's prefix (spec ``collab-learning.md`` §3).
+"""Messages appended to the next agent's prefix
+(Narrowing the Collaboration Gap, Probably, App. E, "Conversation loop").
 
 A :class:`MessageCodec` turns a speaker's class probabilities ``[..., C]`` into a fixed-width
 token message and back:
 
 * ``action``: one character, the class the speaker would pick (argmax; ties go to the higher
-  class index, so for parity the message is ``1{q >= 1/2}``, spec §1).
+  class index, so for parity the message is ``1{q >= 1/2}``, §3 of the paper).
 * ``probability``: the vector in class order, each entry as ``digits`` decimal digits (two digits
   = percent), rounded by largest remainder so the entries sum to ``10**digits``; an entry may not
   exceed ``10**digits - 1`` (it must fit its digits), the excess going to the next-largest entry
@@ -69,7 +70,7 @@ class MessageCodec:
         kind: ``"action"`` or ``"probability"``.
         vocab: the task's character vocabulary (token id = index).
         class_chars: one character per class, in class order (parity ``"01"``, maze ``"drul"``).
-        digits: digits per probability entry (resolution ``10**-digits``; spec §3: 2).
+        digits: digits per probability entry (resolution ``10**-digits``; 2 is our choice).
 
     Raises:
         ValueError: unknown ``kind`` (lists the valid ones), fewer than two classes,

@@ -1,4 +1,5 @@
-"""Calibration metrics of probability messages (spec ``collab-learning.md`` §4).
+"""Calibration metrics of probability messages (Narrowing the Collaboration Gap, Probably,
+Definition 2.3).
 
 Both metrics score an *event probability* ``p`` against the event's outcome ``y``:
 

@@ -1,7 +1,8 @@
 """Task builders for the round trainer: config → :class:`~jaxcollab.collab.data.CollabTask`.
 
-``TASKS`` maps a task name to its builder ``(cfg, key) -> CollabTask``: chained parity (spec §1)
-and the two-agent split-mask maze (spec §2, :func:`jaxcollab.collab.maze_task.maze_task`).
+``TASKS`` maps a task name to its builder ``(cfg, key) -> CollabTask``: chained parity
+(Narrowing the Collaboration Gap, Probably, §3) and the two-agent split-mask maze (the paper's
+§5 and App. E, :func:`jaxcollab.collab.maze_task.maze_task`).
 :func:`make_task` fails with the list of valid names on an unknown one.
 """
 
@@ -29,11 +30,12 @@ def _parity_split(data: parity.ParityDataset, masks: np.ndarray, view: str) -> T
 
 
 def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
-    """Chained parity (spec §1) from a ``configs/task/parity.yaml``-style mapping.
+    """Chained parity (the paper's §3) from a ``configs/task/parity.yaml``-style mapping.
 
     Keys: ``alphas, n_bits, alpha_sum, split, n_examples, test_fraction`` and ``view``:
     ``"masked"`` (the agent's n-character string with ``?`` where unseen, as in the paper) or
-    ``"own"`` (only the agent's own bits, spec §6: far easier to learn on a CPU budget).
+    ``"own"`` (only the agent's own bits; measured on a 2-core CPU: far easier to learn on a CPU
+    budget).
 
     Raises:
         ValueError: unknown view or split, or invalid coefficients.

@@ -1,4 +1,4 @@
-"""Exact theory curves for chained parity (spec ``collab-learning.md`` §1; paper §3).
+"""Exact theory curves for chained parity (Narrowing the Collaboration Gap, Probably, §3).
 
 Two agents alternate as speakers (Bob, who sees the odd 1-based bits, speaks in rounds 1, 3, …;
 Alice in rounds 2, 4, …). In round k the speaker forms its posterior ``q_k = E[p* | own bits,
@@ -89,7 +89,7 @@ def parity_curves(alphas: Sequence[float], n_rounds: int) -> dict:
     Raises:
         ValueError: invalid α (negative, Σ > 0.5), ``n_rounds < 1``, or α_1 <= α_2 with
             K >= 2 — the action-exchange closed form needs α_1 > α_2 so every message equals
-            1{S_1 = +1} (spec §1); use :func:`parity_curves_enumerated` for such α.
+            1{S_1 = +1} (paper, Theorem 3.3); use :func:`parity_curves_enumerated` for such α.
     """
     a = validate_alphas(alphas)
     K = _check_rounds(n_rounds)

@@ -1,4 +1,5 @@
-"""Round-by-round collaborative training (spec ``collab-learning.md`` §1, §3; DESIGN.md).
+"""Round-by-round collaborative training (Narrowing the Collaboration Gap, Probably, §3 and
+App. E, "Conversation loop").
 
 In round r (1-based here and in every output) agent ``(r − 1) mod K`` trains a **fresh** model
 on its own view plus all earlier messages (:func:`jaxcollab.collab.data.build_prefix`), keeps
@@ -15,7 +16,7 @@ the test set. Two data plans:
 Two hooks serve other experiments without subclassing:
 
 * ``message_transform(r, messages, previous, labels)`` rewrites the encoded messages before
-  they are appended (the bias model of spec §4,
+  they are appended (the bias model of the paper's Equation 1,
   :func:`jaxcollab.collab.biased_rounds.bias_transform`, and calibrated conversations,
   :mod:`jaxcollab.collab.conversations`); it is called once for the labelled training rows and
   once for the test set, with those rows' labels. The untransformed test messages are kept as
@@ -99,7 +100,7 @@ def test_metrics(probs: np.ndarray, labels: np.ndarray, target: np.ndarray) -> d
 
     Returns:
         ``test_mse_vs_pstar``: mean over examples and classes of ``(probs − target)²`` (for two
-        classes exactly E[(p − p*)²], the spec's excess MSE); ``test_accuracy``: fraction where
+        classes exactly E[(p − p*)²], the paper's excess MSE, §3); ``test_accuracy``: fraction where
         the decision (:func:`~jaxcollab.collab.messages.decide`) equals the label;
         ``test_ce``: mean −ln probs[label] (nats), with the probability floored at
         ``CE_FLOOR`` so a confident miss costs at most −ln 1e-12 ≈ 27.6 nats, never inf.
@@ -148,7 +149,7 @@ class RoundTrainer:
     Args:
         task: the task's data. codec: the protocol's message encoding.
         model: :class:`GPTConfig` fields but ``vocab_size`` (see :func:`model_config`).
-        train: per-round optimisation. n_rounds: rounds to play (spec §1: 5 for parity).
+        train: per-round optimisation. n_rounds: rounds to play (paper, App. E: 5 for parity).
         run_dir: this protocol's directory. key: PRNG key for initialisation and batches
             (round r uses ``fold_in(key, r)``).
         progress: ``progress(description, total)`` context manager yielding

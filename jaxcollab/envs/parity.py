@@ -1,4 +1,4 @@
-"""Chained parity (spec ``collab-learning.md`` §1; "Narrowing the Collaboration Gap, Probably", §3).
+"""Chained parity ("Narrowing the Collaboration Gap, Probably", §3 and App. E).
 
 n bits ``b_j`` are i.i.d. uniform; as signs ``t_j = ±1`` with prefix parities
 ``S_j = t_1 ··· t_j``. The label is ``Y ~ Bernoulli(p*)`` with ``p* = 1/2 + Σ_j α_j S_j``.
@@ -53,7 +53,7 @@ def make_alphas(
     n_bits: int = SEED_N_BITS,
     alpha_sum: float | None = SEED_ALPHA_SUM,
 ) -> np.ndarray:
-    """The coefficient vector α (float64 ``[n_bits]``), spec §1.
+    """The coefficient vector α (float64 ``[n_bits]``), paper App. E.
 
     ``head`` gives the leading coefficients. If it is shorter than ``n_bits``, the remaining
     ``n_bits - len(head)`` entries are equal and bring the total to ``alpha_sum``. If it has
@@ -106,7 +106,7 @@ def validate_alphas(alphas: Sequence[float]) -> np.ndarray:
 def split_masks(n_bits: int, split: str = "alternate") -> np.ndarray:
     """Which bits each agent sees: bool ``[2, n_bits]``, complementary.
 
-    ``"alternate"`` (spec §1): agent 0 sees 1-based odd positions, agent 1 even positions.
+    ``"alternate"`` (paper, App. E): agent 0 sees 1-based odd positions, agent 1 even positions.
     ``"halves"``: agent 0 sees the first ``ceil(n/2)`` bits, agent 1 the rest.
 
     Raises:
@@ -225,9 +225,9 @@ def build_dataset(
 ) -> tuple[ParityDataset, ParityDataset]:
     """Generate ``n_examples`` in chunks and split them into (train, test).
 
-    The paper split is 2,000,000 examples, 90/10 (spec §1). Only bits (uint8), p* and labels are
-    kept — 35 bytes per example at n = 30 — and each chunk is generated on device with one
-    compiled kernel (the last chunk reuses it and is trimmed). The data depend on ``key`` and
+    The paper split is 2,000,000 examples, 90/10 (paper, App. E). Only bits (uint8), p* and
+    labels are kept — 35 bytes per example at n = 30 — and each chunk is generated on device with
+    one compiled kernel (the last chunk reuses it and is trimmed). The data depend on ``key`` and
     ``chunk_size``; both draw through :func:`sample_parity`, so with ``chunk_size=1`` example
     ``i`` is the instance ``ParityEnv.reset(fold_in(key, i))`` draws.
 
@@ -295,7 +295,7 @@ class ParityEnv(Environment[ParityState, ParityParams]):
 
     In round r (0-based) agent ``r mod 2`` speaks: its action is a message value — a bit for
     ``protocol="action"`` (message = 1{posterior ≥ 1/2}), or the probability of ``Y = 1`` in
-    units of ``10**-digits`` for ``protocol="probability"`` (spec §3: two decimal digits, so
+    units of ``10**-digits`` for ``protocol="probability"`` (two decimal digits, our choice, so
     percent). The other agent's action is ignored. Each agent observes its own masked view
     followed, for every round so far, by ``|`` and the message digits (``PAD`` for rounds not
     yet played). Every agent's reward is the negative Brier score ``-(Y - m)²`` of the round's

@@ -1,4 +1,5 @@
-"""Split-mask 6×6 mazes (spec ``collab-learning.md`` §2–§3; Davidson et al. 2025).
+"""Split-mask 6×6 mazes (Narrowing the Collaboration Gap, Probably, §5 and App. E;
+Davidson et al. 2025).
 
 Modules: :mod:`.generator` (vectorised rejection sampler, unique-path test, paths),
 :mod:`.text` (vocabulary, views, examples, dataset builder), :mod:`.env` (``maze/split-6x6``),

@@ -1,4 +1,5 @@
-"""The two-agent split-mask maze under the team env contract (spec ``collab-learning.md`` §2).
+"""The two-agent split-mask maze under the team env contract (Narrowing the
+Collaboration Gap, Probably, §5 and App. E).
 
 ``maze/split-6x6``: the state holds the maze, both masks and the current position; each agent
 observes its masked grid with ``@`` on the position (:func:`~.text.views`). A step applies the

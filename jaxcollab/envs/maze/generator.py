@@ -1,4 +1,5 @@
-"""Vectorised rejection sampler of split-mask mazes (spec ``collab-learning.md`` §2).
+"""Vectorised rejection sampler of split-mask mazes (Narrowing the Collaboration Gap, Probably,
+App. E).
 
 A maze is an ``H×W`` grid (6×6 in the paper) whose non-terminal cells are walls independently
 with probability ``wall_prob`` (0.3); start (0, 0) and goal (H-1, W-1) are always open. A draw is
@@ -30,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 HEIGHT = WIDTH = 6
-WALL_PROB = 0.3  # spec §2
+WALL_PROB = 0.3  # Narrowing the Collaboration Gap, Probably, App. E
 #: Moves in the order of their characters ``d r u l`` (row and column deltas).
 MOVE_CHARS = "drul"
 MOVE_DELTAS = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], np.int32)
@@ -140,7 +141,8 @@ def _open_cells(key: jax.Array, n: int, wall_prob: float) -> jax.Array:
 
 @partial(jax.jit, static_argnames=("n", "wall_prob", "shape"))
 def draw_and_check(key: jax.Array, n: int, wall_prob: float = WALL_PROB, shape=(HEIGHT, WIDTH)):
-    """One rejection round over ``n`` candidate grids (spec §2: walls i.i.d. with ``wall_prob``).
+    """One rejection round over ``n`` candidate grids (paper, App. E: walls i.i.d. with
+    ``wall_prob``).
 
     The six cells next to start and goal are drawn first; candidates that :func:`_doomed` rules
     out are dropped, the survivors are packed into the first ``capacity = 3n/8`` slots

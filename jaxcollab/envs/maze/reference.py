@@ -1,4 +1,5 @@
-"""Exact Bayes reference: the first move's posterior from one half view (spec §2, issue 4).
+"""Exact Bayes reference: the first move's posterior from one half view (Narrowing
+the Collaboration Gap, Probably, App. E; issue 4).
 
 An agent that sees some cells knows the prior (inner cells are walls i.i.d. with ``wall_prob``,
 start and goal open) and that the maze was accepted (exactly one simple path). Its Bayes

@@ -1,4 +1,5 @@
-"""Maze success (spec ``collab-learning.md`` §2): conversations of K rounds drive the env.
+"""Maze success (Narrowing the Collaboration Gap, Probably, §5, App. E): conversations of K rounds
+drive the env.
 
 At every step of a maze the two agents hold a conversation of K rounds: in round r the role
 ``speakers[r]`` reads its view followed by ``|`` + message for each earlier round and ``=``

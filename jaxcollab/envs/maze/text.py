@@ -1,4 +1,5 @@
-"""Maze renderings, examples and the chunked dataset builder (spec ``collab-learning.md`` §2).
+"""Maze renderings, examples and the chunked dataset builder (Narrowing the
+Collaboration Gap, Probably, App. E).
 
 Everything a model reads is a string over :data:`VOCAB`; token ids are indices into it, so
 ``decode(tokens)`` is the exact text. An agent's view is its masked grid, row-major, one
@@ -35,7 +36,7 @@ SOLO = N_AGENTS  # role index of the full-maze view in :func:`views`
 
 def sample_masks(key: jax.Array, n: int, n_cells: int = HEIGHT * WIDTH) -> jax.Array:
     """Complementary random masks, bool ``[n, 2, n_cells]``: agent 0 sees a uniformly random
-    half of the cells (``n_cells // 2``), agent 1 the rest (spec §2: 18/18 on a 6×6 grid).
+    half of the cells (``n_cells // 2``), agent 1 the rest (paper, App. E: 18/18 on a 6×6 grid).
 
     Raises:
         ValueError: ``n_cells`` odd.
@@ -140,7 +141,7 @@ class MazeSet:
         return out
 
     def strings(self, role: int) -> list[str]:
-        """Every example as text: role's view, ``=``, the move (spec §2 rendering)."""
+        """Every example as text: role's view, ``=``, the move (paper, App. E rendering)."""
         ex = self.examples()
         table = np.array(list(VOCAB))
         body = table[self.views()[:, role]]
@@ -189,7 +190,7 @@ def build_dataset(
 ) -> tuple[MazeSet, MazeSet, dict[str, float]]:
     """Mazes giving at least ``n_examples`` examples, split by maze into (train, test).
 
-    Paper scale is 2,000,000 examples, 90/10 (spec §2). The split is by whole mazes (maze
+    Paper scale is 2,000,000 examples, 90/10 (paper, App. E). The split is by whole mazes (maze
     success needs every step of a test maze) at the first maze where the cumulative example
     count reaches ``1 − test_fraction`` of the total, so the example split is 90/10 to within
     one maze.
