@@ -161,7 +161,7 @@ def run(cfg: DictConfig) -> dict:
     check = results["reference_check"]
     if check is not None:
         ok = all(e["match"] for entries in check.values() for e in entries)
-        print(f"spec §4 reference table: {'all entries match' if ok else 'MISMATCH'}")
+        print(f"ideal-decoder reference table: {'all entries match' if ok else 'MISMATCH'}")
     print(f"-> {out}/results.json, mse.png, reliability.png, conversation_cells.png")
     return job.results.data
 
