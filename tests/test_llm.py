@@ -15,7 +15,7 @@ from llm_server import LLMServer
 import jaxcollab
 from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.llm.bomb import BombGame
+from jaxcollab.llm.bomb import REPHRASE, BombGame
 from jaxcollab.llm.bridge import Episode
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, Reply, Request
 from jaxcollab.llm.ktane import KtaneGame, decode_action
@@ -242,7 +242,12 @@ def test_bomb_end_to_end_and_cached_rerun(server, tmp_path):
 def test_bomb_refusals_and_garbage_continue(server, tmp_path):
     rc = RunConfig(env="bomb/base-1", episodes=2, batch=2)  # the batch shape of every bomb test
     refused = evaluate(cfg(server, "refuse"), rc, tmp_path / "r")
-    assert refused["endings"] == {"timed_out": 2} and refused["refusals"] == 2 * 3 * 8
+    # every refused turn asks once to rephrase (refused again by this server): 2 per turn
+    assert refused["endings"] == {"timed_out": 2} and refused["refusals"] == 2 * 3 * 8 * 2
+    rec = json.loads(transcript_path(tmp_path / "r", "bomb/base-1").read_text().splitlines()[0])
+    first, again = rec["agents"]["deaf"][:2]
+    assert first["step"] == again["step"] and again["prompt"][-1]["content"] == REPHRASE
+    assert again["prompt"][:-1] == first["prompt"]
     garbage = evaluate(cfg(server, "garbage"), rc, tmp_path / "g")
     assert garbage["parse_errors"] == {"missing_thoughts": 48, "no_action": 48}
     rec = json.loads(transcript_path(tmp_path / "g", "bomb/base-1").read_text().splitlines()[0])

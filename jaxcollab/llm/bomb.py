@@ -175,6 +175,12 @@ def _role(name) -> int:
     return T.ROLE_NAMES.index(name)
 
 
+#: What a refused agent is asked once in the same turn (GPTNT, "Guardrail violations": the
+#: conversation continues with a request to rephrase).
+REPHRASE = ("Your last request was refused by the provider's content policy. Can you rephrase "
+            "that please? Reply in the same format.")
+
+
 class BombGame(Game):
     """Host side of a bomb variant.
 
@@ -225,6 +231,13 @@ class BombGame(Game):
         req = Request(name, tuple(messages), nonce=f"{ep.index}:{step}",
                       tools=TOOLS if self.tools else ())
         (reply,) = yield [req]
+        ep.history.setdefault(name, [])
+        if reply.refused:  # GPTNT "guardrail violations": one "please rephrase" exchange
+            ep.record(name, step, req, reply, self.refusal(reply), round=rnd, seen=user,
+                      said="", refused=True)
+            req = Request(name, req.messages + ({"role": "user", "content": REPHRASE},),
+                          nonce=f"{req.nonce}:rephrase", tools=req.tools)
+            (reply,) = yield [req]
         if reply.refused:
             parsed = self.refusal(reply)
         elif self.tools:
