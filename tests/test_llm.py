@@ -317,6 +317,18 @@ def test_maze_end_to_end(server, tmp_path):
     assert "down 0.55" not in shown and f"down {first['probs'][0]:.2f}" in shown
 
 
+def test_maze_sampled_setting(server, tmp_path):
+    rc = RunConfig(env="maze/split-6x6", episodes=1, mazes=1, rollouts=1, rounds=2,
+                   setting="sampled", samples=3)
+    evaluate(cfg(server), rc, tmp_path)
+    rec = json.loads(transcript_path(tmp_path, "maze/split-6x6").read_text().splitlines()[0])
+    assert rec["data"]["rounds"][0]["probs"] == [1.0, 0.0, 0.0, 0.0]  # 3 samples, all "~d"
+    step0 = [h for h in rec["agents"]["agent0"] if h["step"] == 0]
+    assert len(step0) == 3 and len({json.dumps(h["prompt"]) for h in step0}) == 1
+    shown = rec["agents"]["agent1"][0]["prompt"][-1]["content"]
+    assert "Your partner's latest message: down 1.00" in shown
+
+
 def test_bad_options_name_the_value(server, tmp_path):
     with pytest.raises(ValueError, match="'loud'"):
         evaluate(cfg(server), RunConfig(env="bomb/base-1", episodes=1, hint="loud"), tmp_path)
