@@ -9,7 +9,7 @@ yet), so that baseline is round 1; the solo and agent-1 baselines are trained li
 same model, steps and key, on the same number of mazes as a round's chunk. Maze success of
 round r: a maze succeeds when the decision after r rounds is right at every step of its path
 (the trajectory advances one step per conversation and a wrong move ends the maze;
-:func:`jaxcollab.envs.maze.success.success_from_steps`).
+:func:`jaxcollab.collab.maze_task.maze_scores`).
 
 Writes into ``out_dir``: ``results.json`` (updated as each round ends), ``maze_success.png``,
 and the trainer's per-round directories under ``<protocol>/`` and ``baseline_<name>/``.
@@ -36,10 +36,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from jaxcollab.collab import messages
 from jaxcollab.collab.fit import TrainConfig
-from jaxcollab.collab.maze_task import collab_task, maze_split
+from jaxcollab.collab.maze_task import collab_task, maze_scores, maze_split
 from jaxcollab.collab.trainer import RoundTrainer, run_trainers
 from jaxcollab.envs.maze import reference, text
-from jaxcollab.envs.maze.success import success_from_steps
 from jaxcollab.io.maze_plots import maze_success_plot
 from jaxcollab.io.run import start_run
 from jaxcollab.io.schema import ConfigValueError
@@ -69,11 +68,7 @@ def round_scores(trainer: RoundTrainer, r: int, maze_ids: np.ndarray, n_mazes: i
     """Maze success and step accuracy of round r's test predictions (decision = argmax)."""
     with np.load(trainer.round_dir(r) / "round.npz") as z:
         probs, labels = z["test_probs"], z["test_labels"]
-    correct = np.asarray(messages.decide(probs)) == labels
-    return {
-        "maze_success": success_from_steps(correct, maze_ids, n_mazes),
-        "step_accuracy": float(correct.mean()),
-    }
+    return maze_scores(probs, labels, maze_ids, n_mazes)
 
 
 def bayes_first_move(test: text.MazeSet, half_views: dict, n: int) -> dict:

@@ -16,7 +16,9 @@ import jax
 import numpy as np
 
 from jaxcollab.collab.data import CollabTask, TaskSplit
+from jaxcollab.collab.messages import decide
 from jaxcollab.envs.maze import generator, text
+from jaxcollab.envs.maze.success import success_from_steps
 
 MAZE_VIEWS = ("masked",)
 
@@ -71,3 +73,22 @@ def maze_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     """The two-agent maze task (the round trainer's task-builder signature)."""
     train, test, _ = maze_split(cfg, key)
     return collab_task(train, test)
+
+
+def maze_scores(probs: np.ndarray, labels: np.ndarray, maze_ids: np.ndarray,
+                n_mazes: int) -> dict[str, float]:
+    """Maze success and step accuracy of per-step predictions (decision = arg-max).
+
+    Args:
+        probs: float ``[N, 4]`` predicted move distributions, one row per path step.
+        labels: int ``[N]`` true moves; maze_ids: int ``[N]`` the maze of each step.
+        n_mazes: number of mazes the steps cover.
+
+    Returns:
+        ``maze_success`` (fraction of mazes whose every step is decided right: the trajectory
+        advances one step per conversation and a wrong move ends it; Narrowing the Collaboration
+        Gap, Probably, §5) and ``step_accuracy`` (fraction of steps decided right).
+    """
+    correct = np.asarray(decide(probs)) == labels
+    return {"maze_success": success_from_steps(correct, maze_ids, n_mazes),
+            "step_accuracy": float(correct.mean())}
