@@ -33,10 +33,10 @@ def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Collab`).
 
     Raises:
-        ConfigValueError: no ``data`` / ``bias`` (with ``conditions``) / ``calibration`` block
-            (not a calibration experiment), or messages other than probabilities.
+        ConfigValueError: no ``bias`` (with ``conditions``) / ``calibration`` block (not a
+            calibration experiment), or messages other than probabilities.
     """
-    for block in ("bias", "calibration", "data"):
+    for block in ("bias", "calibration"):
         if cfg[block] is None:
             raise ConfigValueError(block, None, "a block from experiment=parity_calibration or "
                                    "experiment=maze_calibration")

@@ -36,7 +36,7 @@ from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.scale.distributed import is_main
 
 LISTED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "train_seconds")
-FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocol")  # must match on resume
+FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocol", "data")  # must match on resume
 
 
 def protocol_names(cfg: DictConfig) -> list[str]:
@@ -111,6 +111,7 @@ def run(cfg: DictConfig) -> dict:
             out / name,
             key_train,
             first_round_from=None if name == names[0] else out / names[0],
+            cross_fit=cfg.data.cross_fit,
         )
         for name in names
     }

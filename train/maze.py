@@ -44,7 +44,7 @@ from jaxcollab.io.run import start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.scale.distributed import is_main
 
-FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocols", "bayes_mazes")
+FROZEN = ("seed", "n_rounds", "task", "model", "train", "protocols", "bayes_mazes", "data")
 BASELINES = {"solo": (text.SOLO,), "agent1": (1,)}  # agent 0 alone is round 1
 
 
@@ -100,6 +100,7 @@ def make_trainer(cfg, train, test, roles, codec_kind, n_rounds, run_dir, key,
     return RoundTrainer(
         task, codec, OmegaConf.to_container(cfg.model), TrainConfig(**cfg.train),
         n_rounds, run_dir, key, first_round_from=first_round_from,
+        cross_fit=cfg.data.cross_fit,
     )
 
 

@@ -258,7 +258,7 @@ class Collab:
     bayes_mazes: int = count(0, 0)
     bias: Bias | None = None
     calibration: Calibration | None = None
-    data: Data | None = None
+    data: Data = field(default_factory=Data)
     train: Train = field(default_factory=Train)
     logger: Logger = field(default_factory=Logger)
     out_dir: str = MISSING
