@@ -14,7 +14,7 @@ from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.modules import complicated_wires as cw
 from jaxcollab.envs.ktane.modules import maze, morse, passwords
 from jaxcollab.envs.ktane.modules import wire_sequence as ws
-from jaxcollab.envs.ktane.modules.base import CUT, PRESS
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, CUT, PRESS
 from tests.test_ktane_rules import act, make_ctx, make_facts
 
 # --- morse (§8) --------------------------------------------------------------------------------
@@ -295,7 +295,7 @@ def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module()
     flip = jnp.array([[FLIP, 0, 0], [0, 0, 0]])
     state, *_ = env.transition(jax.random.key(0), state, flip)
     assert re.findall(r"\[[^\]]+\]", env.render_text(state, 0)) == ["[A]", "[B]"]
-    state, *_ = env.transition(jax.random.key(0), state, jnp.zeros((2, 3), jnp.int32))
+    state, *_ = env.transition(jax.random.key(0), state, jnp.zeros((2, ACTION_LEN), jnp.int32))
     state, *_ = env.transition(jax.random.key(0), state, jnp.array([[SELECT, 1, 0], [0, 0, 0]]))
     assert int(state.zoom) == 7
     for name, t in MODULE_TYPES.items():

@@ -5,8 +5,9 @@ with slot and target labels shown as set-of-marks letters ``[A]``, ``[B]``, …)
 the manual and never the bomb. Both answer ``<thoughts>…</thoughts><action>{"result": {"kind":
 "do_nothing" | "send_message" | "interact_game", "data": {…}}}</action>`` (GPTNT E, F.1).
 Messages travel through per-player queues drained on each turn (GPTNT C.4.2); the environment
-sees each message as its first vocabulary word (it counts messages; the full text never enters
-the game, as in GPTNT, where messages bypass the game).
+sees each message as the phrase of its first ``MESSAGE_WORDS`` vocabulary words (unknown words
+dropped; it counts messages and shows the phrase; the full text never enters the game, as in
+GPTNT, where messages bypass the game).
 
 Modes (GPTNT C.4.2–C.4.3): ``sync`` — players alternate and game time advances Δ = 3 s after each
 Defuser cycle (the environment's own turn cost); Expert cycles are free. ``async`` — the clock runs
@@ -29,11 +30,13 @@ from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES
 from jaxcollab.envs.ktane.modules.base import (
+    ACTION_LEN,
     BACK,
     CUT,
     FLIP,
     HOLD,
     MESSAGE,
+    MESSAGE_WORDS,
     PRESS,
     RELEASE,
     ROTATE,
@@ -132,14 +135,16 @@ def decode_action(parsed: Parsed, role: int, view: str) -> tuple[tuple[int, int,
     return (verb, ord(loc) - 65, ""), parsed
 
 
-def message_word(text: str) -> int:
-    """The token of the first vocabulary word in ``text`` (``nothing`` if none): what the
-    environment records of a message."""
-    for word in re.findall(r"[A-Za-z0-9']+", text):
-        for cand in (word, word.lower(), word.upper()):
-            if cand in V.VOCAB[1:]:
-                return V.tok(cand)
-    return V.tok("nothing")
+def message_phrase(text: str) -> np.ndarray:
+    """What the environment records of a free-text message: int32 ``[MESSAGE_WORDS]`` tokens of
+    its vocabulary words in order (tried as written, lower- and upper-case; set-of-marks labels
+    like ``[C]`` kept), unknown words dropped, 0-padded; ``nothing`` if no word is known."""
+    words = []
+    for word in re.findall(r"\[[A-Z]\]|[A-Za-z0-9'./-]+", text):
+        known = [c for c in (word, word.lower(), word.upper()) if c in V.VOCAB[1:]]
+        words += [V.tok(known[0])] if known else []
+    words = words[:MESSAGE_WORDS] or [V.tok("nothing")]
+    return np.pad(np.array(words, np.int32), (0, MESSAGE_WORDS - len(words)))
 
 
 class KtaneGame(Game):
@@ -159,10 +164,10 @@ class KtaneGame(Game):
         self.manual = manual_text() + "\n\n"
 
     def action_struct(self):
-        return jax.ShapeDtypeStruct((2, 3), np.int32)
+        return jax.ShapeDtypeStruct((2, ACTION_LEN), np.int32)
 
     def noop(self):
-        return np.zeros((2, 3), np.int32)
+        return np.zeros((2, ACTION_LEN), np.int32)
 
     def _state(self, ep: Episode) -> dict:
         return ep.data.setdefault("ktane", {
@@ -185,7 +190,7 @@ class KtaneGame(Game):
             return self.noop()
         if role == DEFUSER:
             view = marks(self.env.render_observation(obs[DEFUSER], DEFUSER))
-        else:  # the Expert's row is the manual (already in its system prompt) + the last word
+        else:  # the Expert's row is the manual (already in its system prompt) + the phrase
             view = self.env.render_observation(obs[role], role).removeprefix(self.manual)
         inbox = [m for t, m in s["queue"][name] if t <= now]
         s["queue"][name] = [(t, m) for t, m in s["queue"][name] if t > now]
@@ -217,7 +222,9 @@ class KtaneGame(Game):
         if verb == MESSAGE:
             s["queue"][ROLE_NAMES[1 - role]].append((now + lag, text))
         action = self.noop()
-        action[role] = (verb, target, message_word(text) if verb == MESSAGE else 0)
+        action[role, :2] = (verb, target)
+        if verb == MESSAGE:
+            action[role, 2:] = message_phrase(text)
         if role != DEFUSER:
             s["busy_until"][name] = now + lag
             return action

@@ -50,7 +50,7 @@ def _record(env, seed, i, start, final, steps) -> dict:
         before = jax.tree.map(lambda x, t=t: x[t], steps["state"])
         if before.outcome != T.RUNNING or before.turn % 2 != DEFUSER:
             continue
-        verb, target, _ = (int(x) for x in steps["actions"][t, DEFUSER])
+        verb, target = (int(x) for x in steps["actions"][t, DEFUSER, :2])
         zoom = int(before.zoom)
         actions.append(
             {

@@ -8,7 +8,7 @@
   plays a uniformly random (verb, target) pair among the zoomed module's verbs and targets; the
   Expert is silent. Its draws come from the policy's own key, never the environment's.
 
-Actions are int32 ``[2, 3]`` ``(verb, target, word)`` rows (Defuser, Expert).
+Actions are int32 ``[2, ACTION_LEN]`` ``(verb, target, w_1 … w_L)`` rows (Defuser, Expert).
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.draw import randint, uniforms
-from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, SELECT, WAIT
 from jaxcollab.envs.ktane.observe import HEADER_LEN
 
-SILENT = np.array([WAIT, 0, 0], np.int32)
+#: An action row that waits (and sends nothing).
+SILENT = np.array([WAIT] + [0] * (ACTION_LEN - 1), np.int32)
 
 #: Defuser-row position of the face word (:func:`jaxcollab.envs.ktane.observe.header`).
 FACE_AT = 13
@@ -63,8 +64,8 @@ def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     slot = on_face[randint(u[2], 0, jnp.maximum(here.sum(), 1))]
     working = (zoom >= 0) & ~solved[z]
     label = slot % T.SLOTS_PER_FACE  # select by the face's set-of-marks label
-    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, label),
-                      0]).astype(jnp.int32)
+    row = jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, label)])
+    return jnp.pad(row.astype(jnp.int32), (0, ACTION_LEN - 2))
 
 
 def random_team(env: KtaneEnv) -> Policy:

@@ -12,9 +12,10 @@ shown at the start of the turn. Outcomes, in order of precedence after a turn: s
 solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
 outcome, :meth:`KtaneEnv.step` leaves the state unchanged.
 
-Actions are int32 ``[2, 3]``: ``(verb, target, word)`` per role (see
-:data:`~jaxcollab.envs.ktane.modules.base.VERBS`). Only the role whose turn it is acts. The
-Defuser may ``wait``, ``message`` (send one vocabulary word), ``select`` a module slot on the
+Actions are int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role, ``L =
+MESSAGE_WORDS`` (see :data:`~jaxcollab.envs.ktane.modules.base.VERBS`). Only the role whose turn
+it is acts. The Defuser may ``wait``, ``message`` (send the phrase ``w_1 … w_L`` of vocabulary
+tokens, 0 = padding), ``select`` a module slot on the
 face it sees (zoom in), go ``back`` (zoom out), ``rotate`` (target 0–3: up, down, left, right),
 ``flip``, or ``press`` / ``cut`` / ``hold`` / ``release`` a labelled target of the zoomed
 module. The Expert may ``wait`` or ``message``; its other verbs count as ``wait``.
@@ -36,7 +37,7 @@ from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import context, module_oracle
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES, KtaneParams, Mission
 from jaxcollab.envs.ktane.modules import module_type
-from jaxcollab.envs.ktane.modules.base import VERBS, Ctx
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, VERBS, Ctx
 from jaxcollab.envs.ktane.observe import OBS_LEN, observe
 from jaxcollab.envs.ktane.rules import transition
 from jaxcollab.envs.ktane.state import BombState, init_state
@@ -46,9 +47,9 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
     """A bomb with the modules of a :class:`Mission`, played by a Defuser and an Expert.
 
     Observations are int32 ``[2, OBS_LEN]`` word tokens (:mod:`~jaxcollab.envs.ktane.vocab`):
-    the Defuser's row holds the timer, strikes, face, zoom, last result and the Expert's last
-    word, then what is on the visible face, then the zoomed module's view; the Expert's row
-    holds only the Defuser's last word. Rewards are float32 ``[2]`` (shared): +1 on the turn
+    the Defuser's row holds the timer, strikes, face, zoom and last result, then what is on the
+    visible face, then the zoomed module's view, then the Expert's last phrase; the Expert's row
+    holds only the Defuser's last phrase. Rewards are float32 ``[2]`` (shared): +1 on the turn
     the bomb is solved, -1 on strikeout or timeout, else 0.
     """
 
@@ -96,8 +97,9 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         return Discrete(len(V.VOCAB), (2, OBS_LEN))
 
     def action_space(self, params=None) -> Discrete:
-        """``(verb, target, word)`` per role; bounded by the vocabulary size (the largest)."""
-        return Discrete(len(V.VOCAB), (2, 3))
+        """``(verb, target, w_1 … w_L)`` per role, int32 ``[2, ACTION_LEN]``; bounded by the
+        vocabulary size (the largest)."""
+        return Discrete(len(V.VOCAB), (2, ACTION_LEN))
 
     # --- reset ----------------------------------------------------------------------------
 

@@ -24,7 +24,13 @@ MOD_WORDS = 32
 #: Tokens of a zoomed module's view in the Defuser's observation.
 VIEW_LEN = 40
 
-#: Defuser / Expert verbs (``actions[role] = (verb, target, word)``).
+#: Words of a message phrase: a zoomed module's view plus a short header fits (GPTNT §4.2.1:
+#: messages describe what the Defuser sees and what the Expert instructs).
+MESSAGE_WORDS = 48
+#: Entries of one role's action row: ``(verb, target, w_1 … w_MESSAGE_WORDS)``.
+ACTION_LEN = 2 + MESSAGE_WORDS
+
+#: Defuser / Expert verbs (``actions[role] = (verb, target, w_1 … w_L)``).
 VERBS = (
     "wait",
     "message",
