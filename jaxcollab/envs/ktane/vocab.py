@@ -121,7 +121,8 @@ VOCAB: tuple[str, ...] = _unique(
     + T.MORSE_FREQS
     + T.CW_COLORS
     + tuple(T.LETTERS)
-    + ("press", "hold", "release", "said")  # instruction verbs; a phrase from an earlier turn
+    # instruction verbs; a phrase from an earlier turn; the edgework (a request or a report)
+    + ("press", "hold", "release", "said", "edgework")
 )
 _INDEX = {w: i for i, w in enumerate(VOCAB)}
 PAD = 0
