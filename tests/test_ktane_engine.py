@@ -301,7 +301,8 @@ def test_jit_and_eager_steps_agree():
         with jax.disable_jit():
             s_eager = ENV.step(jax.random.key(i), s_eager, a)[1]
     chex.assert_trees_all_equal(s_jit, s_eager)
-    assert int(s_jit.zoom) == 0 and int(s_jit.strikes) == 1 and int(s_jit.messages[1, 0]) == tok("red")
+    assert int(s_jit.zoom) == 0 and int(s_jit.strikes) == 1
+    assert int(s_jit.messages[1, 0]) == tok("red")
 
 
 def test_step_does_not_retrace_across_states_and_actions():

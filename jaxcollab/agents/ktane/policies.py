@@ -7,6 +7,8 @@
   random module slot on the visible face when not working on an unsolved module, and otherwise
   plays a uniformly random (verb, target) pair among the zoomed module's verbs and targets; the
   Expert is silent. Its draws come from the policy's own key, never the environment's.
+* ``talking`` (:func:`~jaxcollab.agents.ktane.talking.talking_team`): a Defuser that describes
+  what it sees and acts on instructions, and an Expert that holds only the manual and answers.
 
 Actions are int32 ``[2, ACTION_LEN]`` ``(verb, target, w_1 … w_L)`` rows (Defuser, Expert).
 """
@@ -20,35 +22,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.agents.ktane.oracle import oracle_defuser
+from jaxcollab.agents.ktane.talking import talking_team
+from jaxcollab.agents.ktane.view import defuser_view
 from jaxcollab.core.rollout import Policy, PrivilegedPolicy, policy, privileged_policy
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.draw import randint, uniforms
 from jaxcollab.envs.ktane.modules.base import ACTION_LEN, SELECT, WAIT
-from jaxcollab.envs.ktane.observe import HEADER_LEN
 
 #: An action row that waits (and sends nothing).
 SILENT = np.array([WAIT] + [0] * (ACTION_LEN - 1), np.int32)
-
-#: Defuser-row position of the face word (:func:`jaxcollab.envs.ktane.observe.header`).
-FACE_AT = 13
-#: Tokens per module slot in the face view: ``module [k]|zoom title status ;``.
-SLOT_TOKENS = 5
-
-
-def defuser_view(env: KtaneEnv, row: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(face, zoom, solved)`` decoded from the Defuser's observation row: face index, zoomed
-    slot (-1 = none; its face-view label reads ``zoom``) and bool ``[n_slots]`` (slots not on
-    the visible face read unsolved)."""
-    face = jnp.argmax(jnp.asarray(V.toks(T.FACES)) == row[FACE_AT])
-    mark = row[np.minimum(HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 1, row.shape[0] - 1)]
-    zoomed = (mark == V.tok("zoom")) & (face < 2)
-    zoom = jnp.where(jnp.any(zoomed), jnp.argmax(zoomed), -1)
-    status = HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 3
-    solved = row[np.minimum(status, row.shape[0] - 1)] == V.tok("solved")
-    return face.astype(jnp.int32), zoom.astype(jnp.int32), solved
-
 
 def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     """Uniform over the zoomed module's (verb, target) pairs; selects a slot when idle."""
@@ -87,7 +70,7 @@ def oracle_team(env: KtaneEnv) -> PrivilegedPolicy:
     return privileged_policy(oracle_team)
 
 
-TEAMS = {"oracle": oracle_team, "random": random_team}
+TEAMS = {"oracle": oracle_team, "random": random_team, "talking": talking_team}
 
 
 @functools.cache

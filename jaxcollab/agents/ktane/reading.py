@@ -1,4 +1,4 @@
-"""The Expert's side of the manual: rebuild a module from the Defuser's words, then plan by the rules.
+"""The Expert's side of the manual: rebuild a module from the Defuser's words, plan by the rules.
 
 The Expert never sees the bomb. It hears the Defuser's description of a zoomed module (the
 module's view, word for word) and, when a rule reads the casing, the edgework the Defuser read
@@ -28,7 +28,6 @@ from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.edgework import Edgework, facts
 from jaxcollab.envs.ktane.modules import button, memory, passwords, wires
-from jaxcollab.envs.ktane.modules import complicated_wires as cw
 from jaxcollab.envs.ktane.modules import wire_sequence as ws
 from jaxcollab.envs.ktane.modules.base import WAIT, Ctx, ModuleType
 
@@ -118,13 +117,15 @@ def _read_whos_on_first(w, note, ctx):
 
 
 def _read_memory(w, note, ctx):
+    n = memory.N_STAGES
     m = {"stage": digit(w[1]) - 1, "display": digit(w[6]), "labels": digit(w[9:17:2]),
-         "hist_pos": note[: memory.N_STAGES], "hist_label": note[memory.N_STAGES : 2 * memory.N_STAGES]}
+         "hist_pos": note[:n], "hist_label": note[n : 2 * n]}
     return m, jnp.int32(-1)
 
 
 def _keep_memory(m):
-    return jnp.pad(jnp.concatenate([m["hist_pos"], m["hist_label"]]), (0, NOTE_LEN - 10),
+    return jnp.pad(jnp.concatenate([m["hist_pos"], m["hist_label"]]),
+                   (0, NOTE_LEN - 2 * memory.N_STAGES),
                    constant_values=-1)
 
 
@@ -245,7 +246,8 @@ def read_edgework(words: jax.Array) -> Edgework:
     kinds = lookup(V.toks(T.WIDGET_KINDS), words)
     starts = jnp.flatnonzero(kinds >= 0, size=w, fill_value=-1)
     padded = jnp.pad(words, (0, 6))
-    detail = jax.vmap(lambda s: jax.lax.dynamic_slice(padded, (s + 1,), (5,)))(jnp.maximum(starts, 0))
+    after = lambda s: jax.lax.dynamic_slice(padded, (s + 1,), (5,))  # noqa: E731
+    detail = jax.vmap(after)(jnp.maximum(starts, 0))
     kind = jnp.where(starts >= 0, kinds[jnp.maximum(starts, 0)], -1)
     holder = lookup(V.toks(T.HOLDERS), detail[:, 0]) + 1
     label = lookup(V.toks(T.INDICATOR_LABELS), detail[:, 1])

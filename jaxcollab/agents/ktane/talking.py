@@ -28,9 +28,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.agents.ktane.policies import FACE_AT, SLOT_TOKENS, defuser_view
-from jaxcollab.agents.ktane.reading import MAX_PLAN, NOTE_LEN, READINGS, digit, edgework_facts
-from jaxcollab.agents.ktane.reading import lookup, plan
+from jaxcollab.agents.ktane.reading import (
+    MAX_PLAN,
+    NOTE_LEN,
+    READINGS,
+    digit,
+    edgework_facts,
+    lookup,
+    plan,
+)
+from jaxcollab.agents.ktane.view import FACE_AT, SLOT_TOKENS, defuser_view
 from jaxcollab.core.rollout import Policy, policy
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
@@ -199,7 +206,8 @@ def defuser_turn(env: KtaneEnv, row: jax.Array, mem: DefuserMemory):
         mem.mode,
     )
     mem = mem.replace(
-        verbs=jnp.where(answered, verbs, mem.verbs), targets=jnp.where(answered, targets, mem.targets),
+        verbs=jnp.where(answered, verbs, mem.verbs),
+        targets=jnp.where(answered, targets, mem.targets),
         n_plan=jnp.where(answered, n, mem.n_plan), done=jnp.where(answered, 0, mem.done),
         tour=jnp.where(answered, 0, mem.tour), edge=jnp.where(answered, 0, mem.edge),
         digit=jnp.where(answered, digit(reply[1]), mem.digit),

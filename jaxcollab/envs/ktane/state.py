@@ -30,7 +30,8 @@ class BombState:
         zoom: int32 ``[]`` zoomed slot or -1; feedback: int32 ``[]`` token of the Defuser's last
         turn result (none/ok/wait/strike/solved/invalid); messages: int32 ``[2, MESSAGE_WORDS]``
         last phrase sent by each role (word tokens, 0 = padding; all 0 = none yet); fresh: bool
-        ``[2]`` that role's phrase was sent on its latest turn; outcome: int32 ``[]`` index into ``OUTCOMES``;
+        ``[2]`` that role's phrase was sent on its latest turn; outcome: int32 ``[]`` index into
+        ``OUTCOMES``;
         n_actions: int32 ``[]`` Defuser turns that were not messages; n_messages: int32 ``[2]``.
     """
 
