@@ -47,6 +47,7 @@ def _summary(final, seconds: float) -> dict:
         "modules_solved_fraction": float(np.mean(solved)),
         "mean_defuser_actions": float(np.mean(final.n_actions)),
         "messages_per_defuser_cycle": float(np.mean(messages.sum(1) / cycles)),
+        "messages_per_module": float(np.mean(messages.sum(1)) / solved.shape[1]),
         "mean_messages": [float(x) for x in messages.mean(0)],
         "episodes_per_second": n / seconds,
     }
@@ -71,7 +72,7 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
 
     Args:
         env_names: registered Keep-Talking environment names (one or several).
-        agent: ``oracle`` or ``random`` (see :mod:`jaxcollab.agents.ktane.policies`).
+        agent: ``oracle``, ``random`` or ``talking`` (see :mod:`jaxcollab.agents.ktane.policies`).
         episodes: episodes per environment; seed: base seed (episode ``i`` of each env uses
             ``episode_keys(seed, episodes)[i]``, as the exporter does).
 
@@ -81,7 +82,8 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
         (bomb seconds left, 0 on timeout), ``mean_modules_solved`` and
         ``modules_solved_fraction`` (partial credit), ``mean_defuser_actions``,
         ``messages_per_defuser_cycle`` (both roles' messages / Defuser cycles: GPTNT's
-        communication rate), ``episodes_per_second`` (all episodes / summed run time, compile
+        communication rate), ``messages_per_module`` (both roles' messages per module slot),
+        ``episodes_per_second`` (all episodes / summed run time, compile
         excluded) and ``per_module`` (name → the same keys plus ``mean_messages`` per role,
         when several environments are given).
 
@@ -110,6 +112,7 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
         "modules_solved_fraction": mean("modules_solved_fraction"),
         "mean_defuser_actions": mean("mean_defuser_actions"),
         "messages_per_defuser_cycle": mean("messages_per_defuser_cycle"),
+        "messages_per_module": mean("messages_per_module"),
         "episodes_per_second": n
         / sum(r["episodes"] / r["episodes_per_second"] for r in runs.values()),
     }
