@@ -251,8 +251,10 @@ def read_edgework(words: jax.Array) -> Edgework:
     kind = jnp.where(starts >= 0, kinds[jnp.maximum(starts, 0)], -1)
     holder = lookup(V.toks(T.HOLDERS), detail[:, 0]) + 1
     label = lookup(V.toks(T.INDICATOR_LABELS), detail[:, 1])
-    port = lookup(V.toks(T.PORT_NAMES), detail)
-    mask = jnp.sum(jnp.where(port >= 0, 1 << jnp.maximum(port, 0), 0), axis=1)
+    in_row = jnp.cumsum(detail == V.tok(";"), axis=1) == 0  # a widget's words end at ";"
+    port = jnp.where(in_row, lookup(V.toks(T.PORT_NAMES), detail), -1)
+    has = jnp.any(port[:, :, None] == jnp.arange(len(T.PORT_NAMES)), axis=1)
+    mask = jnp.sum(has << jnp.arange(len(T.PORT_NAMES)), axis=1)
     a = jnp.select([kind == T.BATTERY, kind == T.INDICATOR], [holder, label], 0)
     b = jnp.select([kind == T.INDICATOR, kind == T.PORTS],
                    [(detail[:, 0] == V.tok("lit")).astype(jnp.int32), mask], 0)
