@@ -175,7 +175,8 @@ def test_defuser_tours_when_asked():
 
 
 def test_llm_message_maps_to_vocabulary_words():
-    phrase = message_phrase("Cut the wire at [C], it is red. Then press hold!")
-    assert V.decode(phrase) == ["cut", "wire", "[C]", "red", "press", "hold"]
+    phrase = message_phrase("Cut the wire at [C], it is red. Then press hold! Dial 3.545 MHz.")
+    assert V.decode(phrase) == ["cut", "wire", "at", "[C]", "red", "press", "hold", "3.545",
+                                "MHz"]
     assert V.decode(message_phrase("hello there")) == ["nothing"]
     assert message_phrase(" ".join(["red"] * 60)).shape == (48,)

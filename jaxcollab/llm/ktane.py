@@ -137,11 +137,13 @@ def decode_action(parsed: Parsed, role: int, view: str) -> tuple[tuple[int, int,
 
 def message_phrase(text: str) -> np.ndarray:
     """What the environment records of a free-text message: int32 ``[MESSAGE_WORDS]`` tokens of
-    its vocabulary words in order (tried as written, lower- and upper-case; set-of-marks labels
-    like ``[C]`` kept), unknown words dropped, 0-padded; ``nothing`` if no word is known."""
+    its vocabulary words in order (tried as written and without edge punctuation, lower- and
+    upper-case; set-of-marks labels like ``[C]`` kept), unknown words dropped, 0-padded;
+    ``nothing`` if no word is known."""
     words = []
     for word in re.findall(r"\[[A-Z]\]|[A-Za-z0-9'./-]+", text):
-        known = [c for c in (word, word.lower(), word.upper()) if c in V.VOCAB[1:]]
+        bare = word.strip(".'-/")
+        known = [c for w in (word, bare) for c in (w, w.lower(), w.upper()) if c in V.VOCAB[1:]]
         words += [V.tok(known[0])] if known else []
     words = words[:MESSAGE_WORDS] or [V.tok("nothing")]
     return np.pad(np.array(words, np.int32), (0, MESSAGE_WORDS - len(words)))
