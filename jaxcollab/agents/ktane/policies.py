@@ -81,7 +81,7 @@ def oracle_team(env: KtaneEnv) -> PrivilegedPolicy:
     """Privileged: the oracle Defuser (reads the state) + silent Expert."""
 
     def oracle_team(key, obs, policy_state, state, params):
-        return jnp.stack([oracle_defuser(env, state), jnp.asarray(SILENT)]), policy_state
+        return jnp.stack([oracle_defuser(env, state, params), jnp.asarray(SILENT)]), policy_state
 
     return privileged_policy(oracle_team)
 
