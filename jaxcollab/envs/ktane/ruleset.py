@@ -45,7 +45,7 @@ import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 
-RULESETS = ("vanilla",)
+RULESETS = ("vanilla", "random")
 
 
 @chex.dataclass(frozen=True)
@@ -142,6 +142,153 @@ def _vanilla_host() -> Ruleset:
     )
 
 
+def random_ruleset(seed: int) -> Ruleset:
+    """Every rule table redrawn from ``np.random.default_rng(seed)`` (deterministic in ``seed``),
+    keeping each module solvable; what is redrawn per module is listed in the module docstring.
+    Ours: GPTNT leaves randomised rules to future work (GPTNT, §7).
+
+    Raises:
+        ValueError: ``seed`` is not an integer ``>= 0``.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"ruleset_seed must be an integer >= 0, got {seed!r}")
+    rng = np.random.default_rng(int(seed))
+    tables = dict(
+        wire_rules=_random_wires(rng),
+        button_rules=_random_button(rng),
+        release_digit=rng.integers(0, 10, len(T.BUTTON_COLORS)),
+        keypad_columns=_random_keypad(rng),
+        simon_map=np.stack([rng.permutation(4) for _ in range(6)]).reshape(2, 3, 4),
+        wof_read=rng.integers(0, len(T.WOF_POSITIONS), len(T.WOF_DISPLAYS)),
+        wof_lists=np.stack(
+            [(lab // T.WOF_GROUP_SIZE) * T.WOF_GROUP_SIZE + rng.permutation(T.WOF_GROUP_SIZE)
+             for lab in range(len(T.WOF_LABELS))]
+        ),
+        memory_rules=_random_memory(rng),
+        morse_words=_word_ids(_pick_words(rng, _MORSE_POOL, len(T.MORSE_FREQS)),
+                              T.MORSE_ALPHABET, T.MORSE_MAX_LETTERS),
+        cw_rules=_random_cw(rng),
+        ws_rules=rng.integers(1, 8, (len(T.WS_COLORS), T.WS_PER_COLOR, 1)) >> np.arange(3) & 1 == 1,
+        maze_walls=np.stack([_perfect_maze(rng) for _ in range(len(T.MAZE_WALLS))]),
+        maze_markers=_random_markers(rng),
+        password_codes=_word_ids(_pick_words(rng, _PASSWORD_POOL, len(T.PASSWORD_WORDS)),
+                                 T.LETTERS.lower(), T.PW_LETTERS),
+    )
+    return jax.tree.map(jnp.asarray, _build(int(seed), **tables))
+
+
+_MORSE_POOL = tuple(
+    w for w in T.WORD_POOL if 4 <= len(w) <= T.MORSE_MAX_LETTERS and set(w) <= set(T.MORSE_ALPHABET)
+)
+_PASSWORD_POOL = tuple(w for w in T.WORD_POOL if len(w) == T.PW_LETTERS)
+
+
+def _pick_words(rng: np.random.Generator, pool: tuple[str, ...], n: int) -> list[str]:
+    """``n`` distinct words of ``pool`` in random order."""
+    return [pool[i] for i in rng.choice(len(pool), n, replace=False)]
+
+
+def _random_wires(rng: np.random.Generator) -> np.ndarray:
+    """Wires: per section, shuffled conditional rows, permuted colours, redrawn positions."""
+    out = T.WIRE_RULES.copy()
+    colour_kinds = (T.NONE_OF, T.ONE_OF, T.MANY_OF, T.LAST_IS)
+    for s, used in enumerate(T.WIRE_ROWS):
+        n_wires = s + 3
+        rows = out[s, :used].copy()
+        rows[: used - 1] = rows[rng.permutation(used - 1)]
+        perm = rng.permutation(len(T.WIRE_COLORS))
+        for c in (0, 2):
+            has_colour = np.isin(rows[:, c], colour_kinds)
+            rows[has_colour, c + 1] = perm[rows[has_colour, c + 1]]
+        last_of = rows[:, 4] == T.LAST_OF
+        rows[last_of, 5] = perm[rows[last_of, 5]]
+        rows[~last_of, 5] = rng.integers(0, n_wires + 1, (~last_of).sum())  # 0 = the last wire
+        out[s, :used] = rows
+        out[s, used:] = rows[-1]  # padding repeats the fallback
+    return out
+
+
+def _random_button(rng: np.random.Generator) -> np.ndarray:
+    """The Button: shuffled conditional rows, permuted colours and labels, redrawn battery
+    thresholds, indicators and hold/tap outcomes."""
+    r = T.BUTTON_RULES.copy()
+    r[:-1] = r[rng.permutation(len(r) - 1)]
+    color, label = rng.permutation(len(T.BUTTON_COLORS)), rng.permutation(len(T.BUTTON_LABELS))
+    for col, perm in ((0, color), (1, label)):
+        set_ = r[:, col] != T.ANY
+        r[set_, col] = perm[r[set_, col]]
+    batteries = r[:, 2] != T.ANY
+    r[batteries, 2] = rng.integers(0, 4, batteries.sum())
+    indicator = r[:, 3] != T.ANY
+    r[indicator, 3] = rng.choice(len(T.INDICATOR_LABELS), indicator.sum(), replace=False)
+    r[:, 4] = rng.integers(0, 2, len(r))
+    return r
+
+
+def _random_keypad(rng: np.random.Generator) -> np.ndarray:
+    """Six columns of seven distinct symbols, redrawn until no two share four symbols."""
+    n_cols, height = T.KEYPAD_COLUMNS.shape
+    while True:
+        cols = np.stack([rng.choice(len(T.KEYPAD_SYMBOLS), height, replace=False)
+                         for _ in range(n_cols)])
+        member = np.zeros((n_cols, len(T.KEYPAD_SYMBOLS)), int)
+        member[np.arange(n_cols)[:, None], cols] = 1
+        shared = member @ member.T
+        if np.all(shared[~np.eye(n_cols, dtype=bool)] <= 3):
+            return cols
+
+
+def _random_memory(rng: np.random.Generator) -> np.ndarray:
+    """Memory: stage 1 presses a position or a label; later stages any kind, referring to an
+    earlier stage."""
+    stages, displays = T.MEMORY_RULES.shape[:2]
+    rules = np.zeros((stages, displays, 2), np.int32)
+    for s in range(stages):
+        kinds = rng.integers(0, 2 if s == 0 else 4, displays)
+        back = rng.integers(1, max(s, 1) + 1, displays)
+        rules[s, :, 0] = kinds
+        rules[s, :, 1] = np.where(kinds >= T.POSITION_OF, back, rng.integers(1, 5, displays))
+    return rules
+
+
+def _random_cw(rng: np.random.Generator) -> np.ndarray:
+    """Complicated Wires: uniform Venn letters, redrawn until one reads "cut"."""
+    while True:
+        letters = rng.integers(0, len(T.CW_LETTERS), T.CW_RULES.shape)
+        if np.any(letters == T.CW_CUT):
+            return letters
+
+
+def _perfect_maze(rng: np.random.Generator) -> np.ndarray:
+    """bool ``[6, 6, 4]`` walls of a perfect maze (randomised depth-first carving)."""
+    n = T.MAZE_SIZE
+    walls = np.ones((n, n, 4), bool)
+    seen = np.zeros((n, n), bool)
+    stack = [tuple(rng.integers(0, n, 2))]
+    seen[stack[0]] = True
+    while stack:
+        r, c = stack[-1]
+        moves = [
+            (m, r + dr, c + dc)
+            for m, (dc, dr) in enumerate(T.MAZE_STEP)
+            if 0 <= r + dr < n and 0 <= c + dc < n and not seen[r + dr, c + dc]
+        ]
+        if not moves:
+            stack.pop()
+            continue
+        m, r2, c2 = moves[rng.integers(len(moves))]
+        walls[r, c, m] = walls[r2, c2, m ^ 1] = False  # moves pair up/down and left/right
+        seen[r2, c2] = True
+        stack.append((r2, c2))
+    return walls
+
+
+def _random_markers(rng: np.random.Generator) -> np.ndarray:
+    """18 distinct cells, two per maze, as ``(col, row)`` (0-based)."""
+    cells = rng.permutation(T.MAZE_SIZE**2)[: 2 * len(T.MAZE_WALLS)]
+    return np.stack([cells % T.MAZE_SIZE, cells // T.MAZE_SIZE], -1).reshape(-1, 2, 2)
+
+
 def make_ruleset(name: str, seed: int = 0) -> Ruleset:
     """The ruleset called ``name`` (one of :data:`RULESETS`); ``seed`` picks a random one.
 
@@ -150,6 +297,8 @@ def make_ruleset(name: str, seed: int = 0) -> Ruleset:
     """
     if name == "vanilla":
         return vanilla_ruleset()
+    if name == "random":
+        return random_ruleset(seed)
     raise ValueError(f"unknown ruleset {name!r}; valid: {', '.join(RULESETS)}")
 
 
