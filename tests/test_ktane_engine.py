@@ -54,7 +54,8 @@ def wires_state(colors="RKWK--", strikes=0, time_cs=8100, zoom=0, turn=0):
     """A fresh ktane/wires bomb with the given wires (answer from the rules), zoomed in."""
     state = BASE
     c = np.array([{"K": 0, "B": 1, "R": 2, "W": 3, "Y": 4, "-": -1}[x] for x in colors])
-    m = {"colors": c, "cut": np.zeros(6, np.int32), "answer": SOLUTION(c, False)}
+    answer = SOLUTION(c, False, jnp.asarray(T.WIRE_RULES))
+    m = {"colors": c, "cut": np.zeros(6, np.int32), "answer": answer}
     vec = np.zeros(MOD_WORDS, np.int32)
     vec[: wires.LAYOUT.offsets[-1]] = np.concatenate([c, m["cut"], [int(m["answer"])]])
     serial = state.edge.serial.at[5].set(2)  # even serial: the answer above stays right

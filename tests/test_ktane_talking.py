@@ -27,6 +27,7 @@ from jaxcollab.envs.ktane.edgework import facts, sample_edgework
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
 from jaxcollab.envs.ktane.modules.base import CUT, MESSAGE, PRESS, ROTATE
 from jaxcollab.envs.ktane.observe import FACE_LEN, HEADER_LEN, side_view
+from jaxcollab.envs.ktane.ruleset import vanilla_ruleset
 from jaxcollab.llm.ktane import message_phrase
 
 #: Every module type on two bombs (at most 9 slots fit a face view; slot 7 sits on the back, so
@@ -106,7 +107,8 @@ def test_expert_answer_depends_only_on_the_phrase_heard():
         s = s.replace(messages=s.messages.at[0].set(phrase[2:]), fresh=jnp.array([True, False]))
         rows.append(env.observe(s)[1])
     np.testing.assert_array_equal(rows[0], rows[1])
-    out = [expert_turn(env, r, mem, jax.random.key(0)) for r in rows]
+    manual = vanilla_ruleset()
+    out = [expert_turn(env, manual, r, mem, jax.random.key(0)) for r in rows]
     chex.assert_trees_all_equal(out[0], out[1])
     # and it answers with four presses, in the column order of a's keys
     words = V.decode(out[0][0][2:])

@@ -44,6 +44,7 @@ from jaxcollab.envs.ktane.modules.base import (
     WAIT,
 )
 from jaxcollab.envs.ktane.render import manual_text
+from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed, parse_reply
@@ -77,8 +78,9 @@ def marks(text: str) -> str:
     return _LABEL.sub(lambda m: f"[{chr(64 + int(m.group(1)))}]", text)
 
 
-def system_prompt(role: int, mode: str) -> str:
-    """GPTNT-style system prompt of the Defuser (0) or the Expert (1) in ``mode``.
+def system_prompt(role: int, mode: str, rules: Ruleset | None = None) -> str:
+    """GPTNT-style system prompt of the Defuser (0) or the Expert (1) in ``mode``; the Expert's
+    holds the manual of ``rules`` (default: vanilla).
 
     Raises:
         ValueError: unknown mode.
@@ -100,7 +102,7 @@ def system_prompt(role: int, mode: str) -> str:
         "You are the Expert in a game of Keep Talking and Nobody Explodes. You have the bomb "
         "defusal manual below but cannot see the bomb. Your partner, the Defuser, sees the bomb "
         "and acts on it. Ask for the details you need and tell the Defuser exactly what to do.",
-        time_rule, _SCHEMA, manual_text()])
+        time_rule, _SCHEMA, manual_text(rules)])
 
 
 def decode_action(parsed: Parsed, role: int, view: str) -> tuple[tuple[int, int, str], Parsed]:
@@ -156,14 +158,19 @@ class KtaneGame(Game):
         env: a :class:`~jaxcollab.envs.ktane.KtaneEnv`.
         mode: ``sync`` or ``async`` (module docstring).
         reflection: ask each player for an end-of-game reflection.
+        rules: the episodes' :class:`~jaxcollab.envs.ktane.ruleset.Ruleset` (default:
+            vanilla); the Expert's manual is written from it. Play with
+            ``env.ruleset_params(rules)`` so the bomb follows the same rules.
     """
 
     roles = ROLE_NAMES
 
-    def __init__(self, env, mode: str = "sync", reflection: bool = True):
+    def __init__(self, env, mode: str = "sync", reflection: bool = True,
+                 rules: Ruleset | None = None):
         self.env, self.mode, self.reflection = env, mode, bool(reflection)
-        self.systems = [system_prompt(r, mode) for r in range(2)]
-        self.manual = manual_text() + "\n\n"
+        self.rules = vanilla_ruleset() if rules is None else rules
+        self.systems = [system_prompt(r, mode, self.rules) for r in range(2)]
+        self.manual = manual_text(self.rules) + "\n\n"
 
     def action_struct(self):
         return jax.ShapeDtypeStruct((2, ACTION_LEN), np.int32)
@@ -193,7 +200,8 @@ class KtaneGame(Game):
         if role == DEFUSER:
             view = marks(self.env.render_observation(obs[DEFUSER], DEFUSER))
         else:  # the Expert's row is the manual (already in its system prompt) + the phrase
-            view = self.env.render_observation(obs[role], role).removeprefix(self.manual)
+            text = self.env.render_observation(obs[role], role, self.rules)
+            view = text.removeprefix(self.manual)
         inbox = [m for t, m in s["queue"][name] if t <= now]
         s["queue"][name] = [(t, m) for t, m in s["queue"][name] if t > now]
         partner = ROLE_NAMES[1 - role].capitalize()

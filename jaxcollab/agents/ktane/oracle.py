@@ -10,15 +10,15 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxcollab.envs.ktane import BombState, KtaneEnv
+from jaxcollab.envs.ktane import BombState, KtaneEnv, KtaneParams
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.modules.base import ACTION_LEN, FLIP, SELECT
 
 
-def oracle_defuser(env: KtaneEnv, state: BombState) -> jax.Array:
+def oracle_defuser(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.Array:
     """The oracle's Defuser action ``(verb, target, 0 …)``, int32 ``[ACTION_LEN]`` (it never
-    messages; jit/vmap-safe)."""
-    verb, target = env.module_oracle(state)
+    messages; jit/vmap-safe), following the rules of ``params.rules``."""
+    verb, target = env.module_oracle(state, params)
     z = jnp.maximum(state.zoom, 0)
     working = (state.zoom >= 0) & ~state.solved[z]
     here = (jnp.asarray(env.slot_face) == state.face) & ~state.solved

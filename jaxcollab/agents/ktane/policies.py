@@ -29,6 +29,7 @@ from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.draw import randint, uniforms
 from jaxcollab.envs.ktane.modules.base import ACTION_LEN, SELECT, WAIT
+from jaxcollab.envs.ktane.ruleset import Ruleset, make_ruleset
 
 #: An action row that waits (and sends nothing).
 SILENT = np.array([WAIT] + [0] * (ACTION_LEN - 1), np.int32)
@@ -65,21 +66,32 @@ def oracle_team(env: KtaneEnv) -> PrivilegedPolicy:
     """Privileged: the oracle Defuser (reads the state) + silent Expert."""
 
     def oracle_team(key, obs, policy_state, state, params):
-        return jnp.stack([oracle_defuser(env, state), jnp.asarray(SILENT)]), policy_state
+        return jnp.stack([oracle_defuser(env, state, params), jnp.asarray(SILENT)]), policy_state
 
     return privileged_policy(oracle_team)
 
 
 TEAMS = {"oracle": oracle_team, "random": random_team, "talking": talking_team}
+#: Teams whose Expert is handed the manual (the played ruleset's public rule tables).
+MANUAL_READERS = ("talking",)
 
 
-@functools.cache
-def team(name: str, env: KtaneEnv) -> Policy:
-    """The team policy called ``name`` for ``env`` (cached, so rollouts reuse their compile).
+def team(name: str, env: KtaneEnv, rules: Ruleset | None = None) -> Policy:
+    """The team policy called ``name`` for ``env``, playing under ``rules`` (default vanilla;
+    only :data:`MANUAL_READERS` read it); cached per ruleset seed, so rollouts reuse their
+    compile.
 
     Raises:
         ValueError: unknown name; the message lists the valid ones.
     """
+    return _team(name, env, -1 if rules is None else int(rules.seed))
+
+
+@functools.cache
+def _team(name: str, env: KtaneEnv, ruleset_seed: int) -> Policy:
     if name not in TEAMS:
         raise ValueError(f"unknown ktane agent {name!r}; valid: {', '.join(TEAMS)}")
-    return TEAMS[name](env)
+    if name not in MANUAL_READERS:
+        return TEAMS[name](env)
+    return TEAMS[name](env, make_ruleset("vanilla" if ruleset_seed < 0 else "random",
+                                         max(ruleset_seed, 0)))

@@ -12,7 +12,8 @@ between descriptions of the same module (Memory's presses, Wire Sequence's earli
 
 :func:`plan` then plays the module's ``oracle`` on the rebuilt fields and steps them with its
 ``act`` (the rules), giving the instruction sequence. Module rules from the vanilla KTANE Bomb
-Defusal Manual as implemented in :mod:`jaxcollab.envs.ktane.modules`.
+Defusal Manual as implemented in :mod:`jaxcollab.envs.ktane.modules`, read with the rule tables
+of the Expert's manual (``ctx.rules``, a :class:`~jaxcollab.envs.ktane.ruleset.Ruleset`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
@@ -81,7 +81,7 @@ def _same(field):
 def _read_wires(w, note, ctx):
     colors = lookup(V.toks(T.WIRE_COLORS), w[1:24:4])
     m = {"colors": colors, "cut": (w[2:24:4] == V.tok("cut")).astype(jnp.int32),
-         "answer": wires.solution(colors, ctx.facts.serial_odd)}
+         "answer": wires.solution(colors, ctx.facts.serial_odd, ctx.rules.wire_rules)}
     return m, jnp.int32(-1)
 
 
@@ -90,9 +90,10 @@ def _read_button(w, note, ctx):
     label = lookup(V.toks(T.BUTTON_LABELS), w[3])
     held = w[5] == V.tok("held")
     strip = lookup(V.toks(T.BUTTON_COLORS), w[8])
-    m = {"color": color, "label": label, "hold": button.should_hold(color, label, ctx.facts),
-         "held": held.astype(jnp.int32), "strip": strip}
-    release = jnp.where(held, jnp.asarray(T.RELEASE_DIGIT)[jnp.maximum(strip, 0)], -1)
+    hold = button.should_hold(color, label, ctx.facts, ctx.rules)
+    m = {"color": color, "label": label, "hold": hold, "held": held.astype(jnp.int32),
+         "strip": strip}
+    release = jnp.where(held, ctx.rules.release_digit[jnp.maximum(strip, 0)], -1)
     return m, release.astype(jnp.int32)
 
 
@@ -129,13 +130,8 @@ def _keep_memory(m):
                    constant_values=-1)
 
 
-_MORSE_ALPHABET = tuple(T.MORSE_CODE)
-#: The manual's Morse chart as pattern tokens, in :data:`_MORSE_ALPHABET` order.
-_PATTERNS = V.toks([T.MORSE_CODE[c] for c in _MORSE_ALPHABET])
-#: _MORSE_LETTERS[word, k]: letter k of each Morse word in the alphabet (-1 past its end).
-_MORSE_LETTERS = np.full((len(T.MORSE_WORDS), T.MORSE_MAX_LETTERS), -1, np.int32)
-for _i, _w in enumerate(T.MORSE_WORDS):
-    _MORSE_LETTERS[_i, : len(_w)] = [_MORSE_ALPHABET.index(c) for c in _w]
+#: The manual's Morse chart as pattern tokens, in ``T.MORSE_ALPHABET`` order.
+_PATTERNS = V.toks([T.MORSE_CODE[c] for c in T.MORSE_ALPHABET])
 
 
 def _read_morse(w, note, ctx):
@@ -144,7 +140,7 @@ def _read_morse(w, note, ctx):
     start = jnp.argmax(loop == V.tok("pause")) + 1
     k = jnp.arange(T.MORSE_MAX_LETTERS)
     letters = jnp.where(k < n - 1, lookup(_PATTERNS, loop[(start + k) % jnp.maximum(n, 1)]), -1)
-    word = jnp.argmax(jnp.all(jnp.asarray(_MORSE_LETTERS) == letters, axis=1))
+    word = jnp.argmax(jnp.all(ctx.rules.morse_words == letters, axis=1))
     m = {"word": word.astype(jnp.int32),
          "dial": lookup(V.toks(T.MORSE_FREQS), w[T.MORSE_MAX_LETTERS + 4]),
          "phase": jnp.int32(0)}
@@ -174,7 +170,7 @@ def _read_wire_sequence(w, note, ctx):
 def _read_maze(w, note, ctx):
     col_row = digit(w[jnp.array([1, 2, 3, 4, 7, 8, 11, 12])]) - 1
     markers = col_row[:4].reshape(2, 2)
-    known = jnp.asarray(T.MAZE_MARKERS)  # [maze, 2, (col, row)]
+    known = ctx.rules.maze_markers  # [maze, 2, (col, row)]
     match = jnp.all(known == markers, (1, 2)) | jnp.all(known == markers[::-1], (1, 2))
     cell = lambda c, r: (r * T.MAZE_SIZE + c).astype(jnp.int32)  # noqa: E731
     m = {"maze": jnp.argmax(match).astype(jnp.int32), "light": cell(col_row[4], col_row[5]),
@@ -188,7 +184,7 @@ def _read_passwords(w, note, ctx):
     sixth letter seen."""
     letters = lookup(V.toks(tuple(T.LETTERS)), w[1 : 1 + T.PW_LETTERS * T.PW_COLUMN])
     letters = letters.reshape(T.PW_LETTERS, T.PW_COLUMN)
-    codes = jnp.asarray(T.PASSWORD_CODES)  # [words, 5]
+    codes = ctx.rules.password_codes  # [words, 5]
     spellable = jnp.all(jnp.any(letters[None] == codes[:, :, None], -1), -1)
     m = {"columns": passwords.pack(jnp.maximum(letters, 0)),
          "index": jnp.full(T.PW_LETTERS, T.PW_COLUMN - 1, jnp.int32),

@@ -61,6 +61,7 @@ from jaxcollab.envs.ktane.modules.base import (
     Ctx,
 )
 from jaxcollab.envs.ktane.observe import FACE_LEN, HEADER_LEN, HEARD_LEN, OBS_LEN
+from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
 
 #: Defuser modes: find a module / await the Expert / carry out a plan / read the sides / read
 #: the Password columns / hold the button until the release digit.
@@ -316,10 +317,11 @@ def _answer_branch(name: str):
     return answer
 
 
-def expert_turn(env: KtaneEnv, row: jax.Array, mem: ExpertMemory, key: jax.Array):
-    """One Expert turn from its observation row (the Defuser's phrase) and memory:
-    ``(action row [ACTION_LEN], memory)``. It answers a fresh description or edgework
-    phrase and otherwise waits."""
+def expert_turn(env: KtaneEnv, manual: Ruleset, row: jax.Array, mem: ExpertMemory,
+                key: jax.Array):
+    """One Expert turn from its observation row (the Defuser's phrase), the manual's rule
+    tables and its memory: ``(action row [ACTION_LEN], memory)``. It answers a fresh
+    description or edgework phrase and otherwise waits."""
     fresh = row[1] == V.tok("says")
     phrase = row[2 : 2 + MESSAGE_WORDS]
     edge = fresh & (phrase[0] == V.tok("edgework"))
@@ -335,7 +337,8 @@ def expert_turn(env: KtaneEnv, row: jax.Array, mem: ExpertMemory, key: jax.Array
     kind = jnp.maximum(lookup(titles, desc[1]), 0)
     slot = lookup(V.toks(T.FACES), desc[3]) * T.SLOTS_PER_FACE + lookup(V.LABEL, desc[2])
     slot = jnp.clip(slot, 0, T.MAX_SLOTS - 1)
-    ctx = Ctx(facts=mem.facts, strikes=digit(desc[5]), display=jnp.zeros(4, jnp.int32))
+    ctx = Ctx(facts=mem.facts, strikes=digit(desc[5]), display=jnp.zeros(4, jnp.int32),
+              rules=manual)
     words = desc[DESC_HEAD : DESC_HEAD + VIEW_LEN]
     branches = [_answer_branch(t.name) for t in env.kinds]
     answer, note = jax.lax.switch(kind, branches, words, mem.notes[slot], ctx, key)
@@ -351,16 +354,18 @@ def expert_turn(env: KtaneEnv, row: jax.Array, mem: ExpertMemory, key: jax.Array
 # --- the team --------------------------------------------------------------------------------
 
 
-def talking_team(env: KtaneEnv) -> Policy:
+def talking_team(env: KtaneEnv, manual: Ruleset | None = None) -> Policy:
     """The talking Defuser + Expert as a plain :class:`~jaxcollab.core.rollout.Policy` whose
-    state is a :class:`TeamMemory`."""
+    state is a :class:`TeamMemory`; the Expert holds ``manual`` (the public rule tables of the
+    ruleset played, default vanilla: the manual is a document, not hidden state)."""
+    manual = vanilla_ruleset() if manual is None else manual
 
     def init(key):
         return TeamMemory(turn=jnp.int32(0), defuser=_init_defuser(), expert=_init_expert())
 
     def talking(key, obs, mem: TeamMemory):
         d_row, d_mem = defuser_turn(env, obs[0], mem.defuser)
-        e_row, e_mem = expert_turn(env, obs[1], mem.expert, key)
+        e_row, e_mem = expert_turn(env, manual, obs[1], mem.expert, key)
         mine = mem.turn % 2
         keep = lambda role, new, old: jax.tree.map(  # noqa: E731
             lambda a, b: jnp.where(mine == role, a, b), new, old)

@@ -37,7 +37,8 @@ def _pad(tokens: jax.Array, length: int) -> jax.Array:
 def observe(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.Array:
     """Both roles' observations, int32 ``[2, OBS_LEN]`` word tokens (see :class:`KtaneEnv`)."""
     defuser = jnp.concatenate(
-        [header(state, params), face_view(env, state), zoom_view(env, state), heard(state, EXPERT)]
+        [header(state, params), face_view(env, state), zoom_view(env, state, params.rules),
+         heard(state, EXPERT)]
     )
     expert = _pad(heard(state, DEFUSER), OBS_LEN)
     return jnp.stack([defuser, expert]).astype(jnp.int32)
@@ -111,10 +112,10 @@ def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
     modules = _pad(slots.reshape(-1), FACE_LEN)
     return jnp.where(state.face < 2, modules, side_view(state.edge, state.face))
 
-def zoom_view(env: KtaneEnv, state: BombState) -> jax.Array:
-    """The zoomed module's view tokens (zeros when not zoomed)."""
+def zoom_view(env: KtaneEnv, state: BombState, rules) -> jax.Array:
+    """The zoomed module's view tokens under ``rules`` (zeros when not zoomed)."""
     z = jnp.maximum(state.zoom, 0)
-    view = switch(env, jnp.asarray(env.slot_kind)[z], "view", state.modules[z])
+    view = switch(env, jnp.asarray(env.slot_kind)[z], "view", state.modules[z], rules)
     return jnp.where(state.zoom >= 0, view, 0)
 
 

@@ -79,7 +79,7 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, phrase, par
         kind,
         verb,
         jnp.clip(target, 0, n_targets - 1),
-        context(state),
+        context(state, params.rules),
     )
     acted = can_act & valid
     strike, solved_now = acted & strike, acted & solved_now

@@ -66,13 +66,17 @@ def _bomb_key(key: jax.Array, seed: jax.Array) -> jax.Array:
 
 def init_state(env: KtaneEnv, key: jax.Array, params: KtaneParams) -> BombState:
     """A fresh bomb for ``env``'s mission: edgework from ``fold_in(key, 0)``, then module ``i``
-    from ``fold_in(key, i + 1)``; a fixed mission (``params.bomb_seed >= 0``) replaces ``key``
-    by one derived from the seed alone, so all its episodes get the same bomb."""
+    from ``fold_in(key, i + 1)`` under ``params.rules``; a fixed mission
+    (``params.bomb_seed >= 0``) replaces ``key`` by one derived from the seed alone, so all its
+    episodes get the same bomb."""
     key = _bomb_key(key, params.bomb_seed)
     edge = sample_edgework(fold_in(key, 0), params.n_widgets)
     f = facts(edge)
     modules = jnp.stack(
-        [t.layout.pack(t.generate(fold_in(key, i + 1), f)) for i, t in enumerate(env.types)]
+        [
+            t.layout.pack(t.generate(fold_in(key, i + 1), f, params.rules))
+            for i, t in enumerate(env.types)
+        ]
     )
     zero = jnp.int32(0)
     return BombState(

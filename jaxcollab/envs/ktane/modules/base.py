@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.envs.ktane.edgework import Facts
+from jaxcollab.envs.ktane.ruleset import Ruleset
 
 #: Words of int32 state per module slot (every layout must fit).
 MOD_WORDS = 32
@@ -53,12 +54,14 @@ class Ctx:
 
     Attributes:
         facts: edgework predicates; strikes: int32 ``[]`` bomb strikes before this action;
-        display: int32 ``[4]`` timer digits shown when the action is taken.
+        display: int32 ``[4]`` timer digits shown when the action is taken; rules: the
+        episode's rule tables (``KtaneParams.rules``).
     """
 
     facts: Facts
     strikes: jax.Array
     display: jax.Array
+    rules: Ruleset
 
 
 class Layout:
@@ -107,12 +110,12 @@ class ModuleType:
         layout: packed state fields.
         n_targets: number of labelled targets (target ids ``0 … n_targets - 1``).
         verbs: the module verbs it accepts (others are invalid and change nothing).
-        generate: ``(key, facts) -> m``, a fresh module.
+        generate: ``(key, facts, rules) -> m``, a fresh module under the :class:`Ruleset`.
         act: see :data:`ActFn`; ``valid`` is False for an action with no effect.
         oracle: ``(m, ctx) -> (verb, target)`` the next correct action (``WAIT`` if none).
-        view: ``(m) -> int32 [VIEW_LEN]`` Defuser tokens of the zoomed module.
-        describe: host-side ``(m as numpy dict) -> dict`` for export.
-        manual: host-side ``() -> str``, the Expert's manual page.
+        view: ``(m, rules) -> int32 [VIEW_LEN]`` Defuser tokens of the zoomed module.
+        describe: host-side ``(m as numpy dict, rules as numpy) -> dict`` for export.
+        manual: host-side ``(rules as numpy) -> str``, the Expert's manual page.
     """
 
     name: str
