@@ -75,17 +75,16 @@ def test_team_reads_rules_not_the_hidden_answer():
     wrong = jnp.argmax((m["colors"] >= 0) & (jnp.arange(6) != m["answer"]))
     forged = state.replace(modules=state.modules.at[0].set(
         env.types[0].layout.pack(dict(m, answer=wrong))))
+    act, step, observe = jax.jit(policy.act), jax.jit(env.step), jax.jit(env.observe)
     cuts = []
     for s in (state, forged):
         mem = policy.init(key)
         for t in range(60):
-            obs = env.observe(s)
-            actions, mem = policy.act(jax.random.key(t), obs, mem)
+            actions, mem = act(jax.random.key(t), observe(s), mem)
+            _, s, *_ = step(jax.random.key(t), s, actions)
             if t % 2 == 0 and int(actions[0, 0]) == CUT:
                 cuts.append(int(actions[0, 1]))
-                _, s, *_ = env.step(jax.random.key(t), s, actions)
                 break
-            _, s, *_ = env.step(jax.random.key(t), s, actions)
         cuts.append(int(s.strikes))
     assert cuts[0] == cuts[2] == int(m["answer"]) != int(wrong)
     assert cuts[1] == 0 and cuts[3] == 1
