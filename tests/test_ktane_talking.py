@@ -31,7 +31,9 @@ from jaxcollab.envs.ktane.ruleset import vanilla_ruleset
 from jaxcollab.llm.ktane import message_phrase
 
 #: Every module type on two bombs (at most 9 slots fit a face view; slot 7 sits on the back, so
-#: the team also flips), with time to spare: a test of the dialogue, not of the clock.
+#: the team also flips), with time to spare: a test of the dialogue, not of the clock. The
+#: seven-module bomb is slow to compile (-m slow); every module type's success at its own time
+#: limit is measured by ``eval/rollout.py env=ktane/all agent=talking`` (README).
 BOMBS = (
     ("wires", "button", "keypad", "simon", "whos_on_first", "memory", "morse"),
     ("complicated_wires", "wire_sequence", "maze", "passwords"),
@@ -47,7 +49,10 @@ def test_talking_is_a_plain_policy():
     assert not policy.privileged and not isinstance(policy, PrivilegedPolicy)
 
 
-@pytest.mark.parametrize("modules", BOMBS, ids=["seven", "four"])
+@pytest.mark.parametrize(
+    "modules",
+    [pytest.param(BOMBS[0], id="seven", marks=pytest.mark.slow), pytest.param(BOMBS[1], id="four")],
+)
 def test_talking_defuses_every_module_type_without_a_strike(modules):
     env = _bomb(modules)
     final = rollout(env, team("talking", env), episode_keys(3, 8), max_steps=env.max_turns,
