@@ -75,8 +75,9 @@ PW_PRESSES = T.PW_LETTERS * (T.PW_COLUMN - 1)
 #: VERB_WORD[verb]: the instruction word of each module verb (0 for the others).
 VERB_WORD = np.zeros(len(VERBS), np.int32)
 VERB_WORD[[PRESS, CUT, HOLD, RELEASE]] = V.toks(("press", "cut", "hold", "release"))
-_LAST_AT = 19  # Defuser-row position of the last turn's result (observe.header)
-_TIMER_AT = np.array([1, 2, 4, 5])  # ... and of the four timer digits
+#: Defuser-row positions (:func:`jaxcollab.envs.ktane.observe.header`) of the last turn's
+#: result, the strike count and the four timer digits.
+_LAST_AT, _STRIKES_AT, _TIMER_AT = 19, 8, np.array([1, 2, 4, 5])
 
 
 @chex.dataclass(frozen=True)
@@ -182,7 +183,7 @@ def _describe(row, slot, words) -> jax.Array:
         jnp.asarray(V.LABEL)[slot % T.SLOTS_PER_FACE],
         row[FACE_AT],
         jnp.int32(V.tok("strikes")),
-        row[8],
+        row[_STRIKES_AT],
     ])
     return say(jnp.concatenate([head, words]))
 
