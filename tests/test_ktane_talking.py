@@ -186,3 +186,13 @@ def test_llm_message_maps_to_vocabulary_words():
                                 "MHz"]
     assert V.decode(message_phrase("hello there")) == ["nothing"]
     assert message_phrase(" ".join(["red"] * 60)).shape == (48,)
+
+
+def test_header_positions_the_defuser_reads():
+    from jaxcollab.agents.ktane import talking
+
+    env = jaxcollab.make("ktane/wires")
+    row = np.asarray(env.observe(env.init_state(jax.random.key(0)))[0])
+    assert row[talking._STRIKES_AT - 1] == V.tok("strikes")
+    assert row[talking._LAST_AT - 1] == V.tok("last")
+    assert row[talking._TIMER_AT[0] - 1] == V.tok("time")
