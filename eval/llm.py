@@ -38,7 +38,8 @@ def configs(cfg: DictConfig) -> tuple[LLMConfig, RunConfig]:
     rc = RunConfig(
         env=cfg.env, episodes=cfg.episodes, seed=cfg.seed, batch=cfg.batch, tools=cfg.llm.tools,
         hint=cfg.bomb.hint, turn_order=tuple(cfg.bomb.turn_order), solo=cfg.bomb.solo,
-        mode=cfg.ktane.mode, reflection=cfg.ktane.reflection, setting=cfg.maze.setting,
+        mode=cfg.ktane.mode, reflection=cfg.ktane.reflection,
+        ruleset=cfg.ktane.ruleset, ruleset_seed=cfg.ktane.ruleset_seed, setting=cfg.maze.setting,
         rounds=cfg.maze.rounds, samples=cfg.maze.samples, mazes=cfg.maze.mazes,
         rollouts=cfg.maze.rollouts, maze_seed=cfg.maze.maze_seed,
         calibration_dir=cfg.maze.calibration_dir)

@@ -17,6 +17,13 @@ family's ``rollout_bank``; ``results.json`` adds ``summary.core`` / ``plus`` / `
 ``families.<family>`` and, with ``solo`` (a team played on the same episodes, or an earlier
 bank run's ``results.json``), ``summary.solo`` and ``summary.gap`` (solo minus trio success
 rate).
+
+Keep-Talking rules (ours; GPTNT §7 leaves randomised rules to future work)::
+
+    python eval/rollout.py env=ktane/wires agent=oracle ruleset=random ruleset_seed=3
+
+plays under a ruleset whose every rule table is redrawn from ``ruleset_seed``
+(:mod:`jaxcollab.envs.ktane.ruleset`); ``ruleset=vanilla`` (the default) is the vanilla manual.
 """
 
 from __future__ import annotations
@@ -52,14 +59,18 @@ def check_config(cfg: DictConfig) -> None:
 
     Raises:
         ConfigValueError: unknown env or group, an agent that is not a team of its family,
-            ``bank=true`` for a family without an instance bank, or a ``solo`` that is neither
-            a team nor an existing results file.
+            ``bank=true`` for a family without an instance bank, ``ruleset=random`` for a
+            family without rulesets, or a ``solo`` that is neither a team nor an existing
+            results file.
     """
     _, module = agents_of(cfg.env)
     if cfg.agent not in module.TEAMS:
         raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {list(module.TEAMS)}")
     if cfg.bank and not hasattr(module, "rollout_bank"):
         raise ConfigValueError("bank", True, f"false: {cfg.env} has no instance bank (bomb has)")
+    if cfg.ruleset != "vanilla" and not hasattr(module, "RULESETS"):
+        raise ConfigValueError("ruleset", cfg.ruleset, f"vanilla: {cfg.env} has no randomised "
+                               "rulesets (ktane has)")
     if cfg.solo is not None and cfg.solo not in module.TEAMS and not Path(cfg.solo).is_file():
         raise ConfigValueError("solo", cfg.solo, f"a team ({', '.join(module.TEAMS)}) or an "
                                "existing bank results.json")
@@ -83,7 +94,9 @@ def run(cfg: DictConfig) -> dict:
         results = module.rollout_bank(names, cfg.agent, cfg.repeats, turn_order=turn_order,
                                       seed=cfg.seed, solo=_solo(cfg.solo, module))
     else:
-        results = module.evaluate(names, cfg.agent, cfg.episodes, cfg.seed)
+        rules = ({"ruleset": str(cfg.ruleset), "ruleset_seed": cfg.ruleset_seed}
+                 if hasattr(module, "RULESETS") else {})
+        results = module.evaluate(names, cfg.agent, cfg.episodes, cfg.seed, **rules)
     job.results.update({"env": cfg.env, **results})
     keys = ("success_rate", "episodes", "episodes_per_second")
     print({k: job.results.data[k] for k in keys if k in job.results.data}, f"-> {job.results.path}")

@@ -12,10 +12,12 @@ from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.edgework import display_digits, display_text, sample_edgework
 from jaxcollab.envs.ktane.modules import wires
 from jaxcollab.envs.ktane.modules.base import (
+    ACTION_LEN,
     BACK,
     CUT,
     FLIP,
     MESSAGE,
+    MESSAGE_WORDS,
     MOD_WORDS,
     PRESS,
     ROTATE,
@@ -32,22 +34,28 @@ RESET = jax.jit(ENV.reset)
 BASE = RESET(jax.random.key(0))[1]
 PARAMS = ENV.default_params
 SOLUTION = jax.jit(wires.solution)
-WAIT2 = [WAIT, 0, 0]
+WAIT2 = [WAIT] + [0] * (ACTION_LEN - 1)
 
 
-def defuser(verb, target=0, word=0):
-    return jnp.array([[verb, target, word], WAIT2], jnp.int32)
+def row(verb, target=0, *words):
+    """One role's action row ``(verb, target, w_1 … w_L)``."""
+    return [verb, target, *words] + [0] * (MESSAGE_WORDS - len(words))
 
 
-def expert(verb, word=0):
-    return jnp.array([WAIT2, [verb, 0, word]], jnp.int32)
+def defuser(verb, target=0, *words):
+    return jnp.array([row(verb, target, *words), WAIT2], jnp.int32)
+
+
+def expert(verb, *words):
+    return jnp.array([WAIT2, row(verb, 0, *words)], jnp.int32)
 
 
 def wires_state(colors="RKWK--", strikes=0, time_cs=8100, zoom=0, turn=0):
     """A fresh ktane/wires bomb with the given wires (answer from the rules), zoomed in."""
     state = BASE
     c = np.array([{"K": 0, "B": 1, "R": 2, "W": 3, "Y": 4, "-": -1}[x] for x in colors])
-    m = {"colors": c, "cut": np.zeros(6, np.int32), "answer": SOLUTION(c, False)}
+    answer = SOLUTION(c, False, jnp.asarray(T.WIRE_RULES))
+    m = {"colors": c, "cut": np.zeros(6, np.int32), "answer": answer}
     vec = np.zeros(MOD_WORDS, np.int32)
     vec[: wires.LAYOUT.offsets[-1]] = np.concatenate([c, m["cut"], [int(m["answer"])]])
     serial = state.edge.serial.at[5].set(2)  # even serial: the answer above stays right
@@ -126,9 +134,9 @@ def test_serial_vowel_rate_matches_the_games_35_entry_table():
 def test_only_the_role_on_turn_acts():
     state = wires_state(zoom=-1)
     # on the Defuser's turn the Expert's message is ignored, and vice versa
-    state, _ = run(state, jnp.array([WAIT2, [MESSAGE, 0, tok("red")]], jnp.int32))
-    assert state.messages.tolist() == [0, 0]
-    state, _ = run(state, jnp.array([[SELECT, 0, 0], WAIT2], jnp.int32))
+    state, _ = run(state, jnp.array([WAIT2, row(MESSAGE, 0, tok("red"))], jnp.int32))
+    assert not np.asarray(state.messages).any()
+    state, _ = run(state, jnp.array([row(SELECT, 0), WAIT2], jnp.int32))
     assert int(state.zoom) == -1 and int(state.turn) == 2
 
 
@@ -228,10 +236,13 @@ def test_expert_sees_the_manual_and_messages_only():
     assert ENV.render_text(a, 1) == ENV.render_text(b, 1)
     assert ENV.render_text(a, 1).startswith(manual_text())
     np.testing.assert_array_equal(OBSERVE(a)[1], OBSERVE(b)[1])
-    state, _ = run(a, defuser(MESSAGE, 0, tok("yellow")))
-    assert ENV.render_text(state, 1).endswith("defuser says yellow")
-    state, _ = run(state, expert(MESSAGE, tok("cut")))
-    assert "expert says cut" in ENV.render_text(state, 0)
+    assert ENV.render_text(a, 1).endswith("defuser said none")
+    state, _ = run(a, defuser(MESSAGE, 0, tok("yellow"), tok("wire"), tok("[B]")))
+    assert ENV.render_text(state, 1).endswith("defuser says yellow wire [B]")
+    state, _ = run(state, expert(MESSAGE, tok("cut"), tok("[B]")))
+    assert ENV.render_text(state, 0).endswith("expert says cut [B]")
+    state, _ = run(state, defuser(WAIT))  # older phrases read "said"
+    assert ENV.render_text(state, 1).endswith("defuser said yellow wire [B]")
 
 
 def _same_defuser_obs(a, b):
@@ -291,7 +302,8 @@ def test_jit_and_eager_steps_agree():
         with jax.disable_jit():
             s_eager = ENV.step(jax.random.key(i), s_eager, a)[1]
     chex.assert_trees_all_equal(s_jit, s_eager)
-    assert int(s_jit.zoom) == 0 and int(s_jit.strikes) == 1 and int(s_jit.messages[1]) == tok("red")
+    assert int(s_jit.zoom) == 0 and int(s_jit.strikes) == 1
+    assert int(s_jit.messages[1, 0]) == tok("red")
 
 
 def test_step_does_not_retrace_across_states_and_actions():

@@ -14,8 +14,8 @@ from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.modules import complicated_wires as cw
 from jaxcollab.envs.ktane.modules import maze, morse, passwords
 from jaxcollab.envs.ktane.modules import wire_sequence as ws
-from jaxcollab.envs.ktane.modules.base import CUT, PRESS
-from tests.test_ktane_rules import act, make_ctx, make_facts
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, CUT, PRESS
+from tests.test_ktane_rules import VANILLA, act, make_ctx, make_facts
 
 # --- morse (§8) --------------------------------------------------------------------------------
 
@@ -87,15 +87,17 @@ def test_complicated_wires_venn_rows(row):
     yes, no = _CUT_IF[_VENN[row]]
     args = (jnp.array([color]), jnp.array([led]), jnp.array([star]))
     if yes is not None:
-        assert bool(_must(*args, yes)[0])
+        assert bool(_must(*args, yes, VANILLA)[0])
     if no is not None:
-        assert not bool(_must(*args, no)[0])
+        assert not bool(_must(*args, no, VANILLA)[0])
     if red and not blue:  # striped red+white counts as red
         alt = jnp.array([T.CW_COLORS.index("red+white")])
-        assert bool(_must(alt, *args[1:], yes or no)[0]) == bool(_must(*args, yes or no)[0])
+        assert bool(_must(alt, *args[1:], yes or no, VANILLA)[0]) == bool(
+            _must(*args, yes or no, VANILLA)[0])
     if blue and not red:
         alt = jnp.array([T.CW_COLORS.index("blue+white")])
-        assert bool(_must(alt, *args[1:], yes or no)[0]) == bool(_must(*args, yes or no)[0])
+        assert bool(_must(alt, *args[1:], yes or no, VANILLA)[0]) == bool(
+            _must(*args, yes or no, VANILLA)[0])
 
 
 def test_complicated_wires_strike_and_solve():
@@ -118,8 +120,9 @@ def test_complicated_wires_strike_and_solve():
 def test_complicated_wires_generation_always_has_a_wire_to_cut():
     keys = jax.random.split(jax.random.key(0), 256)
     for facts in (make_facts(odd=True), make_facts(odd=False, parallel=True, batteries=3)):
-        gen = jax.vmap(lambda k, f=facts: cw.generate(k, f))(keys)
-        must = jax.vmap(lambda g, f=facts: cw.must_cut(g["colors"], g["led"], g["star"], f))(gen)
+        gen = jax.vmap(lambda k, f=facts: cw.generate(k, f, VANILLA))(keys)
+        must = jax.vmap(
+            lambda g, f=facts: cw.must_cut(g["colors"], g["led"], g["star"], f, VANILLA))(gen)
         assert bool(jnp.all(jnp.any(must, axis=1)))
         n = np.asarray((gen["colors"] >= 0).sum(1))
         assert n.min() == 4 and n.max() == 6
@@ -145,7 +148,7 @@ def test_wire_sequence_occurrence_rows(color, k):
             wires[s] = c * 3 + (t + 1) % 3
         wires[1] = other * 3 + t
         wires[slots[-1]] = c * 3 + t
-        must = np.asarray(_must_ws(jnp.array(wires)))
+        must = np.asarray(_must_ws(jnp.array(wires), VANILLA))
         assert must[slots[-1]] == (letter in _WS_TABLE[color].split()[k - 1]), (color, k, letter)
 
 
@@ -180,7 +183,8 @@ def test_wire_sequence_panels_counts_carry_and_down_strikes():
 
 
 def test_wire_sequence_generation_as_the_game():
-    gen = jax.vmap(lambda k: ws.generate(k, make_facts()))(jax.random.split(jax.random.key(2), 512))
+    keys = jax.random.split(jax.random.key(2), 512)
+    gen = jax.vmap(lambda k: ws.generate(k, make_facts(), VANILLA))(keys)
     w = np.asarray(gen["wires"])
     n = (w >= 0).sum(1)
     assert set(n.tolist()) <= {9, 10} and {9, 10} <= set(n.tolist())
@@ -230,7 +234,7 @@ def test_maze_reaching_the_goal_solves_and_goal_is_never_adjacent():
     m = {"maze": 0, "light": 0, "goal": 6}  # maze 1: (1,1) down to (1,2) is open
     _, strike, solved, _ = act(maze.MAZE, m, PRESS, T.MAZE_MOVES.index("down"), make_ctx())
     assert solved and not strike
-    gen = jax.vmap(lambda k: maze.generate(k, make_facts()))(
+    gen = jax.vmap(lambda k: maze.generate(k, make_facts(), VANILLA))(
         jax.random.split(jax.random.key(1), 512)
     )
     light, goal = np.asarray(gen["light"]), np.asarray(gen["goal"])
@@ -246,7 +250,7 @@ _WORDS = ("about after again below could every first found great house large lea
 
 
 def test_passwords_exactly_one_spellable_word():
-    gen = jax.vmap(lambda k: passwords.generate(k, make_facts()))(
+    gen = jax.vmap(lambda k: passwords.generate(k, make_facts(), VANILLA))(
         jax.random.split(jax.random.key(4), 200)
     )
     cols = np.asarray(jax.vmap(passwords.unpack)(gen["columns"]))
@@ -292,15 +296,18 @@ def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module()
     face = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
     assert face == ["[A]", "[B]", "[C]", "[D]", "[E]", "[F]"]
     # the back face's labels restart at [A]; select [B] there zooms into slot 7
-    flip = jnp.array([[FLIP, 0, 0], [0, 0, 0]])
+    def turn(verb, target):
+        return jnp.zeros((2, ACTION_LEN), jnp.int32).at[0, :2].set(jnp.array([verb, target]))
+
+    flip = turn(FLIP, 0)
     state, *_ = env.transition(jax.random.key(0), state, flip)
     assert re.findall(r"\[[^\]]+\]", env.render_text(state, 0)) == ["[A]", "[B]"]
-    state, *_ = env.transition(jax.random.key(0), state, jnp.zeros((2, 3), jnp.int32))
-    state, *_ = env.transition(jax.random.key(0), state, jnp.array([[SELECT, 1, 0], [0, 0, 0]]))
+    state, *_ = env.transition(jax.random.key(0), state, jnp.zeros((2, ACTION_LEN), jnp.int32))
+    state, *_ = env.transition(jax.random.key(0), state, turn(SELECT, 1))
     assert int(state.zoom) == 7
     for name, t in MODULE_TYPES.items():
         env = jaxcollab.make(f"ktane/{name}")
         state = env.init_state(jax.random.key(1))
-        state, *_ = env.transition(jax.random.key(0), state, jnp.array([[SELECT, 0, 0], [0, 0, 0]]))
+        state, *_ = env.transition(jax.random.key(0), state, turn(SELECT, 0))
         labels = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
         assert labels == [f"[{chr(65 + k)}]" for k in range(t.n_targets)], name

@@ -17,6 +17,9 @@ from jaxcollab.envs.ktane.edgework import Facts
 from jaxcollab.envs.ktane.modules import MODULE_TYPES, button, keypad, memory, simon, wires
 from jaxcollab.envs.ktane.modules import whos_on_first as wof
 from jaxcollab.envs.ktane.modules.base import CUT, HOLD, PRESS, RELEASE, WAIT, Ctx
+from jaxcollab.envs.ktane.ruleset import vanilla_ruleset
+
+VANILLA = vanilla_ruleset()
 
 
 def make_facts(odd=False, vowel=False, batteries=0, lit=(), parallel=False) -> Facts:
@@ -28,8 +31,9 @@ def make_facts(odd=False, vowel=False, batteries=0, lit=(), parallel=False) -> F
     )  # fmt: skip
 
 
-def make_ctx(facts=None, strikes=0, display=(0, 0, 0, 0)) -> Ctx:
-    return Ctx(facts=facts or make_facts(), strikes=jnp.int32(strikes), display=jnp.array(display))
+def make_ctx(facts=None, strikes=0, display=(0, 0, 0, 0), rules=VANILLA) -> Ctx:
+    return Ctx(facts=facts or make_facts(), strikes=jnp.int32(strikes), display=jnp.array(display),
+               rules=rules)
 
 
 _JIT_ACT = {name: jax.jit(t.act) for name, t in MODULE_TYPES.items()}
@@ -75,7 +79,7 @@ _solution = jax.jit(wires.solution)
 @pytest.mark.parametrize("slots, odd, expected", WIRE_CASES)
 def test_wires_rule_rows(slots, odd, expected):
     colors = jnp.array([_C[c] for c in slots])
-    assert int(_solution(colors, jnp.bool_(odd))) == expected
+    assert int(_solution(colors, jnp.bool_(odd), VANILLA.wire_rules)) == expected
 
 
 def test_wires_strike_keeps_wire_cut_and_module_unsolved():
@@ -112,7 +116,7 @@ _should_hold = jax.jit(button.should_hold)
 @pytest.mark.parametrize("color, label, facts, hold", BUTTON_CASES)
 def test_button_hold_or_tap_rows(color, label, facts, hold):
     c, lab = T.BUTTON_COLORS.index(color), T.BUTTON_LABELS.index(label)
-    assert int(_should_hold(jnp.int32(c), jnp.int32(lab), make_facts(**facts))) == hold
+    assert int(_should_hold(jnp.int32(c), jnp.int32(lab), make_facts(**facts), VANILLA)) == hold
 
 
 _shows_digit = jax.jit(button.shows_digit)
@@ -125,8 +129,8 @@ _shows_digit = jax.jit(button.shows_digit)
 )  # fmt: skip
 def test_button_release_digit(strip, good, bad):
     s = jnp.int32(T.BUTTON_COLORS.index(strip))
-    assert bool(_shows_digit(jnp.array(good), s))
-    assert not bool(_shows_digit(jnp.array(bad), s))
+    assert bool(_shows_digit(jnp.array(good), s, VANILLA))
+    assert not bool(_shows_digit(jnp.array(bad), s, VANILLA))
 
 
 def _button(hold, held=0, strip=-1):
@@ -302,7 +306,7 @@ def test_wof_step1_every_display_word():
 def test_wof_step2_every_list(buttons, label, expected):
     display = _display_reading(buttons.index(label))
     ids = jnp.array([T.WOF_LABELS.index(b) for b in buttons])
-    assert int(_wof_answer(jnp.int32(display), ids)) == expected
+    assert int(_wof_answer(jnp.int32(display), ids, VANILLA)) == expected
 
 
 def test_wof_strike_keeps_stage_and_redraws():
@@ -344,7 +348,7 @@ def test_memory_every_cell(stage, display):
     m = {"stage": jnp.int32(stage), "display": jnp.int32(display),
          "labels": jnp.array(MEM_LABELS), "hist_pos": jnp.array([p - 1 for p, _ in hist]),
          "hist_label": jnp.array([lab for _, lab in hist])}  # fmt: skip
-    assert int(_memory_answer(m)) + 1 == MEM_EXPECTED[stage][display - 1]
+    assert int(_memory_answer(m, VANILLA)) + 1 == MEM_EXPECTED[stage][display - 1]
 
 
 def test_memory_strike_resets_to_stage_one():
@@ -368,7 +372,7 @@ def _generate_all(keys):
     """Unpacked fresh modules of every type, 256 each (one compile for all types)."""
 
     def one(t):
-        vecs = jax.vmap(lambda k: t.layout.pack(t.generate(k, make_facts())))(keys)
+        vecs = jax.vmap(lambda k: t.layout.pack(t.generate(k, make_facts(), VANILLA)))(keys)
         return jax.vmap(t.layout.unpack)(vecs)
 
     return {name: one(t) for name, t in MODULE_TYPES.items()}
@@ -381,7 +385,8 @@ def test_generated_modules_respect_the_spec_distributions():
     assert n.min() == 3 and n.max() == 6 and 0.4 < np.mean(n == 6) < 0.6
     wire_answer = gen["wires"]["answer"]
     assert np.all(gen["wires"]["colors"][np.arange(256), wire_answer] >= 0)
-    ranks = np.asarray(jax.vmap(keypad.key_ranks)(jnp.asarray(gen["keypad"]["symbols"])))
+    symbols = jnp.asarray(gen["keypad"]["symbols"])
+    ranks = np.asarray(jax.vmap(lambda s: keypad.key_ranks(s, VANILLA))(symbols))
     assert all(len(set(r)) == 4 and max(r) < 7 for r in ranks)
     assert set(gen["simon"]["length"].tolist()) == {3, 4, 5}
     assert set(gen["memory"]["display"].tolist()) == {1, 2, 3, 4}

@@ -49,6 +49,11 @@ def count(default: Any = MISSING, minimum: int = 1) -> Any:
 
 # -- choices ---------------------------------------------------------------------------------
 
+class RulesetName(StrEnum):
+    vanilla = "vanilla"  # the vanilla KTANE manual
+    random = "random"    # every rule table redrawn from ruleset_seed (ours)
+
+
 class TaskName(StrEnum):
     parity = "parity"
     maze = "maze"
@@ -318,6 +323,8 @@ class Rollout:
     repeats: int = count(3)     # repeats of each bank instance
     turn_order: Any = "cycle"   # "cycle" or a permutation of the role names
     solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
+    ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
+    ruleset_seed: int = count(0, 0)             # seed of ruleset=random
     out_dir: str = MISSING
 
 

@@ -5,8 +5,9 @@ with slot and target labels shown as set-of-marks letters ``[A]``, ``[B]``, …)
 the manual and never the bomb. Both answer ``<thoughts>…</thoughts><action>{"result": {"kind":
 "do_nothing" | "send_message" | "interact_game", "data": {…}}}</action>`` (GPTNT E, F.1).
 Messages travel through per-player queues drained on each turn (GPTNT C.4.2); the environment
-sees each message as its first vocabulary word (it counts messages; the full text never enters
-the game, as in GPTNT, where messages bypass the game).
+sees each message as the phrase of its first ``MESSAGE_WORDS`` vocabulary words (unknown words
+dropped; it counts messages and shows the phrase; the full text never enters the game, as in
+GPTNT, where messages bypass the game).
 
 Modes (GPTNT C.4.2–C.4.3): ``sync`` — players alternate and game time advances Δ = 3 s after each
 Defuser cycle (the environment's own turn cost); Expert cycles are free. ``async`` — the clock runs
@@ -29,11 +30,13 @@ from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES
 from jaxcollab.envs.ktane.modules.base import (
+    ACTION_LEN,
     BACK,
     CUT,
     FLIP,
     HOLD,
     MESSAGE,
+    MESSAGE_WORDS,
     PRESS,
     RELEASE,
     ROTATE,
@@ -41,6 +44,7 @@ from jaxcollab.envs.ktane.modules.base import (
     WAIT,
 )
 from jaxcollab.envs.ktane.render import manual_text
+from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed, parse_reply
@@ -74,8 +78,9 @@ def marks(text: str) -> str:
     return _LABEL.sub(lambda m: f"[{chr(64 + int(m.group(1)))}]", text)
 
 
-def system_prompt(role: int, mode: str) -> str:
-    """GPTNT-style system prompt of the Defuser (0) or the Expert (1) in ``mode``.
+def system_prompt(role: int, mode: str, rules: Ruleset | None = None) -> str:
+    """GPTNT-style system prompt of the Defuser (0) or the Expert (1) in ``mode``; the Expert's
+    holds the manual of ``rules`` (default: vanilla).
 
     Raises:
         ValueError: unknown mode.
@@ -97,7 +102,7 @@ def system_prompt(role: int, mode: str) -> str:
         "You are the Expert in a game of Keep Talking and Nobody Explodes. You have the bomb "
         "defusal manual below but cannot see the bomb. Your partner, the Defuser, sees the bomb "
         "and acts on it. Ask for the details you need and tell the Defuser exactly what to do.",
-        time_rule, _SCHEMA, manual_text()])
+        time_rule, _SCHEMA, manual_text(rules)])
 
 
 def decode_action(parsed: Parsed, role: int, view: str) -> tuple[tuple[int, int, str], Parsed]:
@@ -132,14 +137,18 @@ def decode_action(parsed: Parsed, role: int, view: str) -> tuple[tuple[int, int,
     return (verb, ord(loc) - 65, ""), parsed
 
 
-def message_word(text: str) -> int:
-    """The token of the first vocabulary word in ``text`` (``nothing`` if none): what the
-    environment records of a message."""
-    for word in re.findall(r"[A-Za-z0-9']+", text):
-        for cand in (word, word.lower(), word.upper()):
-            if cand in V.VOCAB[1:]:
-                return V.tok(cand)
-    return V.tok("nothing")
+def message_phrase(text: str) -> np.ndarray:
+    """What the environment records of a free-text message: int32 ``[MESSAGE_WORDS]`` tokens of
+    its vocabulary words in order (tried as written and without edge punctuation, lower- and
+    upper-case; set-of-marks labels like ``[C]`` kept), unknown words dropped, 0-padded;
+    ``nothing`` if no word is known."""
+    words = []
+    for word in re.findall(r"\[[A-Z]\]|[A-Za-z0-9'./-]+", text):
+        bare = word.strip(".'-/")
+        known = [c for w in (word, bare) for c in (w, w.lower(), w.upper()) if c in V.VOCAB[1:]]
+        words += [V.tok(known[0])] if known else []
+    words = words[:MESSAGE_WORDS] or [V.tok("nothing")]
+    return np.pad(np.array(words, np.int32), (0, MESSAGE_WORDS - len(words)))
 
 
 class KtaneGame(Game):
@@ -149,20 +158,25 @@ class KtaneGame(Game):
         env: a :class:`~jaxcollab.envs.ktane.KtaneEnv`.
         mode: ``sync`` or ``async`` (module docstring).
         reflection: ask each player for an end-of-game reflection.
+        rules: the episodes' :class:`~jaxcollab.envs.ktane.ruleset.Ruleset` (default:
+            vanilla); the Expert's manual is written from it. Play with
+            ``env.ruleset_params(rules)`` so the bomb follows the same rules.
     """
 
     roles = ROLE_NAMES
 
-    def __init__(self, env, mode: str = "sync", reflection: bool = True):
+    def __init__(self, env, mode: str = "sync", reflection: bool = True,
+                 rules: Ruleset | None = None):
         self.env, self.mode, self.reflection = env, mode, bool(reflection)
-        self.systems = [system_prompt(r, mode) for r in range(2)]
-        self.manual = manual_text() + "\n\n"
+        self.rules = vanilla_ruleset() if rules is None else rules
+        self.systems = [system_prompt(r, mode, self.rules) for r in range(2)]
+        self.manual = manual_text(self.rules) + "\n\n"
 
     def action_struct(self):
-        return jax.ShapeDtypeStruct((2, 3), np.int32)
+        return jax.ShapeDtypeStruct((2, ACTION_LEN), np.int32)
 
     def noop(self):
-        return np.zeros((2, 3), np.int32)
+        return np.zeros((2, ACTION_LEN), np.int32)
 
     def _state(self, ep: Episode) -> dict:
         return ep.data.setdefault("ktane", {
@@ -185,8 +199,9 @@ class KtaneGame(Game):
             return self.noop()
         if role == DEFUSER:
             view = marks(self.env.render_observation(obs[DEFUSER], DEFUSER))
-        else:  # the Expert's row is the manual (already in its system prompt) + the last word
-            view = self.env.render_observation(obs[role], role).removeprefix(self.manual)
+        else:  # the Expert's row is the manual (already in its system prompt) + the phrase
+            text = self.env.render_observation(obs[role], role, self.rules)
+            view = text.removeprefix(self.manual)
         inbox = [m for t, m in s["queue"][name] if t <= now]
         s["queue"][name] = [(t, m) for t, m in s["queue"][name] if t > now]
         partner = ROLE_NAMES[1 - role].capitalize()
@@ -217,7 +232,9 @@ class KtaneGame(Game):
         if verb == MESSAGE:
             s["queue"][ROLE_NAMES[1 - role]].append((now + lag, text))
         action = self.noop()
-        action[role] = (verb, target, message_word(text) if verb == MESSAGE else 0)
+        action[role, :2] = (verb, target)
+        if verb == MESSAGE:
+            action[role, 2:] = message_phrase(text)
         if role != DEFUSER:
             s["busy_until"][name] = now + lag
             return action

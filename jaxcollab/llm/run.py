@@ -47,6 +47,8 @@ class RunConfig:
     solo: bool = False
     mode: str = "sync"
     reflection: bool = True
+    ruleset: str = "vanilla"
+    ruleset_seed: int = 0
     setting: str = "action"
     rounds: int = 4
     samples: int = 5
@@ -70,9 +72,11 @@ def _game(env, family: str, rc: RunConfig):
         params = env.default_params.replace(turn_order=np.asarray(order, np.int32))
         return BombGame(env, rc.hint, order, rc.solo, rc.tools == "native"), params
     if family == "ktane":
+        from jaxcollab.envs.ktane.ruleset import make_ruleset
         from jaxcollab.llm.ktane import KtaneGame
 
-        return KtaneGame(env, rc.mode, rc.reflection), env.default_params
+        rules = make_ruleset(rc.ruleset, rc.ruleset_seed)
+        return KtaneGame(env, rc.mode, rc.reflection, rules), env.ruleset_params(rules)
     if family == "maze":
         from jaxcollab.llm.maze import MazeGame
 

@@ -14,18 +14,22 @@ from jaxcollab.core.registry import make
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane.ruleset import RULESETS, Ruleset, make_ruleset, ruleset_info
 
-__all__ = ["TEAMS", "export_instances", "oracle_team", "play", "random_team", "evaluate",
-           "run_env", "team"]
+__all__ = ["RULESETS", "TEAMS", "export_instances", "oracle_team", "play", "random_team",
+           "evaluate", "run_env", "team"]
 
 
-def play(env: KtaneEnv, agent: str, keys: jax.Array):
-    """Play one episode per key ``[B]`` with team ``agent`` to its end; the final states.
+def play(env: KtaneEnv, agent: str, keys: jax.Array, rules: Ruleset | None = None):
+    """Play one episode per key ``[B]`` with team ``agent`` to its end under ``rules``
+    (default: vanilla); the final states. Rulesets are runtime params: a new one reuses the
+    compiled rollout, except for a team whose Expert is handed the manual (``talking``).
 
     Uses :func:`~jaxcollab.core.rollout.rollout` with ``until_done`` (a while-loop over turns
     that stops once every episode has an outcome, at most ``env.max_episode_steps``).
     """
-    return rollout(env, team(agent, env), keys, max_steps=env.max_episode_steps,
+    params = env.default_params if rules is None else env.ruleset_params(rules)
+    return rollout(env, team(agent, env, rules), keys, params, max_steps=env.max_episode_steps,
                    until_done=True).state
 
 
@@ -47,60 +51,70 @@ def _summary(final, seconds: float) -> dict:
         "modules_solved_fraction": float(np.mean(solved)),
         "mean_defuser_actions": float(np.mean(final.n_actions)),
         "messages_per_defuser_cycle": float(np.mean(messages.sum(1) / cycles)),
+        "messages_per_module": float(np.mean(messages.sum(1)) / solved.shape[1]),
         "mean_messages": [float(x) for x in messages.mean(0)],
         "episodes_per_second": n / seconds,
     }
 
 
-def run_env(env: KtaneEnv, agent: str, episodes: int, seed: int) -> dict:
-    """Roll out ``agent`` on ``env`` for ``episodes`` episodes (keys
+def run_env(env: KtaneEnv, agent: str, episodes: int, seed: int,
+            rules: Ruleset | None = None) -> dict:
+    """Roll out ``agent`` on ``env`` under ``rules`` for ``episodes`` episodes (keys
     :func:`~jaxcollab.core.rollout.episode_keys`); a first call compiles (``compile_s``, 0 when
     the compiled rollout is reused) and is excluded from the rate."""
     keys = episode_keys(seed, episodes)
     t0 = time.perf_counter()
-    jax.block_until_ready(play(env, agent, keys))
+    jax.block_until_ready(play(env, agent, keys, rules))
     t1 = time.perf_counter()
-    final = jax.block_until_ready(play(env, agent, keys))
+    final = jax.block_until_ready(play(env, agent, keys, rules))
     t2 = time.perf_counter()
     compile_s = max(0.0, (t1 - t0) - (t2 - t1))
     return {**_summary(jax.device_get(final), t2 - t1), "compile_s": compile_s}
 
 
-def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
-    """Roll out a scripted team on each ``ktane/...`` environment.
+def evaluate(env_names: list[str], agent: str, episodes: int, seed: int,
+             ruleset: str = "vanilla", ruleset_seed: int = 0) -> dict:
+    """Roll out a scripted team on each ``ktane/...`` environment under one ruleset.
 
     Args:
         env_names: registered Keep-Talking environment names (one or several).
-        agent: ``oracle`` or ``random`` (see :mod:`jaxcollab.agents.ktane.policies`).
+        agent: ``oracle``, ``random`` or ``talking`` (see :mod:`jaxcollab.agents.ktane.policies`).
         episodes: episodes per environment; seed: base seed (episode ``i`` of each env uses
             ``episode_keys(seed, episodes)[i]``, as the exporter does).
+        ruleset, ruleset_seed: ``vanilla`` or ``random`` (every rule table redrawn from
+            ``ruleset_seed``; :func:`~jaxcollab.envs.ktane.ruleset.make_ruleset`).
 
     Returns:
-        ``agent``, ``seed``, ``episodes`` (total), ``success_rate``, ``mean_strikes``,
+        ``agent``, ``seed``, ``ruleset`` (``name`` and ``seed``, null for vanilla),
+        ``episodes`` (total), ``success_rate``, ``mean_strikes``,
         ``outcomes`` (counts of running / solved / strikeout / timeout), ``mean_time_left_s``
         (bomb seconds left, 0 on timeout), ``mean_modules_solved`` and
         ``modules_solved_fraction`` (partial credit), ``mean_defuser_actions``,
         ``messages_per_defuser_cycle`` (both roles' messages / Defuser cycles: GPTNT's
-        communication rate), ``episodes_per_second`` (all episodes / summed run time, compile
+        communication rate), ``messages_per_module`` (both roles' messages per module slot),
+        ``episodes_per_second`` (all episodes / summed run time, compile
         excluded) and ``per_module`` (name → the same keys plus ``mean_messages`` per role,
         when several environments are given).
 
     Raises:
-        ValueError: unknown agent or a non-ktane environment; KeyError: unknown name.
+        ValueError: unknown agent, ruleset or a bad ruleset seed, or a non-ktane environment;
+            KeyError: unknown name.
     """
     if agent not in TEAMS:
         raise ValueError(f"unknown ktane agent {agent!r}; valid: {', '.join(TEAMS)}")
+    rules = make_ruleset(ruleset, ruleset_seed)
     runs = {}
     for name in env_names:
         env = make(name)
         if not isinstance(env, KtaneEnv):
             raise ValueError(f"{name!r} is not a ktane environment")
-        runs[name] = run_env(env, agent, episodes, seed)
+        runs[name] = run_env(env, agent, episodes, seed, rules)
     n = sum(r["episodes"] for r in runs.values())
     mean = lambda key: sum(r[key] * r["episodes"] for r in runs.values()) / n  # noqa: E731
     result = {
         "agent": agent,
         "seed": seed,
+        "ruleset": ruleset_info(rules),
         "episodes": n,
         "success_rate": mean("success_rate"),
         "mean_strikes": mean("mean_strikes"),
@@ -110,6 +124,7 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
         "modules_solved_fraction": mean("modules_solved_fraction"),
         "mean_defuser_actions": mean("mean_defuser_actions"),
         "messages_per_defuser_cycle": mean("messages_per_defuser_cycle"),
+        "messages_per_module": mean("messages_per_module"),
         "episodes_per_second": n
         / sum(r["episodes"] / r["episodes_per_second"] for r in runs.values()),
     }

@@ -20,6 +20,7 @@ from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.edgework import display_text
 from jaxcollab.envs.ktane.mission import DEFUSER
 from jaxcollab.envs.ktane.modules.base import VERBS
+from jaxcollab.envs.ktane.ruleset import Ruleset, make_ruleset, ruleset_info
 
 
 def describe_edgework(edge) -> dict:
@@ -39,18 +40,18 @@ def describe_edgework(edge) -> dict:
     return {"serial": serial, "serial_side": T.FACES[int(edge.serial_side)], "widgets": widgets}
 
 
-def _module_dict(env: KtaneEnv, slot: int, vec) -> dict:
+def _module_dict(env: KtaneEnv, slot: int, vec, rules) -> dict:
     t = env.types[slot]
-    return t.describe(t.layout.unpack(np.asarray(vec)))
+    return t.describe(t.layout.unpack(np.asarray(vec)), rules)
 
 
-def _record(env, seed, i, start, final, steps) -> dict:
+def _record(env, seed, i, start, final, steps, rules) -> dict:
     actions = []
     for t in range(env.max_turns):
         before = jax.tree.map(lambda x, t=t: x[t], steps["state"])
         if before.outcome != T.RUNNING or before.turn % 2 != DEFUSER:
             continue
-        verb, target, _ = (int(x) for x in steps["actions"][t, DEFUSER])
+        verb, target = (int(x) for x in steps["actions"][t, DEFUSER, :2])
         zoom = int(before.zoom)
         actions.append(
             {
@@ -60,24 +61,31 @@ def _record(env, seed, i, start, final, steps) -> dict:
                 "slot": zoom if zoom >= 0 else None,
                 "verb": VERBS[verb],
                 "target": target,
-                "module": _module_dict(env, zoom, before.modules[zoom]) if zoom >= 0 else None,
+                "module": _module_dict(env, zoom, before.modules[zoom], rules)
+                if zoom >= 0
+                else None,
             }
         )
     m = env.mission
     return {
         **record(env, seed, i, steps["obs"][0]),
+        "text": {
+            name: env.render_observation(steps["obs"][0][r], r, rules)
+            for r, name in enumerate(env.role_names)
+        },
         "mission": {
             "modules": list(m.modules),
             "time_limit_s": m.time_limit_s,
             "max_strikes": m.max_strikes,
             "n_widgets": m.n_widgets,
         },
+        "ruleset": ruleset_info(rules),
         "edgework": describe_edgework(start.edge),
         "modules": [
             {
                 "slot": s,
                 "type": env.types[s].name,
-                "initial": _module_dict(env, s, start.modules[s]),
+                "initial": _module_dict(env, s, start.modules[s], rules),
             }
             for s in range(env.n_slots)
         ],
@@ -88,8 +96,11 @@ def _record(env, seed, i, start, final, steps) -> dict:
     }
 
 
-def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
-    """``n`` instances of ``env_name`` (a ``ktane/...`` env) played by the oracle.
+def export_instances(env_name: str, n: int, seed: int, ruleset: str = "vanilla",
+                     ruleset_seed: int = 0) -> list[dict]:
+    """``n`` instances of ``env_name`` (a ``ktane/...`` env) played by the oracle under the
+    ruleset ``ruleset`` (``vanilla`` or ``random`` with ``ruleset_seed``; see
+    :func:`~jaxcollab.envs.ktane.ruleset.make_ruleset`).
 
     Schema of each dict:
 
@@ -97,6 +108,8 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
       start; :mod:`jaxcollab.core.export`);
     * ``mission``: ``modules`` (type names by slot), ``time_limit_s``, ``max_strikes``,
       ``n_widgets``;
+    * ``ruleset``: ``name`` (vanilla / random) and ``seed`` (null for vanilla); every rule,
+      module field and oracle move below follows it;
     * ``edgework``: ``serial`` (6 characters), ``serial_side``, ``widgets`` — each with
       ``kind`` (battery / indicator / ports) and ``side``, plus ``holder`` and ``batteries``,
       or ``label`` and ``lit``, or ``ports`` (list of port names);
@@ -122,26 +135,32 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
 
     Raises:
         KeyError: unknown environment (lists valid names).
-        ValueError: ``env_name`` is not a Keep-Talking environment, or ``n < 1``.
+        ValueError: ``env_name`` is not a Keep-Talking environment, ``n < 1``, or a bad
+            ruleset name or seed.
     """
     env = make(env_name)
     if not isinstance(env, KtaneEnv):
         raise ValueError(f"{env_name!r} is not a ktane environment")
-    return export_env(env, n, seed)
+    return export_env(env, n, seed, make_ruleset(ruleset, ruleset_seed))
 
 
-def export_env(env: KtaneEnv, n: int, seed: int) -> list[dict]:
-    """:func:`export_instances` for an environment object (e.g. a custom :class:`Mission`).
+def export_env(env: KtaneEnv, n: int, seed: int, rules: Ruleset | None = None) -> list[dict]:
+    """:func:`export_instances` for an environment object (e.g. a custom :class:`Mission`)
+    under ``rules`` (default: vanilla).
 
     Raises:
         ValueError: ``n < 1``.
     """
     if n < 1:
         raise ValueError(f"n must be positive, got {n!r}")
-    r = rollout(env, oracle_team(env), episode_keys(seed, n), max_steps=env.max_turns,
+    params = env.default_params if rules is None else env.ruleset_params(rules)
+    r = rollout(env, oracle_team(env), episode_keys(seed, n), params, max_steps=env.max_turns,
                 trajectory=True)
+    rules = jax.device_get(params.rules)
     final, steps = jax.device_get((r.state, r.trajectory))
     steps = jax.tree.map(lambda x: np.swapaxes(x, 0, 1), steps)  # [B, T, ...]
     pick = lambda tree, *i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
-    return [_record(env, seed, i, pick(steps["state"], i, 0), pick(final, i), pick(steps, i))
-            for i in range(n)]
+    return [
+        _record(env, seed, i, pick(steps["state"], i, 0), pick(final, i), pick(steps, i), rules)
+        for i in range(n)
+    ]

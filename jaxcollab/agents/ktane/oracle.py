@@ -10,23 +10,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxcollab.envs.ktane import BombState, KtaneEnv
+from jaxcollab.envs.ktane import BombState, KtaneEnv, KtaneParams
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane.modules.base import FLIP, SELECT
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, FLIP, SELECT
 
 
-def oracle_defuser(env: KtaneEnv, state: BombState) -> jax.Array:
-    """The oracle's Defuser action ``(verb, target, word)``, int32 ``[3]`` (jit/vmap-safe)."""
-    verb, target = env.module_oracle(state)
+def oracle_defuser(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.Array:
+    """The oracle's Defuser action ``(verb, target, 0 …)``, int32 ``[ACTION_LEN]`` (it never
+    messages; jit/vmap-safe), following the rules of ``params.rules``."""
+    verb, target = env.module_oracle(state, params)
     z = jnp.maximum(state.zoom, 0)
     working = (state.zoom >= 0) & ~state.solved[z]
     here = (jnp.asarray(env.slot_face) == state.face) & ~state.solved
     nav_verb = jnp.where(jnp.any(here), SELECT, FLIP)
     nav_target = (jnp.argmax(here) % T.SLOTS_PER_FACE).astype(jnp.int32)  # its face label
-    return jnp.stack(
-        [
-            jnp.where(working, verb, nav_verb),
-            jnp.where(working, target, nav_target),
-            jnp.int32(0),
-        ]
-    ).astype(jnp.int32)
+    row = jnp.stack([jnp.where(working, verb, nav_verb), jnp.where(working, target, nav_target)])
+    return jnp.pad(row.astype(jnp.int32), (0, ACTION_LEN - 2))

@@ -7,8 +7,10 @@
   random module slot on the visible face when not working on an unsolved module, and otherwise
   plays a uniformly random (verb, target) pair among the zoomed module's verbs and targets; the
   Expert is silent. Its draws come from the policy's own key, never the environment's.
+* ``talking`` (:func:`~jaxcollab.agents.ktane.talking.talking_team`): a Defuser that describes
+  what it sees and acts on instructions, and an Expert that holds only the manual and answers.
 
-Actions are int32 ``[2, 3]`` ``(verb, target, word)`` rows (Defuser, Expert).
+Actions are int32 ``[2, ACTION_LEN]`` ``(verb, target, w_1 … w_L)`` rows (Defuser, Expert).
 """
 
 from __future__ import annotations
@@ -20,34 +22,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.agents.ktane.oracle import oracle_defuser
+from jaxcollab.agents.ktane.talking import talking_team
+from jaxcollab.agents.ktane.view import defuser_view
 from jaxcollab.core.rollout import Policy, PrivilegedPolicy, policy, privileged_policy
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.draw import randint, uniforms
-from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
-from jaxcollab.envs.ktane.observe import HEADER_LEN
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, SELECT, WAIT
+from jaxcollab.envs.ktane.ruleset import Ruleset, make_ruleset
 
-SILENT = np.array([WAIT, 0, 0], np.int32)
-
-#: Defuser-row position of the face word (:func:`jaxcollab.envs.ktane.observe.header`).
-FACE_AT = 13
-#: Tokens per module slot in the face view: ``module [k]|zoom title status ;``.
-SLOT_TOKENS = 5
-
-
-def defuser_view(env: KtaneEnv, row: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(face, zoom, solved)`` decoded from the Defuser's observation row: face index, zoomed
-    slot (-1 = none; its face-view label reads ``zoom``) and bool ``[n_slots]`` (slots not on
-    the visible face read unsolved)."""
-    face = jnp.argmax(jnp.asarray(V.toks(T.FACES)) == row[FACE_AT])
-    mark = row[np.minimum(HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 1, row.shape[0] - 1)]
-    zoomed = (mark == V.tok("zoom")) & (face < 2)
-    zoom = jnp.where(jnp.any(zoomed), jnp.argmax(zoomed), -1)
-    status = HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 3
-    solved = row[np.minimum(status, row.shape[0] - 1)] == V.tok("solved")
-    return face.astype(jnp.int32), zoom.astype(jnp.int32), solved
-
+#: An action row that waits (and sends nothing).
+SILENT = np.array([WAIT] + [0] * (ACTION_LEN - 1), np.int32)
 
 def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     """Uniform over the zoomed module's (verb, target) pairs; selects a slot when idle."""
@@ -63,8 +48,8 @@ def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     slot = on_face[randint(u[2], 0, jnp.maximum(here.sum(), 1))]
     working = (zoom >= 0) & ~solved[z]
     label = slot % T.SLOTS_PER_FACE  # select by the face's set-of-marks label
-    return jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, label),
-                      0]).astype(jnp.int32)
+    row = jnp.stack([jnp.where(working, verb, SELECT), jnp.where(working, target, label)])
+    return jnp.pad(row.astype(jnp.int32), (0, ACTION_LEN - 2))
 
 
 def random_team(env: KtaneEnv) -> Policy:
@@ -81,21 +66,32 @@ def oracle_team(env: KtaneEnv) -> PrivilegedPolicy:
     """Privileged: the oracle Defuser (reads the state) + silent Expert."""
 
     def oracle_team(key, obs, policy_state, state, params):
-        return jnp.stack([oracle_defuser(env, state), jnp.asarray(SILENT)]), policy_state
+        return jnp.stack([oracle_defuser(env, state, params), jnp.asarray(SILENT)]), policy_state
 
     return privileged_policy(oracle_team)
 
 
-TEAMS = {"oracle": oracle_team, "random": random_team}
+TEAMS = {"oracle": oracle_team, "random": random_team, "talking": talking_team}
+#: Teams whose Expert is handed the manual (the played ruleset's public rule tables).
+MANUAL_READERS = ("talking",)
 
 
-@functools.cache
-def team(name: str, env: KtaneEnv) -> Policy:
-    """The team policy called ``name`` for ``env`` (cached, so rollouts reuse their compile).
+def team(name: str, env: KtaneEnv, rules: Ruleset | None = None) -> Policy:
+    """The team policy called ``name`` for ``env``, playing under ``rules`` (default vanilla;
+    only :data:`MANUAL_READERS` read it); cached per ruleset seed, so rollouts reuse their
+    compile.
 
     Raises:
         ValueError: unknown name; the message lists the valid ones.
     """
+    return _team(name, env, -1 if rules is None else int(rules.seed))
+
+
+@functools.cache
+def _team(name: str, env: KtaneEnv, ruleset_seed: int) -> Policy:
     if name not in TEAMS:
         raise ValueError(f"unknown ktane agent {name!r}; valid: {', '.join(TEAMS)}")
-    return TEAMS[name](env)
+    if name not in MANUAL_READERS:
+        return TEAMS[name](env)
+    return TEAMS[name](env, make_ruleset("vanilla" if ruleset_seed < 0 else "random",
+                                         max(ruleset_seed, 0)))

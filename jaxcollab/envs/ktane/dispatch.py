@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from jaxcollab.envs.ktane.edgework import display_digits, facts
 from jaxcollab.envs.ktane.modules.base import Ctx
+from jaxcollab.envs.ktane.ruleset import Ruleset
 from jaxcollab.envs.ktane.state import BombState
 
 if TYPE_CHECKING:
@@ -40,16 +41,19 @@ def act(env: KtaneEnv, key, vec, kind, verb, target, ctx):
     return jax.lax.switch(kind, [branch(t) for t in env.kinds], key, vec, verb, target, ctx)
 
 
-def context(state: BombState) -> Ctx:
-    """What module rules read: edgework facts, strikes and the displayed timer digits."""
+def context(state: BombState, rules: Ruleset) -> Ctx:
+    """What module rules read: edgework facts, strikes, the displayed timer digits and the
+    episode's rule tables."""
     return Ctx(
         facts=facts(state.edge),
         strikes=state.strikes,
         display=display_digits(state.time_left_cs),
+        rules=rules,
     )
 
 
-def module_oracle(env: KtaneEnv, state: BombState) -> tuple[jax.Array, jax.Array]:
+def module_oracle(env: KtaneEnv, state: BombState, rules: Ruleset) -> tuple[jax.Array, jax.Array]:
     """The zoomed module's next correct ``(verb, target)`` (reads hidden state; for oracles)."""
     z = jnp.maximum(state.zoom, 0)
-    return switch(env, jnp.asarray(env.slot_kind)[z], "oracle", state.modules[z], context(state))
+    ctx = context(state, rules)
+    return switch(env, jnp.asarray(env.slot_kind)[z], "oracle", state.modules[z], ctx)

@@ -12,9 +12,10 @@ shown at the start of the turn. Outcomes, in order of precedence after a turn: s
 solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
 outcome, :meth:`KtaneEnv.step` leaves the state unchanged.
 
-Actions are int32 ``[2, 3]``: ``(verb, target, word)`` per role (see
-:data:`~jaxcollab.envs.ktane.modules.base.VERBS`). Only the role whose turn it is acts. The
-Defuser may ``wait``, ``message`` (send one vocabulary word), ``select`` a module slot on the
+Actions are int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role, ``L =
+MESSAGE_WORDS`` (see :data:`~jaxcollab.envs.ktane.modules.base.VERBS`). Only the role whose turn
+it is acts. The Defuser may ``wait``, ``message`` (send the phrase ``w_1 … w_L`` of vocabulary
+tokens, 0 = padding), ``select`` a module slot on the
 face it sees (zoom in), go ``back`` (zoom out), ``rotate`` (target 0–3: up, down, left, right),
 ``flip``, or ``press`` / ``cut`` / ``hold`` / ``release`` a labelled target of the zoomed
 module. The Expert may ``wait`` or ``message``; its other verbs count as ``wait``.
@@ -36,9 +37,10 @@ from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import context, module_oracle
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES, KtaneParams, Mission
 from jaxcollab.envs.ktane.modules import module_type
-from jaxcollab.envs.ktane.modules.base import VERBS, Ctx
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, VERBS, Ctx
 from jaxcollab.envs.ktane.observe import OBS_LEN, observe
 from jaxcollab.envs.ktane.rules import transition
+from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
 from jaxcollab.envs.ktane.state import BombState, init_state
 
 
@@ -46,9 +48,9 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
     """A bomb with the modules of a :class:`Mission`, played by a Defuser and an Expert.
 
     Observations are int32 ``[2, OBS_LEN]`` word tokens (:mod:`~jaxcollab.envs.ktane.vocab`):
-    the Defuser's row holds the timer, strikes, face, zoom, last result and the Expert's last
-    word, then what is on the visible face, then the zoomed module's view; the Expert's row
-    holds only the Defuser's last word. Rewards are float32 ``[2]`` (shared): +1 on the turn
+    the Defuser's row holds the timer, strikes, face, zoom and last result, then what is on the
+    visible face, then the zoomed module's view, then the Expert's last phrase; the Expert's row
+    holds only the Defuser's last phrase. Rewards are float32 ``[2]`` (shared): +1 on the turn
     the bomb is solved, -1 on strikeout or timeout, else 0.
     """
 
@@ -80,7 +82,13 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
             max_strikes=jnp.int32(m.max_strikes),
             n_widgets=jnp.int32(m.n_widgets),
             bomb_seed=jnp.int32(-1 if m.seed is None else m.seed),
+            rules=vanilla_ruleset(),
         )
+
+    def ruleset_params(self, rules: Ruleset) -> KtaneParams:
+        """:attr:`default_params` with another :class:`Ruleset` (e.g. ``random_ruleset(3)``);
+        the same compiled functions run it, since rulesets differ only in array values."""
+        return self.default_params.replace(rules=rules)
 
     def _shape(self):
         return type(self), dataclasses.replace(self.mission, seed=None)
@@ -96,8 +104,9 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         return Discrete(len(V.VOCAB), (2, OBS_LEN))
 
     def action_space(self, params=None) -> Discrete:
-        """``(verb, target, word)`` per role; bounded by the vocabulary size (the largest)."""
-        return Discrete(len(V.VOCAB), (2, 3))
+        """``(verb, target, w_1 … w_L)`` per role, int32 ``[2, ACTION_LEN]``; bounded by the
+        vocabulary size (the largest)."""
+        return Discrete(len(V.VOCAB), (2, ACTION_LEN))
 
     # --- reset ----------------------------------------------------------------------------
 
@@ -110,13 +119,15 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         """:meth:`reset` without the observation: a fresh bomb (edgework, then each module)."""
         return init_state(self, key, self._params(params))
 
-    def context(self, state: BombState) -> Ctx:
-        """What module rules read: edgework facts, strikes and the displayed timer digits."""
-        return context(state)
+    def context(self, state: BombState, params=None) -> Ctx:
+        """What module rules read: edgework facts, strikes, the displayed timer digits and the
+        params' rule tables."""
+        return context(state, self._params(params).rules)
 
-    def module_oracle(self, state: BombState) -> tuple[jax.Array, jax.Array]:
-        """The zoomed module's next correct ``(verb, target)`` (reads hidden state; for agents)."""
-        return module_oracle(self, state)
+    def module_oracle(self, state: BombState, params=None) -> tuple[jax.Array, jax.Array]:
+        """The zoomed module's next correct ``(verb, target)`` under the params' rules (reads
+        hidden state; for agents)."""
+        return module_oracle(self, state, self._params(params).rules)
 
     # --- step -----------------------------------------------------------------------------
 
@@ -136,8 +147,9 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
 
     # --- host side --------------------------------------------------------------------------
 
-    def render_observation(self, obs_row, role: int) -> str:
-        """Text of role ``role``'s observation row; the Expert's starts with the manual.
+    def render_observation(self, obs_row, role: int, rules: Ruleset | None = None) -> str:
+        """Text of role ``role``'s observation row; the Expert's starts with the manual of
+        ``rules`` (default: vanilla).
 
         Raises:
             ValueError: ``role`` is not 0 (defuser) or 1 (expert).
@@ -146,4 +158,20 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
 
         self._check_role(role)
         text = tokens_to_text(np.asarray(obs_row))
-        return text if role == DEFUSER else manual_text() + "\n\n" + text
+        if role == DEFUSER:
+            return text
+        return manual_text(vanilla_ruleset() if rules is None else rules) + "\n\n" + text
+
+    def render_text(self, state: BombState, role: int, params=None) -> str:
+        """Role ``role``'s observation of ``state`` as text; the Expert's manual is that of
+        ``params.rules``.
+
+        Raises:
+            ValueError: ``role`` is not 0 (defuser) or 1 (expert).
+        """
+        self._check_role(role)
+        params = self._params(params)
+        if "_observe_jit" not in self.__dict__:
+            self._observe_jit = jax.jit(self.observe)
+        tokens = np.asarray(jax.device_get(self._observe_jit(state, params)))
+        return self.render_observation(tokens[role], role, params.rules)

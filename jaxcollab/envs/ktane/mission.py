@@ -11,6 +11,7 @@ import jax
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.modules import module_type
+from jaxcollab.envs.ktane.ruleset import Ruleset
 
 DEFUSER, EXPERT = 0, 1
 ROLE_NAMES = ("defuser", "expert")
@@ -69,11 +70,13 @@ class Mission:
 
 @chex.dataclass(frozen=True)
 class KtaneParams:
-    """Dynamic parameters (int32 scalars): ``time_limit_cs``, ``max_strikes``, ``n_widgets``,
+    """Dynamic parameters: int32 scalars ``time_limit_cs``, ``max_strikes``, ``n_widgets``,
     ``bomb_seed`` (a fixed mission's seed: every reset draws the bomb from it; -1 = a fresh
-    bomb from each episode's key)."""
+    bomb from each episode's key), and ``rules``, the :class:`~.ruleset.Ruleset` every module
+    reads (vanilla by default; swapping it does not recompile)."""
 
     time_limit_cs: jax.Array
     max_strikes: jax.Array
     n_widgets: jax.Array
     bomb_seed: jax.Array
+    rules: Ruleset

@@ -1,6 +1,7 @@
 """Observations: what the Defuser sees of the bomb and what each role hears (GPTNT,
-§4.2.1). Only the Defuser's row shows the bomb; the Expert's row holds only the
-Defuser's last word.
+§4.2.1). Only the Defuser's row shows the bomb; each row ends with the partner's last phrase,
+``<partner> says|said w_1 … w_L`` (``says``: sent on the partner's latest turn; ``said``: older),
+and the Expert's row holds nothing else.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import switch
 from jaxcollab.envs.ktane.edgework import Edgework, display_digits
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, KtaneParams
-from jaxcollab.envs.ktane.modules.base import VIEW_LEN
+from jaxcollab.envs.ktane.modules.base import MESSAGE_WORDS, VIEW_LEN
 from jaxcollab.envs.ktane.state import BombState
 
 if TYPE_CHECKING:
     from jaxcollab.envs.ktane.env import KtaneEnv
 
-HEADER_LEN = 26
+HEADER_LEN = 21
 FACE_LEN = 48
-OBS_LEN = HEADER_LEN + FACE_LEN + VIEW_LEN
+#: Tokens of the partner's phrase block: ``<partner> says|said`` and the phrase.
+HEARD_LEN = 2 + MESSAGE_WORDS
+OBS_LEN = HEADER_LEN + FACE_LEN + VIEW_LEN + HEARD_LEN
 
 
 def _pad(tokens: jax.Array, length: int) -> jax.Array:
@@ -34,20 +37,23 @@ def _pad(tokens: jax.Array, length: int) -> jax.Array:
 def observe(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.Array:
     """Both roles' observations, int32 ``[2, OBS_LEN]`` word tokens (see :class:`KtaneEnv`)."""
     defuser = jnp.concatenate(
-        [header(state, params), face_view(env, state), zoom_view(env, state)]
+        [header(state, params), face_view(env, state), zoom_view(env, state, params.rules),
+         heard(state, EXPERT)]
     )
-    expert = _pad(
-        jnp.stack([V.tok("defuser"), V.tok("says"), word(state.messages[DEFUSER])]),
-        OBS_LEN,
-    )
+    expert = _pad(heard(state, DEFUSER), OBS_LEN)
     return jnp.stack([defuser, expert]).astype(jnp.int32)
 
-def word(token):
-    """A message token, with 0 (nothing sent) shown as ``none``."""
-    return jnp.where(token == 0, V.tok("none"), token)
+
+def heard(state: BombState, speaker: int) -> jax.Array:
+    """``<speaker> says|said w_1 … w_L`` int32 ``[HEARD_LEN]``: the speaker's last phrase
+    (``none`` before its first message)."""
+    phrase = state.messages[speaker]
+    phrase = jnp.where(jnp.any(phrase != 0), phrase, phrase.at[0].set(V.tok("none")))
+    verb = jnp.where(state.fresh[speaker], V.tok("says"), V.tok("said"))
+    return jnp.concatenate([jnp.stack([jnp.int32(V.tok(V.ROLE_WORDS[speaker])), verb]), phrase])
 
 def header(state: BombState, params: KtaneParams) -> jax.Array:
-    """The Defuser's header: timer, strikes, face, zoom, last result, the Expert's word."""
+    """The Defuser's header: timer, strikes, face, zoom, last result."""
     d = jnp.asarray(V.DIGIT)[display_digits(state.time_left_cs)]
     sep = jnp.where(state.time_left_cs >= 6000, V.tok(":"), V.tok("."))
     zoom = jnp.where(
@@ -78,11 +84,6 @@ def header(state: BombState, params: KtaneParams) -> jax.Array:
             V.tok("last"),
             state.feedback,
             bar,
-            V.tok("expert"),
-            V.tok("says"),
-            word(state.messages[EXPERT]),
-            bar,
-            bar,
         ]
     )
 
@@ -111,10 +112,10 @@ def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
     modules = _pad(slots.reshape(-1), FACE_LEN)
     return jnp.where(state.face < 2, modules, side_view(state.edge, state.face))
 
-def zoom_view(env: KtaneEnv, state: BombState) -> jax.Array:
-    """The zoomed module's view tokens (zeros when not zoomed)."""
+def zoom_view(env: KtaneEnv, state: BombState, rules) -> jax.Array:
+    """The zoomed module's view tokens under ``rules`` (zeros when not zoomed)."""
     z = jnp.maximum(state.zoom, 0)
-    view = switch(env, jnp.asarray(env.slot_kind)[z], "view", state.modules[z])
+    view = switch(env, jnp.asarray(env.slot_kind)[z], "view", state.modules[z], rules)
     return jnp.where(state.zoom >= 0, view, 0)
 
 

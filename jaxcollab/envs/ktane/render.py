@@ -2,17 +2,20 @@
 
 The Defuser's text is the observation's words in order, one line per ``|`` or ``;`` group, with
 the timer digits joined (``01:21`` / ``59.43``), so tokens and text carry the same facts. The
-manual is written by the project, in its own words, from the rule tables in
-:mod:`~jaxcollab.envs.ktane.tables`; only the Expert ever receives it.
+manual is written by the project, in its own words, from a ruleset's tables
+(:mod:`~jaxcollab.envs.ktane.ruleset`); only the Expert ever receives it.
 """
 
 from __future__ import annotations
 
 import re
 
+import jax
+
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
+from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
 
 _TIME = re.compile(r"time (\d) (\d) ([:.]) (\d) (\d)")
 
@@ -32,8 +35,11 @@ def tokens_to_text(tokens) -> str:
     return _TIME.sub(r"time \1\2\3\4\5", "\n".join(lines))
 
 
-def manual_text() -> str:
-    """The Expert's manual: edgework definitions, then one page per module type."""
+def manual_text(rules: Ruleset | None = None) -> str:
+    """The Expert's manual of ``rules`` (default: vanilla): edgework definitions, then one page
+    per module type, each written from the ruleset's tables (so a random ruleset's manual
+    states its redrawn rules)."""
+    rules = jax.device_get(vanilla_ruleset() if rules is None else rules)
     intro = [
         "BOMB DEFUSAL MANUAL (jaxcollab edition). You cannot see the bomb; the Defuser can.",
         "Edgework: the serial number has 6 characters; its vowels are A, E, I and U. Batteries",
@@ -42,5 +48,5 @@ def manual_text() -> str:
         f"({', '.join(T.PORT_NAMES)}). The timer shows MM:SS, or SS.cc below one minute, and",
         "runs faster after each strike.",
     ]
-    pages = [m.manual() for m in MODULE_TYPES.values()]
+    pages = [m.manual(rules) for m in MODULE_TYPES.values()]
     return "\n\n".join(["\n".join(intro), *pages])

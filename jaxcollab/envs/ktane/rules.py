@@ -13,7 +13,7 @@ from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import act, context
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, KtaneParams
-from jaxcollab.envs.ktane.modules.base import MESSAGE, MODULE_VERBS, VERBS, WAIT
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, MESSAGE, MODULE_VERBS, VERBS, WAIT
 from jaxcollab.envs.ktane.navigation import navigate
 from jaxcollab.envs.ktane.state import FEEDBACK, BombState
 
@@ -24,15 +24,23 @@ if TYPE_CHECKING:
 def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParams):
     """One turn without the observation: ``(state, reward, info)``; a no-op once ended.
 
+    ``actions`` is int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role; a
+    ``message`` verb sends the phrase ``w_1 … w_L`` (tokens clipped into the vocabulary).
+
     ``info`` holds int32/bool scalars ``role`` (who acted), ``strike``, ``valid`` (the
     action had an effect or was a wait/message) and ``outcome``.
+
+    Raises:
+        ValueError: ``actions`` is not shaped ``[2, ACTION_LEN]``.
     """
     actions = jnp.asarray(actions, jnp.int32)
+    if actions.shape != (2, ACTION_LEN):
+        raise ValueError(f"ktane actions must be int32 [2, {ACTION_LEN}], got {actions.shape}")
     role = state.turn % 2
-    verb, target, word = actions[role, 0], actions[role, 1], actions[role, 2]
-    word = jnp.clip(word, 0, len(V.VOCAB) - 1)
-    defuser_state, strike, valid = defuser_turn(env, key, state, verb, target, word, params)
-    expert_state = expert_turn(state, verb, word)
+    verb, target = actions[role, 0], actions[role, 1]
+    phrase = jnp.clip(actions[role, 2:], 0, len(V.VOCAB) - 1)
+    defuser_state, strike, valid = defuser_turn(env, key, state, verb, target, phrase, params)
+    expert_state = expert_turn(state, verb, phrase)
     running = state.outcome == T.RUNNING
     pick = lambda d, e, old: jnp.where(running, jnp.where(role == DEFUSER, d, e), old)  # noqa: E731
     new = jax.tree.map(pick, defuser_state, expert_state, state)
@@ -48,7 +56,7 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
     return new, reward, info
 
 
-def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, params: KtaneParams):
+def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, phrase, params: KtaneParams):
     """The Defuser's turn: navigate, act on the zoomed module, or message; costs bomb time.
 
     Returns ``(state, strike, ok)``.
@@ -71,7 +79,7 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, param
         kind,
         verb,
         jnp.clip(target, 0, n_targets - 1),
-        context(state),
+        context(state, params.rules),
     )
     acted = can_act & valid
     strike, solved_now = acted & strike, acted & solved_now
@@ -99,22 +107,25 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, word, param
         face=face,
         zoom=zoom,
         feedback=feedback.astype(jnp.int32),
-        messages=state.messages.at[DEFUSER].set(
-            jnp.where(message, word, state.messages[DEFUSER])
-        ),
+        messages=say(state, DEFUSER, message, phrase),
+        fresh=state.fresh.at[DEFUSER].set(message),
         outcome=outcome.astype(jnp.int32),
         n_actions=state.n_actions + ~message,
         n_messages=state.n_messages.at[DEFUSER].add(message),
     )
     return new, strike, ok
 
-def expert_turn(state: BombState, verb, word) -> BombState:
+def expert_turn(state: BombState, verb, phrase) -> BombState:
     """The Expert's turn: only a message changes anything (time is not charged)."""
     message = verb == MESSAGE
     return state.replace(
         turn=state.turn + 1,
-        messages=state.messages.at[EXPERT].set(
-            jnp.where(message, word, state.messages[EXPERT])
-        ),
+        messages=say(state, EXPERT, message, phrase),
+        fresh=state.fresh.at[EXPERT].set(message),
         n_messages=state.n_messages.at[EXPERT].add(message),
     )
+
+
+def say(state: BombState, role: int, message, phrase) -> jax.Array:
+    """``state.messages`` with ``role``'s phrase replaced by ``phrase`` if it sent a message."""
+    return state.messages.at[role].set(jnp.where(message, phrase, state.messages[role]))

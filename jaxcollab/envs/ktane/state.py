@@ -14,6 +14,7 @@ from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.edgework import Edgework, facts, sample_edgework
 from jaxcollab.envs.ktane.mission import KtaneParams
+from jaxcollab.envs.ktane.modules.base import MESSAGE_WORDS
 
 if TYPE_CHECKING:
     from jaxcollab.envs.ktane.env import KtaneEnv
@@ -27,8 +28,10 @@ class BombState:
         modules: int32 ``[n_slots, MOD_WORDS]`` packed module states; solved: bool ``[n_slots]``.
         strikes, time_left_cs, turn: int32 ``[]``; face: int32 ``[]`` index into ``FACES``;
         zoom: int32 ``[]`` zoomed slot or -1; feedback: int32 ``[]`` token of the Defuser's last
-        turn result (none/ok/wait/strike/solved/invalid); messages: int32 ``[2]`` last word sent
-        by each role (0 = none); outcome: int32 ``[]`` index into ``OUTCOMES``;
+        turn result (none/ok/wait/strike/solved/invalid); messages: int32 ``[2, MESSAGE_WORDS]``
+        last phrase sent by each role (word tokens, 0 = padding; all 0 = none yet); fresh: bool
+        ``[2]`` that role's phrase was sent on its latest turn; outcome: int32 ``[]`` index into
+        ``OUTCOMES``;
         n_actions: int32 ``[]`` Defuser turns that were not messages; n_messages: int32 ``[2]``.
     """
 
@@ -42,6 +45,7 @@ class BombState:
     zoom: jax.Array
     feedback: jax.Array
     messages: jax.Array
+    fresh: jax.Array
     outcome: jax.Array
     n_actions: jax.Array
     n_messages: jax.Array
@@ -62,13 +66,17 @@ def _bomb_key(key: jax.Array, seed: jax.Array) -> jax.Array:
 
 def init_state(env: KtaneEnv, key: jax.Array, params: KtaneParams) -> BombState:
     """A fresh bomb for ``env``'s mission: edgework from ``fold_in(key, 0)``, then module ``i``
-    from ``fold_in(key, i + 1)``; a fixed mission (``params.bomb_seed >= 0``) replaces ``key``
-    by one derived from the seed alone, so all its episodes get the same bomb."""
+    from ``fold_in(key, i + 1)`` under ``params.rules``; a fixed mission
+    (``params.bomb_seed >= 0``) replaces ``key`` by one derived from the seed alone, so all its
+    episodes get the same bomb."""
     key = _bomb_key(key, params.bomb_seed)
     edge = sample_edgework(fold_in(key, 0), params.n_widgets)
     f = facts(edge)
     modules = jnp.stack(
-        [t.layout.pack(t.generate(fold_in(key, i + 1), f)) for i, t in enumerate(env.types)]
+        [
+            t.layout.pack(t.generate(fold_in(key, i + 1), f, params.rules))
+            for i, t in enumerate(env.types)
+        ]
     )
     zero = jnp.int32(0)
     return BombState(
@@ -81,7 +89,8 @@ def init_state(env: KtaneEnv, key: jax.Array, params: KtaneParams) -> BombState:
         face=zero,
         zoom=jnp.int32(-1),
         feedback=jnp.int32(FEEDBACK[0]),
-        messages=jnp.zeros(2, jnp.int32),
+        messages=jnp.zeros((2, MESSAGE_WORDS), jnp.int32),
+        fresh=jnp.zeros(2, bool),
         outcome=jnp.int32(T.RUNNING),
         n_actions=zero,
         n_messages=jnp.zeros(2, jnp.int32),

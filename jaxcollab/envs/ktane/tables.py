@@ -408,3 +408,26 @@ PW_LETTERS, PW_COLUMN = 5, 6  # letters per word; letters per column
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 #: PASSWORD_CODES[word, k]: letter index 0-25 of the word's k-th letter.
 PASSWORD_CODES = np.array([[LETTERS.index(c.upper()) for c in w] for w in PASSWORD_WORDS], np.int32)
+
+# --- randomised rulesets (ours) -------------------------------------------------------------
+
+#: Letters the Morse light can spell (those of :data:`MORSE_CODE`), in a fixed order; a
+#: ruleset's Morse words are ids into it.
+MORSE_ALPHABET = "".join(sorted(MORSE_CODE))
+#: Common English words a random ruleset draws its passwords (the 5-letter ones) and Morse
+#: words (4–6 letters spellable in :data:`MORSE_ALPHABET`) from; the vanilla words included.
+WORD_POOL = tuple(
+    dict.fromkeys(
+        PASSWORD_WORDS
+        + MORSE_WORDS
+        + tuple(
+            "alarm blast cable chain chart clock crane crash dance delta earth fable faith field "
+            "flame flash ghost giant grass heart horse laser lemon light magic metal night ocean "
+            "orbit piano pilot radar radio river robot salad score shade shift siren solar spark "
+            "stack steam stone storm sugar table tiger timer torch tower train trace vital voice "
+            "whale wheel bright castle chains charge cinema fabric factor falcon forest garlic "
+            "hammer lights locket marble master nectar orange rocket silver signal sorbet stream "
+            "switch tablet ticket timber".split()
+        )
+    )
+)

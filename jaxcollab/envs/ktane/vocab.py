@@ -121,6 +121,8 @@ VOCAB: tuple[str, ...] = _unique(
     + T.MORSE_FREQS
     + T.CW_COLORS
     + tuple(T.LETTERS)
+    # instruction verbs; a phrase from an earlier turn; the edgework (a request or a report)
+    + ("press", "hold", "release", "said", "edgework")
 )
 _INDEX = {w: i for i, w in enumerate(VOCAB)}
 PAD = 0
@@ -148,6 +150,8 @@ def decode(tokens) -> list[str]:
     return [VOCAB[int(t)] for t in np.asarray(tokens).reshape(-1) if int(t) != PAD]
 
 
+#: Word naming each role (Defuser, Expert) in the phrase blocks of observations.
+ROLE_WORDS = ("defuser", "expert")
 #: Frequently used token arrays, indexed by the ids in :mod:`tables`.
 DIGIT = toks(T.SERIAL_CHARS[:10])
 SERIAL_CHAR = toks(T.SERIAL_CHARS)

@@ -18,13 +18,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.envs.ktane.edgework import Facts
+from jaxcollab.envs.ktane.ruleset import Ruleset
 
 #: Words of int32 state per module slot (every layout must fit).
 MOD_WORDS = 32
 #: Tokens of a zoomed module's view in the Defuser's observation.
 VIEW_LEN = 40
 
-#: Defuser / Expert verbs (``actions[role] = (verb, target, word)``).
+#: Words of a message phrase: a zoomed module's view plus a short header fits (GPTNT §4.2.1:
+#: messages describe what the Defuser sees and what the Expert instructs).
+MESSAGE_WORDS = 48
+#: Entries of one role's action row: ``(verb, target, w_1 … w_MESSAGE_WORDS)``.
+ACTION_LEN = 2 + MESSAGE_WORDS
+
+#: Defuser / Expert verbs (``actions[role] = (verb, target, w_1 … w_L)``).
 VERBS = (
     "wait",
     "message",
@@ -47,12 +54,14 @@ class Ctx:
 
     Attributes:
         facts: edgework predicates; strikes: int32 ``[]`` bomb strikes before this action;
-        display: int32 ``[4]`` timer digits shown when the action is taken.
+        display: int32 ``[4]`` timer digits shown when the action is taken; rules: the
+        episode's rule tables (``KtaneParams.rules``).
     """
 
     facts: Facts
     strikes: jax.Array
     display: jax.Array
+    rules: Ruleset
 
 
 class Layout:
@@ -101,12 +110,12 @@ class ModuleType:
         layout: packed state fields.
         n_targets: number of labelled targets (target ids ``0 … n_targets - 1``).
         verbs: the module verbs it accepts (others are invalid and change nothing).
-        generate: ``(key, facts) -> m``, a fresh module.
+        generate: ``(key, facts, rules) -> m``, a fresh module under the :class:`Ruleset`.
         act: see :data:`ActFn`; ``valid`` is False for an action with no effect.
         oracle: ``(m, ctx) -> (verb, target)`` the next correct action (``WAIT`` if none).
-        view: ``(m) -> int32 [VIEW_LEN]`` Defuser tokens of the zoomed module.
-        describe: host-side ``(m as numpy dict) -> dict`` for export.
-        manual: host-side ``() -> str``, the Expert's manual page.
+        view: ``(m, rules) -> int32 [VIEW_LEN]`` Defuser tokens of the zoomed module.
+        describe: host-side ``(m as numpy dict, rules as numpy) -> dict`` for export.
+        manual: host-side ``(rules as numpy) -> str``, the Expert's manual page.
     """
 
     name: str

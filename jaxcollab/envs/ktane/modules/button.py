@@ -30,9 +30,10 @@ _COLOR_TOK = V.toks(T.BUTTON_COLORS + ("none",))  # index -1 → "none"
 _LABEL_TOK = V.toks(T.BUTTON_LABELS)
 
 
-def should_hold(color: jax.Array, label: jax.Array, facts) -> jax.Array:
-    """1 if the button must be held, 0 if tapped (int32 ``[]``): first matching BUTTON_RULES row."""
-    r = jnp.asarray(T.BUTTON_RULES)
+def should_hold(color: jax.Array, label: jax.Array, facts, rules) -> jax.Array:
+    """1 if the button must be held, 0 if tapped (int32 ``[]``): the first matching row of
+    ``rules.button_rules``."""
+    r = rules.button_rules
     lit = facts.lit[jnp.maximum(r[:, 3], 0)]
     match = (
         ((r[:, 0] == T.ANY) | (r[:, 0] == color))
@@ -43,12 +44,12 @@ def should_hold(color: jax.Array, label: jax.Array, facts) -> jax.Array:
     return r[first_true(match), 4]
 
 
-def shows_digit(display: jax.Array, strip: jax.Array) -> jax.Array:
+def shows_digit(display: jax.Array, strip: jax.Array, rules) -> jax.Array:
     """True if the timer digits int32 ``[4]`` contain the release digit of ``strip``."""
-    return jnp.any(display == jnp.asarray(T.RELEASE_DIGIT)[strip])
+    return jnp.any(display == rules.release_digit[strip])
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """Colour and label uniform; the hold/tap decision fixed from the edgework; idle."""
     u = uniforms(key, 2)
     color = randint(u[0], 0, len(T.BUTTON_COLORS))
@@ -56,7 +57,7 @@ def generate(key, facts):
     return {
         "color": color,
         "label": label,
-        "hold": should_hold(color, label, facts),
+        "hold": should_hold(color, label, facts, rules),
         "held": jnp.int32(0),
         "strip": jnp.int32(-1),
     }
@@ -71,7 +72,7 @@ def act(key, m, verb, target, ctx):
     tap = (verb == PRESS) & ~held
     grab = (verb == HOLD) & ~held
     release = (verb == RELEASE) & held
-    good_release = must_hold & shows_digit(ctx.display, jnp.maximum(m["strip"], 0))
+    good_release = must_hold & shows_digit(ctx.display, jnp.maximum(m["strip"], 0), ctx.rules)
     solved = (tap & ~must_hold) | (release & good_release)
     strike = (tap & must_hold) | (release & ~good_release)
     strip = randint(uniforms(key, 1)[0], 0, len(T.BUTTON_COLORS))
@@ -87,11 +88,12 @@ def oracle(m, ctx):
     """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
     held = m["held"] == 1
     idle_verb = jnp.where(m["hold"] == 1, HOLD, PRESS)
-    held_verb = jnp.where(shows_digit(ctx.display, jnp.maximum(m["strip"], 0)), RELEASE, WAIT)
+    shown = shows_digit(ctx.display, jnp.maximum(m["strip"], 0), ctx.rules)
+    held_verb = jnp.where(shown, RELEASE, WAIT)
     return jnp.where(held, held_verb, idle_verb).astype(jnp.int32), jnp.int32(0)
 
 
-def view(m):
+def view(m, rules):
     """``[A] button colour label ; held|idle ; strip colour|none`` (the strip shows only while
     held)."""
     held = m["held"] == 1
@@ -110,7 +112,7 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     strip = int(m["strip"])
     return {
@@ -134,15 +136,15 @@ def _rule(color, label, batteries, indicator) -> str:
     return "If " + " and ".join(parts) + ", " if parts else "Otherwise, "
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = ["THE BUTTON. Take the first rule that applies:"]
-    for color, label, batteries, indicator, hold in np.asarray(T.BUTTON_RULES):
+    for color, label, batteries, indicator, hold in np.asarray(rules.button_rules):
         what = "hold the button down (see below)" if hold else "press and release it at once"
         lines.append(f"  - {_rule(color, label, batteries, indicator)}{what}.")
     lines.append("While held, a coloured strip lights up at its side. Release the button when the")
     lines.append("countdown display shows this digit in any position:")
-    for color, digit in zip(T.BUTTON_COLORS, T.RELEASE_DIGIT, strict=True):
+    for color, digit in zip(T.BUTTON_COLORS, rules.release_digit, strict=True):
         lines.append(f"  - {color} strip: {digit}")
     lines.append("Tapping a button that should be held, holding one that should be tapped, or")
     lines.append("releasing at the wrong time is a strike.")

@@ -2,7 +2,7 @@
 
 State: ``colors[6]`` (index into ``CW_COLORS``, -1 = empty slot), ``led[6]`` and ``star[6]``
 (0/1), ``cut[6]`` (0/1). Targets are the 6 slots, left to right. A wire's red / blue / LED /
-star picks an instruction letter (``CW_RULES``); the letter and the edgework say whether it
+star picks an instruction letter (``rules.cw_rules``); the letter and the edgework say whether it
 must be cut. The module is solved once every must-cut wire is cut.
 """
 
@@ -23,14 +23,14 @@ _COLOR_TOK = V.toks(T.CW_COLORS + ("empty",))  # index -1 → "empty"
 _COMBOS = np.array([(c, led, s) for c in range(6) for led in (0, 1) for s in (0, 1)], np.int32)
 
 
-def letter(colors, led, star) -> jnp.ndarray:
+def letter(colors, led, star, rules) -> jnp.ndarray:
     """Instruction letter per wire (int32, the shape of ``colors``; empty slots read as white)."""
     c = jnp.maximum(colors, 0)
     red, blue = jnp.asarray(T.CW_RED)[c], jnp.asarray(T.CW_BLUE)[c]
-    return jnp.asarray(T.CW_RULES)[red.astype(int), blue.astype(int), led, star]
+    return rules.cw_rules[red.astype(int), blue.astype(int), led, star]
 
 
-def must_cut(colors, led, star, facts) -> jnp.ndarray:
+def must_cut(colors, led, star, facts, rules) -> jnp.ndarray:
     """bool per wire: the wire is present and its letter says cut under ``facts``."""
     cut_if = jnp.stack(
         [
@@ -41,10 +41,10 @@ def must_cut(colors, led, star, facts) -> jnp.ndarray:
             facts.batteries >= 2,
         ]
     )
-    return (colors >= 0) & cut_if[letter(colors, led, star)]
+    return (colors >= 0) & cut_if[letter(colors, led, star, rules)]
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """n = min(uniform{4..9}, 6) wires in random slots, colouring uniform, LED and star each
     with p = 1/2; if no wire must be cut, one wire is redrawn uniformly among the must-cut
     combinations (ktanesim's generator)."""
@@ -55,9 +55,9 @@ def generate(key, facts):
     led = (u[2 + 2 * N_SLOTS : 2 + 3 * N_SLOTS] < 0.5).astype(jnp.int32)
     star = (u[2 + 3 * N_SLOTS :] < 0.5).astype(jnp.int32)
     combos = jnp.asarray(_COMBOS)
-    ok = must_cut(combos[:, 0], combos[:, 1], combos[:, 2], facts)
+    ok = must_cut(combos[:, 0], combos[:, 1], combos[:, 2], facts, rules)
     pick = combos[first_true(jnp.cumsum(ok) > randint(u[1], 0, jnp.sum(ok)))]
-    redo = (rank == 0) & ~jnp.any(must_cut(colors, led, star, facts))
+    redo = (rank == 0) & ~jnp.any(must_cut(colors, led, star, facts, rules))
     return {
         "colors": jnp.where(redo, pick[0], colors),
         "led": jnp.where(redo, pick[1], led),
@@ -69,7 +69,7 @@ def generate(key, facts):
 def act(key, m, verb, target, ctx):
     """CUT an intact wire: a must-cut wire is fine (the last one solves), any other strikes
     (and stays cut)."""
-    must = must_cut(m["colors"], m["led"], m["star"], ctx.facts)
+    must = must_cut(m["colors"], m["led"], m["star"], ctx.facts, ctx.rules)
     valid = (verb == CUT) & (m["colors"][target] >= 0) & (m["cut"][target] == 0)
     cut = m["cut"].at[target].max(valid.astype(jnp.int32))
     solved = valid & must[target] & jnp.all(~must | (cut == 1))
@@ -78,11 +78,11 @@ def act(key, m, verb, target, ctx):
 
 def oracle(m, ctx):
     """Cut the first intact must-cut wire (int32 scalars)."""
-    must = must_cut(m["colors"], m["led"], m["star"], ctx.facts)
+    must = must_cut(m["colors"], m["led"], m["star"], ctx.facts, ctx.rules)
     return jnp.int32(CUT), first_true(must & (m["cut"] == 0))
 
 
-def view(m):
+def view(m, rules):
     """``[k] colouring LED on|off star|none cut|intact ;`` per slot (``[k] empty`` if empty)."""
     present = m["colors"] >= 0
     on = jnp.where(m["led"] == 1, V.tok("on"), V.tok("off"))
@@ -102,7 +102,7 @@ def view(m):
     return view_tokens([per_slot.reshape(-1)])
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     wires = [
         None
@@ -122,7 +122,7 @@ _LETTER_TEXT = {
 }
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = [
         "COMPLICATED WIRES. Up to six wires, each white, red, blue or striped with two of",
@@ -134,7 +134,7 @@ def manual() -> str:
     ]
     yn = ("no ", "yes")
     for idx in np.ndindex(2, 2, 2, 2):
-        ch = T.CW_LETTERS[T.CW_RULES[idx]]
+        ch = T.CW_LETTERS[rules.cw_rules[idx]]
         lines.append(f"  {'  '.join(yn[i] for i in idx)} -> {ch}")
     lines += [f"  {ch}: {text}." for ch, text in _LETTER_TEXT.items()]
     return "\n".join(lines)

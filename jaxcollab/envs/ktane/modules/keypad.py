@@ -21,25 +21,26 @@ _SYMBOL_TOK = V.toks(T.KEYPAD_SYMBOLS)
 _POS_TOK = V.toks(T.KEYPAD_POSITIONS)
 
 
-def key_ranks(symbols: jax.Array) -> jax.Array:
+def key_ranks(symbols: jax.Array, rules) -> jax.Array:
     """Position of each key's symbol in the one column holding all four, int32 ``[4]``."""
-    ranks = jnp.asarray(T.KEYPAD_RANK)[:, symbols]  # [6 columns, 4]
+    ranks = rules.keypad_rank[:, symbols]  # [6 columns, 4]
     column = first_true(jnp.all(ranks < 7, axis=1))
     return ranks[column]
 
 
-def next_key(m) -> jax.Array:
+def next_key(m, rules) -> jax.Array:
     """The unpressed key whose symbol comes first in the column (int32 ``[]``)."""
-    return jnp.argmin(jnp.where(m["pressed"] == 1, 99, key_ranks(m["symbols"]))).astype(jnp.int32)
+    ranks = jnp.where(m["pressed"] == 1, 99, key_ranks(m["symbols"], rules))
+    return jnp.argmin(ranks).astype(jnp.int32)
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """A uniform column, 4 distinct symbols of it placed in random order."""
     u = uniforms(key, 8)
     column = randint(u[0], 0, 6)
     pick = permutation(u[1:])[:N_KEYS]
     return {
-        "symbols": jnp.asarray(T.KEYPAD_COLUMNS)[column, pick],
+        "symbols": rules.keypad_columns[column, pick],
         "pressed": jnp.zeros(N_KEYS, jnp.int32),
     }
 
@@ -48,17 +49,17 @@ def act(key, m, verb, target, ctx):
     """PRESS: the next key lights green; a green key does nothing; any other key strikes."""
     green = m["pressed"][target] == 1
     valid = (verb == PRESS) & ~green
-    right = target == next_key(m)
+    right = target == next_key(m, ctx.rules)
     pressed = m["pressed"].at[target].max((valid & right).astype(jnp.int32))
     return dict(m, pressed=pressed), valid & ~right, jnp.all(pressed == 1) & valid & right, valid
 
 
 def oracle(m, ctx):
     """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
-    return jnp.int32(PRESS), next_key(m)
+    return jnp.int32(PRESS), next_key(m, ctx.rules)
 
 
-def view(m):
+def view(m, rules):
     """``[k] position symbol green|unlit ;`` per key in reading order."""
     lit = jnp.where(m["pressed"] == 1, V.tok("green"), V.tok("unlit"))
     per_key = jnp.stack(
@@ -74,7 +75,7 @@ def view(m):
     return view_tokens([per_key.reshape(-1)])
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     return {
         "symbols": [T.KEYPAD_SYMBOLS[s] for s in m["symbols"]],
@@ -82,14 +83,14 @@ def describe(m):
     }
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = [
         "KEYPAD. Four keys carry symbols. Exactly one column below holds all four; press the",
         "keys in the order their symbols appear in that column, top to bottom. A key pressed",
         "out of order is a strike (keys already lit green stay lit).",
     ]
-    for c, column in enumerate(T.KEYPAD_COLUMNS, start=1):
+    for c, column in enumerate(rules.keypad_columns, start=1):
         lines.append(f"  column {c}: " + ", ".join(T.KEYPAD_SYMBOLS[s] for s in column))
     return "\n".join(lines)
 

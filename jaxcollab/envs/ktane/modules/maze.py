@@ -45,7 +45,7 @@ def distances(walls: jax.Array, goal: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, N_CELLS - 1, relax, start)
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """A uniform maze and light; the goal uniform among cells not touching the light's
     (not the light's cell or any of its 8 neighbours)."""
     u = uniforms(key, 2 + N_CELLS)
@@ -53,7 +53,8 @@ def generate(key, facts):
     cells = jnp.arange(N_CELLS)
     near = (jnp.abs(cells // N - light // N) <= 1) & (jnp.abs(cells % N - light % N) <= 1)
     goal = jnp.argmax(jnp.where(near, -1.0, u[2:])).astype(jnp.int32)
-    return {"maze": randint(u[0], 0, len(T.MAZE_WALLS)), "light": light, "goal": goal}
+    n_mazes = rules.maze_walls.shape[0]
+    return {"maze": randint(u[0], 0, n_mazes), "light": light, "goal": goal}
 
 
 def act(key, m, verb, target, ctx):
@@ -61,14 +62,14 @@ def act(key, m, verb, target, ctx):
     wall it strikes and stays."""
     valid = verb == PRESS
     row, col = m["light"] // N, m["light"] % N
-    wall = jnp.asarray(T.MAZE_WALLS)[m["maze"], row, col, target]
+    wall = ctx.rules.maze_walls[m["maze"], row, col, target]
     light = jnp.where(valid & ~wall, neighbour(m["light"])[target], m["light"])
     return dict(m, light=light), valid & wall, valid & ~wall & (light == m["goal"]), valid
 
 
 def oracle(m, ctx):
     """A move along a shortest path to the goal (int32 scalars)."""
-    walls = jnp.asarray(T.MAZE_WALLS)[m["maze"]]
+    walls = ctx.rules.maze_walls[m["maze"]]
     d = distances(walls, m["goal"])
     row, col = m["light"] // N, m["light"] % N
     cost = jnp.where(walls[row, col], _FAR + 1, d[neighbour(m["light"])])
@@ -80,10 +81,10 @@ def _cell(cell):
     return jnp.asarray(V.DIGIT)[jnp.stack([cell % N, cell // N]) + 1]
 
 
-def view(m):
+def view(m, rules):
     """``markers c r c r ; light c r ; goal c r ; [A] up [B] down [C] left [D] right``
     (columns and rows 1-based from the top left)."""
-    markers = jnp.asarray(T.MAZE_MARKERS)[m["maze"]]  # [2, (col, row)] 0-based
+    markers = rules.maze_markers[m["maze"]]  # [2, (col, row)] 0-based
     buttons = jnp.stack([jnp.asarray(V.LABEL[:4]), jnp.asarray(V.toks(T.MAZE_MOVES))], 1)
     return view_tokens(
         [
@@ -101,14 +102,14 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema);
     cells are ``[col, row]``, 1-based from the top left."""
     cell = lambda c: [int(c) % N + 1, int(c) // N + 1]  # noqa: E731
     maze = int(m["maze"])
     return {
         "maze": maze + 1,
-        "markers": [[int(c) + 1, int(r) + 1] for c, r in T.MAZE_MARKERS[maze]],
+        "markers": [[int(c) + 1, int(r) + 1] for c, r in rules.maze_markers[maze]],
         "light": cell(m["light"]),
         "goal": cell(m["goal"]),
     }
@@ -124,7 +125,7 @@ def _drawing(walls) -> list[str]:
     return lines
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = [
         "MAZE. A 6x6 grid shows a white light, a red goal and two green markers; the walls are",
@@ -132,7 +133,7 @@ def manual() -> str:
         "top left), then guide the light to the goal with up, down, left and right. Moving",
         "into a wall, the outer border included, is a strike and the light does not move.",
     ]
-    for k, (walls, markers) in enumerate(zip(T.MAZE_WALLS, T.MAZE_MARKERS, strict=True), 1):
+    for k, (walls, markers) in enumerate(zip(rules.maze_walls, rules.maze_markers, strict=True), 1):
         marks = " and ".join(f"(col {c + 1}, row {r + 1})" for c, r in markers)
         lines += [f"Maze {k}: markers at {marks}", *_drawing(walls)]
     return "\n".join(lines)

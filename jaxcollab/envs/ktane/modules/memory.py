@@ -30,9 +30,10 @@ LAYOUT = Layout(
 )
 
 
-def answer(m) -> jax.Array:
-    """Position (0-based, int32 ``[]``) to press now, from MEMORY_RULES[stage, display - 1]."""
-    kind, arg = jnp.asarray(T.MEMORY_RULES)[m["stage"], m["display"] - 1]
+def answer(m, rules) -> jax.Array:
+    """Position (0-based, int32 ``[]``) to press now, from ``rules.memory_rules[stage,
+    display - 1]``."""
+    kind, arg = rules.memory_rules[m["stage"], m["display"] - 1]
     earlier = jnp.maximum(arg - 1, 0)
     candidates = jnp.stack(
         [
@@ -51,7 +52,7 @@ def draw(key) -> tuple[jax.Array, jax.Array]:
     return randint(u[0], 1, 5), permutation(u[1:]) + 1
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """Stage 1 with a uniform display and label permutation, empty history."""
     display, labels = draw(key)
     empty = jnp.full(N_STAGES, -1, jnp.int32)
@@ -67,7 +68,7 @@ def generate(key, facts):
 def act(key, m, verb, target, ctx):
     """PRESS: right → record, next stage, redraw; wrong → strike, back to stage 1, redraw."""
     valid = verb == PRESS
-    right = target == answer(m)
+    right = target == answer(m, ctx.rules)
     display, labels = draw(key)
     empty = jnp.full(N_STAGES, -1, jnp.int32)
     stage = jnp.where(right, m["stage"] + 1, 0)
@@ -86,10 +87,10 @@ def act(key, m, verb, target, ctx):
 
 def oracle(m, ctx):
     """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
-    return jnp.int32(PRESS), answer(m)
+    return jnp.int32(PRESS), answer(m, ctx.rules)
 
 
-def view(m):
+def view(m, rules):
     """``stage s of 5 ; display d ; [k] label ;`` for the 4 buttons, left to right."""
     digits = jnp.asarray(V.DIGIT)
     per_button = jnp.stack([jnp.asarray(V.LABEL[:N_BUTTONS]), digits[m["labels"]]], 1)
@@ -108,7 +109,7 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     done = int(m["stage"])
     return {
@@ -130,13 +131,13 @@ _STEP = {
 }
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = [
         "MEMORY. A display shows 1-4 above four buttons labelled 1-4 (positions 1-4, left to",
         "right). Five stages; remember the position and label you press at each stage.",
     ]
-    for stage, row in enumerate(T.MEMORY_RULES, start=1):
+    for stage, row in enumerate(rules.memory_rules, start=1):
         lines.append(f"  Stage {stage}:")
         for display, (kind, arg) in enumerate(row, start=1):
             lines.append(f"    display {display}: {_STEP[int(kind)].format(int(arg))}.")

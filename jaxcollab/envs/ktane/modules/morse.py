@@ -1,9 +1,9 @@
 """Morse Code (vanilla KTANE manual, Morse Code): read the looping light, dial its frequency, TX.
 
-State: ``word`` (index into ``MORSE_WORDS``, also the answer's dial position), ``dial`` (0–15,
-starts at 3.505 MHz) and ``phase`` (which letter of the loop the light is at when the Defuser
-looks, ``n_letters`` = the pause before the word repeats). Targets: ``[A]`` dial left,
-``[B]`` dial right, ``[C]`` TX.
+State: ``word`` (the answer's dial position; its word is ``rules.morse_words[word]``),
+``dial`` (0–15, starts at 3.505 MHz) and ``phase`` (which letter of the loop the light is at
+when the Defuser looks, ``n_letters`` = the pause before the word repeats). Targets: ``[A]``
+dial left, ``[B]`` dial right, ``[C]`` TX.
 
 The light is a timed signal (:func:`signal`: on/off per dot unit, standard Morse timing, the
 word looping after a 7-unit pause). The Defuser's view is one full loop of it as watched from
@@ -13,6 +13,7 @@ start has to be found as in the game.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -23,14 +24,28 @@ from jaxcollab.envs.ktane.modules.base import PRESS, Layout, ModuleType, view_to
 
 LAYOUT = Layout({"word": (), "dial": (), "phase": ()})
 LEFT, RIGHT, TX = range(3)
-N_WORDS = len(T.MORSE_WORDS)
+N_WORDS = len(T.MORSE_FREQS)
 LOOP = T.MORSE_MAX_LETTERS + 1  # letters + the pause
-_N_LETTERS = np.array([len(w) for w in T.MORSE_WORDS], np.int32)
-#: _LOOP_TOK[word, k]: token of the loop's k-th element (letter patterns, "pause", padding).
-_LOOP_TOK = np.zeros((N_WORDS, LOOP), np.int32)
-for _w, _word in enumerate(T.MORSE_WORDS):
-    _LOOP_TOK[_w, : len(_word) + 1] = V.toks([T.MORSE_CODE[c] for c in _word] + ["pause"])
+#: _PATTERN_TOK[letter id]: token of the letter's dot-dash pattern (``T.MORSE_ALPHABET`` order).
+_PATTERN_TOK = V.toks([T.MORSE_CODE[c] for c in T.MORSE_ALPHABET])
 _FREQ_TOK = V.toks(T.MORSE_FREQS)
+
+
+def n_letters(rules, word: jax.Array) -> jax.Array:
+    """int32: letters of the word at dial position ``word``."""
+    return jnp.sum(rules.morse_words[word] >= 0, axis=-1).astype(jnp.int32)
+
+
+def loop_tokens(rules, word: jax.Array) -> jax.Array:
+    """int32 ``[LOOP]``: one loop of the word's light (letter patterns, then ``pause``, 0 pad)."""
+    letters = jnp.concatenate([rules.morse_words[word], jnp.full(1, -1, jnp.int32)])
+    tok = jnp.where(letters >= 0, jnp.asarray(_PATTERN_TOK)[jnp.maximum(letters, 0)], 0)
+    return jnp.where(jnp.arange(LOOP) == n_letters(rules, word), V.tok("pause"), tok)
+
+
+def word_text(rules, word: int) -> str:
+    """Host-side: the word at dial position ``word`` of a numpy ruleset."""
+    return "".join(T.MORSE_ALPHABET[i] for i in rules.morse_words[word] if i >= 0)
 
 
 def signal(word: str) -> np.ndarray:
@@ -50,14 +65,14 @@ def signal(word: str) -> np.ndarray:
     return np.array(units, bool)
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """A uniform word, the dial at 3.505 MHz, and a uniform phase of the loop."""
     u = uniforms(key, 2)
     word = randint(u[0], 0, N_WORDS)
     return {
         "word": word,
         "dial": jnp.int32(T.MORSE_START),
-        "phase": randint(u[1], 0, jnp.asarray(_N_LETTERS)[word] + 1),
+        "phase": randint(u[1], 0, n_letters(rules, word) + 1),
     }
 
 
@@ -80,11 +95,11 @@ def oracle(m, ctx):
     return jnp.int32(PRESS), target.astype(jnp.int32)
 
 
-def view(m):
+def view(m, rules):
     """``light p1 p2 … pause … ; frequency 3.505 MHz ; [A] left [B] right [C] TX``."""
-    length = jnp.asarray(_N_LETTERS)[m["word"]] + 1
+    length = n_letters(rules, m["word"]) + 1
     k = jnp.arange(LOOP)
-    loop = jnp.where(k < length, jnp.asarray(_LOOP_TOK)[m["word"], (m["phase"] + k) % length], 0)
+    loop = jnp.where(k < length, loop_tokens(rules, m["word"])[(m["phase"] + k) % length], 0)
     buttons = jnp.stack([jnp.asarray(V.LABEL[:3]), jnp.asarray(V.toks(("left", "right", "TX")))])
     return view_tokens(
         [
@@ -100,9 +115,9 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
-    word = T.MORSE_WORDS[int(m["word"])]
+    word = word_text(rules, int(m["word"]))
     return {
         "word": word,
         "frequency": T.MORSE_FREQS[int(m["word"])],
@@ -112,7 +127,7 @@ def describe(m):
     }
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     code = ", ".join(f"{c.upper()} {p}" for c, p in sorted(T.MORSE_CODE.items()))
     lines = [
@@ -122,7 +137,7 @@ def manual() -> str:
         "buttons, then press TX. TX at any other frequency is a strike.",
         f"Letters: {code}.",
     ]
-    lines += [f"  {w:7} {f} MHz" for w, f in zip(T.MORSE_WORDS, T.MORSE_FREQS, strict=True)]
+    lines += [f"  {word_text(rules, k):7} {f} MHz" for k, f in enumerate(T.MORSE_FREQS)]
     return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 the password.
 
 State: ``columns[5]`` (each column's 6 letters, 0–25, packed 5 bits apiece), ``index[5]`` (the
-letter shown in each column) and ``answer`` (index into ``PASSWORD_WORDS``). Targets: ``[A]``
+letter shown in each column) and ``answer`` (index into ``rules.password_codes``). Targets: ``[A]``
 – ``[E]`` each column's up arrow (previous letter), ``[F]`` – ``[J]`` its down arrow (next
 letter), ``[K]`` submit. Exactly one listed word can be spelled from the columns.
 """
@@ -39,11 +39,11 @@ def shown(m) -> jax.Array:
     return jnp.take_along_axis(unpack(m["columns"]), m["index"][:, None], 1)[:, 0]
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """ktanesim's generator: pick the password; for every other word still spellable, remove
     one of its letters that differs from the password's from that column; then each column is
     the password's letter and 5 random remaining letters, shuffled, showing a random one."""
-    codes = jnp.asarray(T.PASSWORD_CODES)
+    codes = rules.password_codes
     n_words = codes.shape[0]
     u = uniforms(key, 1 + n_words * K + K * N_LETTERS + K * C + K)
     answer = randint(u[0], 0, n_words)
@@ -79,14 +79,14 @@ def act(key, m, verb, target, ctx):
     arrow = valid & (target < SUBMIT)
     index = m["index"].at[col].set(jnp.where(arrow, (m["index"][col] + step) % C, m["index"][col]))
     submit = valid & (target == SUBMIT)
-    right = jnp.all(shown(m) == jnp.asarray(T.PASSWORD_CODES)[m["answer"]])
+    right = jnp.all(shown(m) == ctx.rules.password_codes[m["answer"]])
     return dict(m, index=index), submit & ~right, submit & right, valid
 
 
 def oracle(m, ctx):
     """Turn the first wrong column the short way to the password's letter, else submit."""
     letters = unpack(m["columns"])
-    want = jnp.asarray(T.PASSWORD_CODES)[m["answer"]]
+    want = ctx.rules.password_codes[m["answer"]]
     pos = jnp.argmax(letters == want[:, None], axis=1)
     ahead = (pos - m["index"]) % C
     wrong = ahead != 0
@@ -95,7 +95,12 @@ def oracle(m, ctx):
     return jnp.int32(PRESS), jnp.where(jnp.any(wrong), target, SUBMIT).astype(jnp.int32)
 
 
-def view(m):
+def _word(rules, w: int) -> str:
+    """Host-side: password word ``w`` of a numpy ruleset, lower case."""
+    return "".join(T.LETTERS[c] for c in rules.password_codes[w]).lower()
+
+
+def view(m, rules):
     """``display L1 … L5 ; up [A] … [E] ; down [F] … [J] ; [K] submit``."""
     labels = jnp.asarray(V.LABEL)
     return view_tokens(
@@ -115,19 +120,19 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     letters = unpack(jnp.asarray(m["columns"]))
     return {
         "columns": ["".join(T.LETTERS[int(x)] for x in col) for col in letters],
         "index": [int(i) for i in m["index"]],
-        "password": T.PASSWORD_WORDS[int(m["answer"])],
+        "password": _word(rules, int(m["answer"])),
     }
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
-    words = list(T.PASSWORD_WORDS)
+    words = [_word(rules, w) for w in range(len(rules.password_codes))]
     lines = [
         "PASSWORD. Five letter columns, each cycling through six letters with its up and down",
         "arrows. Exactly one word below can be spelled; set it and press submit. Submitting",

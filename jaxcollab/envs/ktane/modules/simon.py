@@ -24,13 +24,14 @@ N_BUTTONS = len(T.SIMON_COLORS)
 
 
 def expected(m, ctx) -> jax.Array:
-    """The colour to press next (int32 ``[]``): SIMON_MAP[vowel, min(strikes, 2), flash]."""
+    """The colour to press next (int32 ``[]``): ``rules.simon_map[vowel, min(strikes, 2),
+    flash]``."""
     flash = m["seq"][m["entered"]]
-    table = jnp.asarray(T.SIMON_MAP)
+    table = ctx.rules.simon_map
     return table[ctx.facts.serial_vowel.astype(jnp.int32), jnp.minimum(ctx.strikes, 2), flash]
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """Sequence length uniform in 3-5, colours uniform; stage 1, nothing entered."""
     u = uniforms(key, 1 + T.SIMON_MAX_LEN)
     return {
@@ -59,7 +60,7 @@ def oracle(m, ctx):
     return jnp.int32(PRESS), expected(m, ctx)
 
 
-def view(m):
+def view(m, rules):
     """``flashes c1 … ck ; entered n ; [A] red [B] blue [C] green [D] yellow``."""
     shown = jnp.arange(T.SIMON_MAX_LEN) < m["stage"]
     flashes = jnp.where(shown, jnp.asarray(_COLOR_TOK)[m["seq"]], 0)
@@ -77,7 +78,7 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     length = int(m["length"])
     return {
@@ -87,7 +88,7 @@ def describe(m):
     }
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     cols = " | ".join(f"{c} flash" for c in T.SIMON_COLORS)
     lines = [
@@ -98,7 +99,7 @@ def manual() -> str:
     ]
     for vowel in (1, 0):
         for strikes in range(3):
-            row = " | ".join(T.SIMON_COLORS[c] for c in T.SIMON_MAP[vowel, strikes])
+            row = " | ".join(T.SIMON_COLORS[c] for c in rules.simon_map[vowel, strikes])
             s = f"{strikes}+" if strikes == 2 else str(strikes)
             lines.append(f"  {'yes' if vowel else 'no ':3}    {s:7} | {row}")
     lines.append("A wrong press is a strike; start the current stage again with the new map.")

@@ -23,11 +23,11 @@ _LABEL_TOK = V.toks(T.WOF_LABELS)
 _POS_TOK = V.toks(T.WOF_POSITIONS)
 
 
-def answer(display: jax.Array, buttons: jax.Array) -> jax.Array:
-    """Position to press (int32 ``[]``): read the button WOF_READ[display] points at, then take
-    the button whose label ranks first in that label's priority list."""
-    read = buttons[jnp.asarray(T.WOF_READ)[display]]
-    return jnp.argmin(jnp.asarray(T.WOF_RANK)[read, buttons]).astype(jnp.int32)
+def answer(display: jax.Array, buttons: jax.Array, rules) -> jax.Array:
+    """Position to press (int32 ``[]``): read the button ``rules.wof_read[display]`` points
+    at, then take the button whose label ranks first in that label's priority list."""
+    read = buttons[rules.wof_read[display]]
+    return jnp.argmin(rules.wof_rank[read, buttons]).astype(jnp.int32)
 
 
 def draw(key) -> tuple[jax.Array, jax.Array]:
@@ -39,7 +39,7 @@ def draw(key) -> tuple[jax.Array, jax.Array]:
     return display, pick + T.WOF_GROUP_SIZE * group
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """Stage 1 with a fresh display and buttons (:func:`draw`)."""
     display, buttons = draw(key)
     return {"stage": jnp.int32(0), "display": display, "buttons": buttons}
@@ -48,7 +48,7 @@ def generate(key, facts):
 def act(key, m, verb, target, ctx):
     """PRESS: the right button advances the stage; any press redraws display and buttons."""
     valid = verb == PRESS
-    right = target == answer(m["display"], m["buttons"])
+    right = target == answer(m["display"], m["buttons"], ctx.rules)
     display, buttons = draw(key)
     stage = m["stage"] + (valid & right)
     m = dict(
@@ -61,10 +61,10 @@ def act(key, m, verb, target, ctx):
 
 def oracle(m, ctx):
     """The next correct ``(verb, target)`` by the rules (int32 scalars)."""
-    return jnp.int32(PRESS), answer(m["display"], m["buttons"])
+    return jnp.int32(PRESS), answer(m["display"], m["buttons"], ctx.rules)
 
 
-def view(m):
+def view(m, rules):
     """``stage s of 3 ; display WORD ; [k] position LABEL ;`` for the 6 buttons."""
     per_button = jnp.stack(
         [
@@ -89,7 +89,7 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     return {
         "stage": int(m["stage"]) + 1,
@@ -98,7 +98,7 @@ def describe(m):
     }
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = [
         "WHO'S ON FIRST. A display shows a word and six buttons show words (positions TL, TR,",
@@ -107,14 +107,14 @@ def manual() -> str:
     for pos, name in enumerate(T.WOF_POSITIONS):
         words = [
             f'"{w}"' if w else "(empty display)"
-            for w, p in zip(T.WOF_DISPLAYS, T.WOF_READ, strict=True)
+            for w, p in zip(T.WOF_DISPLAYS, rules.wof_read, strict=True)
             if p == pos
         ]
         lines.append(f"  read {name}: " + ", ".join(words))
     lines.append("Step 2: find the list for the word on that button, and press the first word of")
     lines.append("the list that is on a button. Three stages; a wrong press is a strike and the")
     lines.append("stage starts over with new words.")
-    for label, lst in zip(T.WOF_LABELS, T.WOF_LISTS, strict=True):
+    for label, lst in zip(T.WOF_LABELS, rules.wof_lists, strict=True):
         lines.append(f'  "{label}": ' + ", ".join(T.WOF_LABELS[i] for i in lst))
     return "\n".join(lines)
 

@@ -6,7 +6,7 @@ State: ``wires[12]`` (``colour * 3 + target letter`` per terminal 1–12, -1 = n
 
 Occurrences are counted per colour over all wires in terminal order, so the count carries
 across panels; the k-th wire of a colour must be cut iff its target letter is in
-``WS_RULES[colour, k - 1]``. Pressing down while a must-cut wire on the panel is intact is a
+``rules.ws_rules[colour, k - 1]``. Pressing down while a must-cut wire on the panel is intact is a
 strike and the panel stays; down on the last panel solves the module.
 """
 
@@ -34,17 +34,17 @@ _COLOR_TOK = V.toks(T.WS_COLORS)
 _TARGET_TOK = V.toks(T.WS_TARGETS)
 
 
-def must_cut(wires) -> jnp.ndarray:
+def must_cut(wires, rules) -> jnp.ndarray:
     """bool ``[12]``: the wire at each terminal must be cut (False where there is none)."""
     present = wires >= 0
     color, target = jnp.maximum(wires, 0) // 3, jnp.maximum(wires, 0) % 3
     same = present[:, None] & present[None, :] & (color[:, None] == color[None, :])
     occurrence = jnp.sum(jnp.tril(same), axis=1)  # 1-based count up to and including each wire
-    rule = jnp.asarray(T.WS_RULES)[color, jnp.clip(occurrence - 1, 0, T.WS_PER_COLOR - 1), target]
+    rule = rules.ws_rules[color, jnp.clip(occurrence - 1, 0, T.WS_PER_COLOR - 1), target]
     return present & rule
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """As the game: a pool of 9 wires per colour with random targets; draw 10, add 3 empty
     slots, shuffle; if panel 1 is empty, swap a wire into its first terminal; drop the last."""
     pool = 3 * T.WS_PER_COLOR
@@ -66,7 +66,7 @@ def generate(key, facts):
 def act(key, m, verb, target, ctx):
     """CUT a terminal of the panel (a must-not-cut wire strikes and stays cut); PRESS down
     (strikes and stays while a must-cut wire here is intact; solves on the last panel) or up."""
-    must = must_cut(m["wires"])
+    must = must_cut(m["wires"], ctx.rules)
     slot = m["panel"] * T.WS_PER_PANEL + jnp.minimum(target, T.WS_PER_PANEL - 1)
     on_panel = jnp.arange(N_TERMINALS) // T.WS_PER_PANEL == m["panel"]
     cut_ok = (verb == CUT) & (target < T.WS_PER_PANEL)
@@ -85,7 +85,7 @@ def act(key, m, verb, target, ctx):
 def oracle(m, ctx):
     """Cut the panel's first intact must-cut wire, else go down (int32 scalars)."""
     here = jnp.arange(N_TERMINALS) // T.WS_PER_PANEL == m["panel"]
-    todo = here & must_cut(m["wires"]) & (m["cut"] == 0)
+    todo = here & must_cut(m["wires"], ctx.rules) & (m["cut"] == 0)
     slot = first_true(todo)
     return (
         jnp.where(jnp.any(todo), CUT, PRESS).astype(jnp.int32),
@@ -93,7 +93,7 @@ def oracle(m, ctx):
     )
 
 
-def view(m):
+def view(m, rules):
     """``panel p ; [k] terminal colour to letter cut|intact ;`` ×3 (``[k] n empty``), then
     ``[D] down [E] up``."""
     slots = m["panel"] * T.WS_PER_PANEL + jnp.arange(T.WS_PER_PANEL)
@@ -126,7 +126,7 @@ def view(m):
     )
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     wires = [
         None
@@ -137,7 +137,7 @@ def describe(m):
     return {"wires": wires, "panel": int(m["panel"]) + 1}
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = [
         "WIRE SEQUENCE. Four panels, one visible at a time, with terminals 1-12 on the left and",
@@ -150,8 +150,8 @@ def manual() -> str:
     ]
     for k in range(T.WS_PER_COLOR):
         cells = [
-            ",".join(t for t, on in zip(T.WS_TARGETS, T.WS_RULES[c, k], strict=True) if on) or "-"
-            for c in range(len(T.WS_COLORS))
+            ",".join(t for t, on in zip(T.WS_TARGETS, cuts, strict=True) if on) or "-"
+            for cuts in rules.ws_rules[:, k]
         ]
         lines.append(f"  {k + 1}  " + " | ".join(f"{x:5}" for x in cells))
     return "\n".join(lines)

@@ -20,10 +20,11 @@ LAYOUT = Layout({"colors": (N_SLOTS,), "cut": (N_SLOTS,), "answer": ()})
 _COLOR_TOK = V.toks(T.WIRE_COLORS + ("empty",))  # index -1 → "empty"
 
 
-def solution(colors: jax.Array, serial_odd: jax.Array) -> jax.Array:
+def solution(colors: jax.Array, serial_odd: jax.Array, wire_rules: jax.Array) -> jax.Array:
     """The slot to cut (int32 ``[]``) for slot colours int32 ``[6]`` (-1 = empty), manual: Wires.
 
-    Evaluates every row of ``WIRE_RULES[n - 3]`` on a ``[condition kind, colour]`` truth table
+    Evaluates every row of ``wire_rules[n - 3]`` (int32 ``[4, 5, 6]``, ``Ruleset.wire_rules``)
+    on a ``[condition kind, colour]`` truth table
     and applies the first row whose two conditions hold. Requires 3–6 wires.
     """
     present = colors >= 0
@@ -40,7 +41,7 @@ def solution(colors: jax.Array, serial_odd: jax.Array) -> jax.Array:
             jnp.ones_like(count, bool),
         ]
     )
-    rules = jnp.asarray(T.WIRE_RULES)[n - 3]
+    rules = wire_rules[n - 3]
     holds = truth[rules[:, 0], rules[:, 1]] & truth[rules[:, 2], rules[:, 3]]
     _, _, _, _, kind, arg = rules[first_true(holds)]
     order = jnp.cumsum(present)  # 1-based wire number of each present slot
@@ -50,7 +51,7 @@ def solution(colors: jax.Array, serial_odd: jax.Array) -> jax.Array:
     return jnp.where(kind == T.NTH, nth, last_of).astype(jnp.int32)
 
 
-def generate(key, facts):
+def generate(key, facts, rules):
     """n = min(uniform{3..8}, 6) wires in a random subset of slots, colours uniform."""
     u = uniforms(key, 1 + 2 * N_SLOTS)
     n = jnp.minimum(randint(u[0], 3, 9), N_SLOTS)
@@ -60,7 +61,7 @@ def generate(key, facts):
     return {
         "colors": colors,
         "cut": jnp.zeros(N_SLOTS, jnp.int32),
-        "answer": solution(colors, facts.serial_odd),
+        "answer": solution(colors, facts.serial_odd, rules.wire_rules),
     }
 
 
@@ -77,7 +78,7 @@ def oracle(m, ctx):
     return jnp.int32(CUT), m["answer"]
 
 
-def view(m):
+def view(m, rules):
     """``[k] colour cut|intact ;`` per slot, top to bottom (``[k] empty`` for empty slots)."""
     state = jnp.where(m["colors"] >= 0, jnp.where(m["cut"] == 1, V.tok("cut"), V.tok("intact")), 0)
     per_slot = jnp.stack(
@@ -92,7 +93,7 @@ def view(m):
     return view_tokens([per_slot.reshape(-1)])
 
 
-def describe(m):
+def describe(m, rules):
     """Host-side JSON-ready dict of the module (numpy fields in; see the export schema)."""
     colors = [T.WIRE_COLORS[c] if c >= 0 else None for c in m["colors"]]
     return {"colors": colors, "cut": [bool(c) for c in m["cut"]]}
@@ -118,14 +119,14 @@ def _answer(kind: int, arg: int) -> str:
     return f"cut the last {T.WIRE_COLORS[arg]} wire"
 
 
-def manual() -> str:
+def manual(rules) -> str:
     """The Expert's manual page, written from the rule tables."""
     lines = [
         "WIRES. A panel of 3 to 6 wires. Number the wires from the top, skipping empty slots.",
         "Find the section for the number of wires and follow the first instruction whose",
         "conditions all hold. Cut exactly one wire; any other cut is a strike.",
     ]
-    for n, (rows, used) in enumerate(zip(T.WIRE_RULES, T.WIRE_ROWS, strict=True), start=3):
+    for n, (rows, used) in enumerate(zip(rules.wire_rules, T.WIRE_ROWS, strict=True), start=3):
         lines.append(f"{n} wires:")
         for k1, c1, k2, c2, kind, arg in np.asarray(rows)[:used]:
             conds = [c for c in (_condition(k1, c1), _condition(k2, c2)) if c]
