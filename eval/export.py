@@ -66,19 +66,29 @@ def guard_export(out: Path, env: str, seed: int) -> None:
                            "choose a new out")
 
 
-def export(env: str, n: int, seed: int, out: str | Path) -> Path:
+def export(env: str, n: int, seed: int, out: str | Path, ruleset: str = "vanilla",
+           ruleset_seed: int = 0) -> Path:
     """Write ``n`` instances of each environment ``env`` names to ``out`` (JSONL); the path.
+    ``ruleset`` / ``ruleset_seed`` pick the Keep-Talking rule tables (families with rulesets).
 
     Raises:
-        ConfigValueError: unknown env or group, or a family without an exporter.
+        ConfigValueError: unknown env or group, a family without an exporter, or
+            ``ruleset=random`` for a family without rulesets.
         RunCollision: ``out`` holds something other than this export.
     """
     names = env_selection("env", env)
     out = check_output(out, "out", is_dir=False)
     guard_export(out, names[0], seed)
-    records = [record for name in names
-               for record in importlib.import_module(_exporter(name.split("/")[0]))
-               .export_instances(name, n, seed)]
+    records = []
+    for name in names:
+        module = importlib.import_module(_exporter(name.split("/")[0]))
+        rules = {}
+        if hasattr(module, "RULESETS"):
+            rules = {"ruleset": str(ruleset), "ruleset_seed": ruleset_seed}
+        elif ruleset != "vanilla":
+            raise ConfigValueError("ruleset", str(ruleset), f"vanilla: {name} has no randomised "
+                                   "rulesets (ktane has)")
+        records += module.export_instances(name, n, seed, **rules)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w") as f:
@@ -93,7 +103,7 @@ def run(cfg: DictConfig) -> Path:
     """Check the config and ``out``, export, and return the path written."""
     cfg = validate(cfg)
     check_config(cfg)
-    path = export(cfg.env, cfg.n, cfg.seed, cfg.out)
+    path = export(cfg.env, cfg.n, cfg.seed, cfg.out, cfg.ruleset, cfg.ruleset_seed)
     print(f"wrote {cfg.n} instances of each of {cfg.env} to {path}")
     return path
 

@@ -2,7 +2,9 @@
 
 ``python eval/llm.py env=<bomb/…|ktane/…|maze/split-6x6> llm.base_url=URL llm.model=NAME
 episodes=N out_dir=DIR`` (+ ``bomb.hint``, ``bomb.turn_order``, ``bomb.solo``, ``ktane.mode``,
-``maze.setting``, ``llm.tools=native``; every option in ``configs/llm.yaml``).
+``ktane.ruleset=vanilla|random`` with ``ktane.ruleset_seed`` (the bomb and the Expert's manual
+follow that ruleset), ``maze.setting``, ``llm.tools=native``; every option in
+``configs/llm.yaml``).
 
 Writes ``out_dir/<env>.jsonl`` (one transcript record per episode, appended as chunks finish; a
 rerun skips finished episodes) and ``out_dir/results.json`` with keys ``env``, ``model``,

@@ -69,7 +69,7 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.bank and not hasattr(module, "rollout_bank"):
         raise ConfigValueError("bank", True, f"false: {cfg.env} has no instance bank (bomb has)")
     if cfg.ruleset != "vanilla" and not hasattr(module, "RULESETS"):
-        raise ConfigValueError("ruleset", cfg.ruleset, f"vanilla: {cfg.env} has no randomised "
+        raise ConfigValueError("ruleset", str(cfg.ruleset), f"vanilla: {cfg.env} has no randomised "
                                "rulesets (ktane has)")
     if cfg.solo is not None and cfg.solo not in module.TEAMS and not Path(cfg.solo).is_file():
         raise ConfigValueError("solo", cfg.solo, f"a team ({', '.join(module.TEAMS)}) or an "

@@ -336,6 +336,8 @@ class Export:
     n: int = count(10)
     seed: int = count(0, 0)
     out: str = "instances.jsonl"
+    ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
+    ruleset_seed: int = count(0, 0)             # seed of ruleset=random
 
 
 @dataclass
