@@ -319,6 +319,7 @@ class Rollout:
     agent: str = "oracle"
     episodes: int = count(1024)
     seed: int = count(0, 0)
+    chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
     bank: bool = False          # the SANZARU instance-bank protocol (bomb)
     repeats: int = count(3)     # repeats of each bank instance
     turn_order: Any = "cycle"   # "cycle" or a permutation of the role names
