@@ -162,8 +162,8 @@ def resumable_episodes(play: Callable[[Any], Mapping[str, Any]], episodes: Any, 
     ``play(inputs [chunk, ...]) -> {name: array [chunk, ...]}`` plays one chunk of the
     per-episode inputs ``episodes`` (keys, or indices into the caller's keys and params; e.g.
     a :func:`jaxcollab.rollout` and the per-episode numbers it keeps). Every call gets exactly
-    ``chunk`` rows (the last chunk is padded with the first episode's inputs and the padding
-    dropped), so ``play`` compiles once. Chunk ``i`` is saved to
+    ``chunk`` rows (the last chunk is padded with copies of its first row, dropped from the
+    results), so ``play`` compiles once. Chunk ``i`` is saved to
     ``save_dir/episodes_<i>.npz`` by process 0 as soon as it finishes; chunks already there are
     loaded instead of played (each saved chunk is announced on stdout: ``episodes: chunk
     <i>/<n> saved in <dir>``), and a SIGTERM / SIGINT between chunks stops the loop
