@@ -14,7 +14,7 @@ from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.tasks import make_task
-from jaxcollab.collab.trainer import _load_round, run_trainers
+from jaxcollab.collab.trainer import _load_round, calibration_folds, run_trainers
 from jaxcollab.envs.parity import make_alphas
 
 TINY = {"n_layer": 1, "n_head": 1, "n_embd": 8}
@@ -83,7 +83,7 @@ def tiny(tmp_path_factory):
               "key": jax.random.PRNGKey(3), "cross_fit": False}
     fits = []
     runs = conv.make_trainers(common, out, CONDITIONS,
-                              on_fit=lambda name: lambda r, n, c: fits.append((name, r, n)))
+                              on_fit=lambda name: lambda r, c: fits.append((name, r, c)))
     run_trainers(runs, None, lambda name, done: None)
     return task, codec, runs, fits
 
@@ -96,12 +96,12 @@ def test_every_treatment_is_its_own_conversation_sharing_round_one(tiny):
     for name in names[1:]:
         assert json.loads((runs[name].round_dir(1) / "metrics.json").read_text())[
             "shared_from"] == str(runs["unbiased"].round_dir(1))
-    n_train, n_test = len(task.train), len(task.test)
-    # calibrated runs fit per round on the labelled training rows and the test set (round 2,
-    # the last, labels no training rows)
+    # calibrated runs fit per round on the held-out rows, once per call (labelled training
+    # rows and test set in round 1; test set only in round 2, the last): the same fit each time
     for name in ("global/biased_self", "global_anchoring/biased_conversation"):
-        assert [(r, n) for m, r, n in fits if m == name] == [(1, n_train), (1, n_test),
-                                                            (2, n_test)]
+        mine = [(r, c) for m, r, c in fits if m == name]
+        assert [r for r, _ in mine] == [1, 1, 2]
+        np.testing.assert_array_equal(mine[0][1].weights, mine[1][1].weights)
     for cond in CONDITIONS:
         scores = conv.condition_treatments(runs, cond, task.test.labels, task.test.target, 10)
         assert set(scores) == {"unbiased", "biased_raw", "biased_self", "biased_conversation",
@@ -122,15 +122,23 @@ def test_next_round_trains_on_and_reads_the_calibrated_messages(tiny, name, kind
     beta, gamma = CONDITIONS["global_anchoring"]
     with np.load(trainer.round_dir(1) / "round.npz") as z:
         saved = {k: z[k] for k in z.files}
-    for split, probs in (("train", saved["train_probs"]), ("test", saved["test_probs"])):
-        labels = getattr(task, split).labels
-        reports = bias_messages(codec, codec.encode(probs), None, beta, gamma)
-        expected = reports
+    held = trainer.held_out_rows(1)
+    log = lambda m: safe_log(jnp.asarray(codec.decode(m)))  # noqa: E731
+    uniform = lambda n: jnp.full((n, 2), -np.log(2.0))  # noqa: E731  r_0
+    if kind is not None:  # fitted on the held-out rows only, never on the test set
+        held_reports = bias_messages(codec, codec.encode(saved["val_probs"]), None, beta, gamma)
+        cals = conv.fit_folds(kind, log(held_reports), uniform(len(held_reports)),
+                              task.train.labels[held], calibration_folds(held, held))
+    n_train, n_test = len(task.train), len(task.test)
+    for split, probs, fold in (
+            ("train", saved["train_probs"], calibration_folds(slice(0, n_train), held)),
+            ("test", saved["test_probs"], np.arange(n_test) % 2)):
+        expected = bias_messages(codec, codec.encode(probs), None, beta, gamma)
         if kind is not None:
-            log_c, _ = conv.fold_calibrate(kind, safe_log(jnp.asarray(codec.decode(reports))),
-                                           jnp.full((len(labels), 2), -np.log(2.0)), labels)
+            log_c = conv.apply_folds(kind, cals, log(expected), uniform(len(expected)), fold)
             expected = np.asarray(codec.encode(jnp.exp(log_c)), np.uint8)
         np.testing.assert_array_equal(saved[f"{split}_messages"], expected)
+    np.testing.assert_array_equal(saved["val_probs"], saved["train_probs"][held])
     if kind is not None:  # calibration changed what was sent
         raw = bias_messages(codec, saved["test_posterior_messages"], None, beta, gamma)
         assert not np.array_equal(saved["test_messages"], raw)
@@ -164,7 +172,7 @@ def test_cli_tiny_writes_the_issue_layout(tmp_path, cli, experiment):
         for m in data["treatments"].values():
             assert set(m) == {"accuracy", "ece", "cce", metric}
             assert all(len(v) == 2 for v in m.values())
-        assert data["calibrators"]["biased_conversation"]["round_2"]["test"]["converged"]
+        assert all(data["calibrators"]["biased_conversation"]["round_2"]["converged"])
     assert results["calibrators_converged"] is True
     png = "mse.png" if metric == "mse_vs_pstar" else "success.png"
     assert (tmp_path / png).stat().st_size > 10_000

@@ -14,7 +14,7 @@ from jaxcollab.collab.data import CollabTask, TaskSplit, build_prefix, round_chu
 from jaxcollab.collab.fit import TrainConfig, predict_probs
 from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.tasks import make_task
-from jaxcollab.collab.trainer import RoundTrainer, _load_round
+from jaxcollab.collab.trainer import RoundTrainer, _load_round, calibration_folds
 from jaxcollab.envs.parity import VOCAB, encode
 from jaxcollab.io.checkpoints import load_params
 from jaxcollab.models.gpt import GPT
@@ -195,25 +195,36 @@ def test_message_transform_changes_what_is_sent_not_what_is_predicted(finished, 
                                                                        tmp_path):
     trainer, reference, _ = finished
     calls = []
+    flip = lambda m: 9 - m + 2 * VOCAB.index("0")  # noqa: E731  digit d -> 9 - d
 
-    def flip(r, messages, previous, labels):
-        calls.append((r, None if previous is None else previous.shape, len(labels)))
-        return 9 - messages + 2 * VOCAB.index("0")  # digit d -> 9 - d
+    def transform(r, held_out, rows):
+        calls.append((r, len(held_out.labels), None if rows.previous is None
+                      else rows.previous.shape, len(rows.labels)))
+        return flip(rows.messages)
 
-    metrics = _trainer(parity_task, tmp_path, message_transform=flip).run()
+    metrics = _trainer(parity_task, tmp_path, message_transform=transform).run()
     n_labelled = len(parity_task.train) - 400
     n_test = len(parity_task.test)
-    # round 1: train rows, test; round 2: test (the last round labels no training rows)
-    assert calls == [(1, None, n_labelled), (1, None, n_test), (2, (n_test, 2), n_test)]
+    n_val = trainer.train.val_examples
+    # round 1: train rows, test; round 2: test (the last round labels no training rows); each
+    # call sees the round's held-out validation rows
+    assert calls == [(1, n_val, None, n_labelled), (1, n_val, None, n_test),
+                     (2, n_val, (n_test, 2), n_test)]
     assert metrics[0]["test_mse_vs_pstar"] == reference[0]["test_mse_vs_pstar"]
     with np.load(tmp_path / "round_1" / "round.npz") as z:
         sent, posterior = z["test_messages"], z["test_posterior_messages"]
         train_sent = z["train_messages"][400:]
     with np.load(trainer.round_dir(1) / "round.npz") as z:
         np.testing.assert_array_equal(posterior, z["test_messages"])
-        np.testing.assert_array_equal(train_sent, flip(1, z["train_messages"][400:], None, ()))
-    np.testing.assert_array_equal(sent, flip(1, posterior, None, ()))
-    assert train_sent.shape == (n_labelled, 2)
+        np.testing.assert_array_equal(train_sent, flip(z["train_messages"][400:]))
+    np.testing.assert_array_equal(sent, flip(posterior))
+
+
+def test_calibration_folds_split_the_held_out_rows_and_alternate_elsewhere():
+    held = slice(10, 14)
+    np.testing.assert_array_equal(calibration_folds(held, held), [1, 1, 0, 0])
+    np.testing.assert_array_equal(calibration_folds(slice(8, 16), held),
+                                  [0, 1, 1, 1, 0, 0, 0, 1])
 
 
 def test_first_round_is_shared_across_protocols(finished, parity_task, tmp_path):

@@ -55,4 +55,5 @@ def bias_transform(codec: MessageCodec, beta: float, gamma: float) -> MessageTra
     if codec.kind != "probability":
         raise ValueError(f"biased messages need protocol=probability, got {codec.kind!r}")
     beta, gamma = validate_bias(beta, gamma)
-    return lambda r, tokens, prev, labels: bias_messages(codec, tokens, prev, beta, gamma)
+    return lambda r, held_out, rows: bias_messages(codec, rows.messages, rows.previous, beta,
+                                                   gamma)

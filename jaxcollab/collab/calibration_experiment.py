@@ -8,7 +8,8 @@ and every bias condition, scored by round, with ``results.json`` and the plots.
   ``treatments.<name>.{accuracy, ece, cce}`` plus ``maze_success`` (mazes) or ``mse_vs_pstar``
   (parity), for ``unbiased``, ``biased_raw``, ``biased_self``, ``biased_conversation``,
   ``posthoc_self``, ``posthoc_conversation`` and, on mazes, ``naive_rare_action``;
-  ``calibrators.<treatment>.round_<r>.<train|test>``: per fold the fitted ``weights``
+  ``calibrators.<treatment>.round_<r>``: per fold (fitted on one half of the round's
+  held-out validation rows) the fitted ``weights``
   (``[w_k]`` / ``[w_k, w_{k−1}]``), class-1.. ``bias`` and ``converged``;
   ``expected_conversation_weights`` ``[1/β, −γ/β]``; on parity ``ideal_decoder.<treatment>``:
   the exact ideal-decoder conversation curve (:func:`jaxcollab.collab.ideal.conversation_mse`);
@@ -58,19 +59,18 @@ def build_task(task_cfg: Mapping, seed: int):
     return collab_task(train, test), test.examples()["maze"]
 
 
-def _fit_logger(results: ResultsFile, n_test: int) -> Callable:
+def _fit_logger(results: ResultsFile) -> Callable:
     def for_run(name: str):
         cond, treatment = name.split("/")
 
-        def log(r: int, n_rows: int, cals) -> None:
+        def log(r: int, cals) -> None:
             entry = {"weights": np.asarray(cals.weights).tolist(),
                      "bias": np.asarray(cals.bias[:, 1:]).tolist(),
                      "converged": np.asarray(cals.converged).tolist()}
-            split = "test" if n_rows == n_test else "train"
-            results.set(("conditions", cond, "calibrators", treatment, f"round_{r}", split), entry)
+            results.set(("conditions", cond, "calibrators", treatment, f"round_{r}"), entry)
             if not all(entry["converged"]):
                 results.set(("calibrators_converged",), False)
-                print(f"WARNING: {name} round {r} ({split}): a calibrator fit did not converge")
+                print(f"WARNING: {name} round {r}: a calibrator fit did not converge")
 
         return log
 
@@ -113,7 +113,7 @@ def run(cfg: Mapping, out: Path, progress: Callable | None = None) -> dict:
               "key": jax.random.fold_in(jax.random.PRNGKey(cfg["seed"]), 1),
               "cross_fit": bool(cfg["data"]["cross_fit"])}
     runs = conv.make_trainers(common, out, conditions, int(cal["newton_steps"]),
-                              _fit_logger(results, len(task.test)))
+                              _fit_logger(results))
     results.set(("config",), dict(cfg))
     results.set(("rounds",), list(range(1, n_rounds + 1)))
     results.set(("cross_fit",), common["cross_fit"])

@@ -14,12 +14,15 @@ model, trained once, :class:`~jaxcollab.collab.trainer.RoundTrainer` ``first_rou
   calibrated message is what the next agent trains on and predicts from, so imperfect
   corrections accumulate through the conversation (paper R2).
 
-Calibrators never label rows they were fitted on (:func:`fold_calibrate`: two-fold cross-fitting
-within the rows being labelled — the training rows of a round, or the test set — with those
-rows' true labels). Post-hoc treatments keep the earlier reading: ``posthoc_self`` and
-``posthoc_conversation`` calibrate the ``biased_raw`` conversation's test messages after the
-fact (the next agents never saw them), and on mazes ``naive_rare_action`` applies the naive
-rare-action baseline (the paper's §6 R4, Figure 8) to them.
+Each round's two calibrators are fitted on that round's held-out validation rows (rows no
+model trains on; :func:`fit_folds`, each half fitted on the other half), never on the test set,
+and every message the round sends — training, validation and test rows alike — is labelled by
+one of the two, so no calibrator labels a row it was fitted on and later agents are tested on
+messages of the kind they trained on. Post-hoc treatments keep the earlier reading:
+``posthoc_self`` and ``posthoc_conversation`` calibrate the ``biased_raw`` conversation's test
+messages after the fact (:func:`fold_calibrate` on the test set; the next agents never saw
+them), and on mazes ``naive_rare_action`` applies the naive rare-action baseline (the paper's §6
+R4, Figure 8) to them.
 
 Bias conditions (paper R2): ``global`` (global miscalibration only, γ = 0) and
 ``global_anchoring`` (plus sycophantic anchoring, γ > 0); the paper gives no β, γ values.
@@ -46,7 +49,7 @@ from jaxcollab.collab.calibration import (
 )
 from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.collab.metrics import round_metrics
-from jaxcollab.collab.trainer import MessageTransform, RoundTrainer
+from jaxcollab.collab.trainer import MessageTransform, Outgoing, RoundTrainer
 from jaxcollab.envs.maze.success import success_from_steps
 
 UNBIASED, RAW = "unbiased", "biased_raw"
@@ -57,8 +60,8 @@ POSTHOC = {"posthoc_self": SELF, "posthoc_conversation": CONVERSATION}
 NAIVE = "naive_rare_action"
 CONDITIONS = ("global", "global_anchoring")
 
-FitLog = Callable[[int, int, Calibrator], None]
-"""``(round r, rows labelled, calibrators with a leading fold axis [2])``."""
+FitLog = Callable[[int, Calibrator], None]
+"""``(round r, calibrators with a leading fold axis [2])``."""
 
 
 def check_conditions(conditions: Mapping) -> dict[str, tuple[float, float]]:
@@ -82,10 +85,58 @@ def check_conditions(conditions: Mapping) -> dict[str, tuple[float, float]]:
     return out
 
 
+def held_out_folds(n: int) -> np.ndarray:
+    """Folds int8 ``[n]`` of ``n`` held-out rows: ``1`` for the first half, ``0`` for the rest.
+
+    Calibrator ``k`` of :func:`fit_folds` is fitted on the rows whose fold is not ``k`` and
+    labels the rows whose fold is ``k``, so each half is labelled by the calibrator fitted on
+    the other half.
+    """
+    return (np.arange(n) < n // 2).astype(np.int8)
+
+
+def _fit_folds(kind: str, log_r, log_prev, labels, fold, n_steps: int) -> Calibrator:
+    feats = features(kind, jnp.asarray(log_r), jnp.asarray(log_prev))
+    onehot = jax.nn.one_hot(jnp.asarray(labels), feats.shape[-1], dtype=feats.dtype)
+    fold = jnp.asarray(fold)
+    return jax.vmap(lambda k: fit_calibrator(feats, onehot, (fold != k).astype(feats.dtype),
+                                             n_steps))(jnp.arange(2))
+
+
+def fit_folds(kind: str, log_r, log_prev, labels, fold, n_steps: int = 30) -> Calibrator:
+    """Two calibrators: calibrator ``k`` fitted on the rows whose ``fold`` is not ``k``.
+
+    Args:
+        kind: ``"self"`` or ``"conversation"``. log_r, log_prev: float ``[N, C]`` log reports
+            ``r_k`` and the previous sent messages. labels: int ``[N]`` true labels.
+            fold: int ``[N]`` in {0, 1}, e.g. :func:`held_out_folds`.
+
+    Returns:
+        :class:`~jaxcollab.collab.calibration.Calibrator` with a leading fold axis ``[2]``.
+
+    Raises:
+        ValueError: an unknown ``kind``, or a fold with fewer than 2 rows to fit on.
+    """
+    fold = np.asarray(fold)
+    counts = [int(np.sum(fold != k)) for k in (0, 1)]
+    if min(counts) < 2:
+        raise ValueError(f"each calibrator needs at least 2 rows to fit on, got {counts} "
+                         f"(rows per fold: fit on fold != k)")
+    return _fit_folds(kind, log_r, log_prev, labels, fold, n_steps)
+
+
+def apply_folds(kind: str, cals: Calibrator, log_r, log_prev, fold) -> jax.Array:
+    """Calibrated log-messages float ``[N, C]``: row ``i`` by calibrator ``fold[i]`` of
+    ``cals`` (leading axis ``[2]``, from :func:`fit_folds`)."""
+    feats = features(kind, jnp.asarray(log_r), jnp.asarray(log_prev))
+    both = jax.vmap(lambda c: apply_calibrator(c, feats))(cals)  # [2, N, C]
+    return jnp.where(jnp.asarray(fold)[:, None] == 1, both[1], both[0])
+
+
 def fold_calibrate(kind: str, log_r, log_prev, labels, n_steps: int = 30):
-    """Calibrate reports by two-fold cross-fitting: each half is calibrated by a calibrator
-    fitted on the other half (with those rows' true labels), so no row is labelled by a fit
-    that saw it.
+    """Calibrate reports by two-fold cross-fitting on the same rows: each half is calibrated
+    by a calibrator fitted on the other half (with those rows' true labels), so no row is
+    labelled by a fit that saw it (the post-hoc treatments).
 
     Args:
         kind: ``"self"`` or ``"conversation"``. log_r, log_prev: float ``[N, C]`` log reports
@@ -101,14 +152,17 @@ def fold_calibrate(kind: str, log_r, log_prev, labels, n_steps: int = 30):
     n = len(labels)
     if n < 4:
         raise ValueError(f"cross-fitted calibration needs at least 4 rows, got {n}")
-    feats = features(kind, jnp.asarray(log_r), jnp.asarray(log_prev))
-    onehot = jax.nn.one_hot(jnp.asarray(labels), feats.shape[-1], dtype=feats.dtype)
-    halves = (slice(0, n // 2), slice(n // 2, n))
-    cals, out = [], []
-    for fit, label in (halves, halves[::-1]):
-        cals.append(fit_calibrator(feats[fit], onehot[fit], None, n_steps))
-        out.append(apply_calibrator(cals[-1], feats[label]))
-    return jnp.concatenate(out[::-1]), jax.tree.map(lambda *x: jnp.stack(x), *cals)
+    fold = held_out_folds(n)
+    cals = fit_folds(kind, log_r, log_prev, labels, fold, n_steps)
+    return apply_folds(kind, cals, log_r, log_prev, fold), cals
+
+
+def _log_messages(codec: MessageCodec, tokens, prev_tokens):
+    """``(log r, log r_prev)`` of encoded messages; a uniform previous message in round 1."""
+    log_r = safe_log(jnp.asarray(codec.decode(tokens)))
+    log_prev = (jnp.full_like(log_r, -np.log(codec.n_classes)) if prev_tokens is None
+                else safe_log(jnp.asarray(codec.decode(prev_tokens))))
+    return log_r, log_prev
 
 
 def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma: float,
@@ -117,8 +171,12 @@ def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma:
     """The round trainer's ``message_transform`` for one conversation treatment.
 
     Biased treatments distort each round's messages with the bias model anchored on the
-    previous round's *sent* message; calibrated ones then send :func:`fold_calibrate`'s
-    calibrated messages (encoded by ``codec``); ``on_fit`` sees each round's calibrators.
+    previous round's *sent* message; calibrated ones then send calibrated messages (encoded by
+    ``codec``). The round's two calibrators are fitted on its held-out validation rows only
+    (:func:`fit_folds`, never on rows a model trains on, nor on the test set), and every sent
+    row is labelled by the calibrator of its fold, so training, validation and test messages
+    come from the same two maps (a model that read one map's values in training is never shown
+    values of a third map at test). ``on_fit(r, calibrators)`` sees each round's fit.
 
     Raises:
         ValueError: an unknown treatment, an ``action`` codec or a bad β, γ.
@@ -132,16 +190,16 @@ def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma:
     beta, gamma = validate_bias(beta, gamma)
     kind = CALIBRATED[treatment]
 
-    def send(r: int, tokens, prev, labels) -> np.ndarray:
-        reports = bias_messages(codec, tokens, prev, beta, gamma)
+    def send(r: int, held_out: Outgoing, rows: Outgoing) -> np.ndarray:
+        reports = bias_messages(codec, rows.messages, rows.previous, beta, gamma)
         if kind is None:
             return reports
-        log_r = safe_log(jnp.asarray(codec.decode(reports)))
-        log_prev = (jnp.full_like(log_r, -np.log(codec.n_classes)) if prev is None
-                    else safe_log(jnp.asarray(codec.decode(prev))))
-        log_c, cals = fold_calibrate(kind, log_r, log_prev, labels, n_steps)
+        held = bias_messages(codec, held_out.messages, held_out.previous, beta, gamma)
+        cals = fit_folds(kind, *_log_messages(codec, held, held_out.previous), held_out.labels,
+                         held_out.fold, n_steps)
         if on_fit is not None:
-            on_fit(r, len(labels), cals)
+            on_fit(r, cals)
+        log_c = apply_folds(kind, cals, *_log_messages(codec, reports, rows.previous), rows.fold)
         return np.asarray(codec.encode(jnp.exp(log_c)), np.uint8)
 
     return send

@@ -15,11 +15,12 @@ the test set. Two data plans:
 
 Two hooks serve other experiments without subclassing:
 
-* ``message_transform(r, messages, previous, labels)`` rewrites the encoded messages before
-  they are appended (the bias model of the paper's Equation 1,
+* ``message_transform(r, held_out, rows)`` rewrites the encoded messages before they are
+  appended (the bias model of the paper's Equation 1,
   :func:`jaxcollab.collab.biased_rounds.bias_transform`, and calibrated conversations,
   :mod:`jaxcollab.collab.conversations`); it is called once for the labelled training rows and
-  once for the test set, with those rows' labels. The untransformed test messages are kept as
+  once for the test set (:class:`Outgoing` each), and may fit on ``held_out``: the round's
+  validation rows, which no model trains on. The untransformed test messages are kept as
   ``test_posterior_messages``.
 * ``first_round_from``: round 1 reads no messages, so under the same task, chunks, model,
   optimisation and key it is the same model for every protocol. A trainer given another run's
@@ -32,7 +33,8 @@ Run directory of one protocol::
     round_<r>/train_state/  orbax, the state of a round stopped by SIGTERM / SIGINT (resumed,
                             then removed; :mod:`jaxcollab.scale.preempt`)
     round_<r>/round.npz     train_probs float32 [N_train, C], train_messages uint8 [N_train, w]
-                            (rows of chunks <= r unused: zeros), test_probs float32 [N_test, C],
+                            (rows of chunks <= r unused: zeros), val_probs float32 [n_val, C]
+                            (the round's validation rows), test_probs float32 [N_test, C],
                             test_messages uint8 [N_test, w] (as sent),
                             test_posterior_messages uint8 [N_test, w] (before the transform),
                             test_labels int32 [N_test], test_target float32 [N_test, C]
@@ -129,9 +131,38 @@ def _save_npz(path: Path, **arrays) -> None:
     os.replace(tmp, path)
 
 
-MessageTransform = Callable[[int, np.ndarray, np.ndarray | None, np.ndarray], np.ndarray]
-"""``(round r, messages uint8 [N, w], previous round's sent messages [N, w] or None, the rows'
-true labels int32 [N]) → sent messages uint8 [N, w]``."""
+@dataclasses.dataclass(frozen=True)
+class Outgoing:
+    """One round's messages for a set of rows, before any transform.
+
+    Attributes:
+        messages: uint8 ``[N, w]`` the encoded posteriors. previous: uint8 ``[N, w]`` the
+            previous round's sent messages on these rows, or None in round 1. labels: int32
+            ``[N]`` the rows' true labels. fold: int8 ``[N]`` in {0, 1}, each row's calibration
+            fold (:func:`calibration_folds`).
+    """
+
+    messages: np.ndarray
+    previous: np.ndarray | None
+    labels: np.ndarray
+    fold: np.ndarray
+
+
+MessageTransform = Callable[[int, Outgoing, Outgoing], np.ndarray]
+"""``(round r, held_out, rows) → sent messages uint8 [N, w]`` for ``rows``; ``held_out`` holds
+the round's validation rows (held out from every round's training), which a transform may fit
+on."""
+
+
+def calibration_folds(rows: slice, held_out: slice) -> np.ndarray:
+    """Calibration folds int8 of the rows ``rows`` (absolute indices): a held-out row gets
+    ``1`` in the first half of ``held_out`` and ``0`` in the second (so the fold-``k`` map,
+    fitted on held-out rows of the other fold, never labels a row it was fitted on); any other
+    row gets its index parity, so both maps label every split alike."""
+    idx = np.arange(rows.start, rows.stop)
+    first_half = idx < held_out.start + (held_out.stop - held_out.start) // 2
+    inside = (idx >= held_out.start) & (idx < held_out.stop)
+    return np.where(inside, first_half, idx % 2).astype(np.int8)
 
 
 @dataclasses.dataclass
@@ -238,7 +269,13 @@ class RoundTrainer:
         return (self.prefixes(r, chunk, outputs),
                 self.task.class_tokens[self.task.train.labels[chunk]])
 
-    def shared_first_round(self) -> tuple[dict, np.ndarray, np.ndarray]:
+    def held_out_rows(self, r: int) -> slice:
+        """Round r's validation rows: the last ``val_examples`` rows of its chunk (held out
+        from training in every round: later rounds' chunks end at the same row or exclude it)."""
+        chunk = self.chunks[r - 1]
+        return slice(chunk.stop - self.train.val_examples, chunk.stop)
+
+    def shared_first_round(self) -> tuple[dict, dict]:
         """Round 1 of ``first_round_from``: its training info and predictions."""
         src = self.first_round_from / "round_1"
         if not (src / "round.npz").exists():
@@ -246,17 +283,15 @@ class RoundTrainer:
                 f"first_round_from: {src} has not finished; run that trainer's round 1 first"
             )
         with np.load(src / "round.npz") as z:
-            train_probs, test_probs = z["train_probs"], z["test_probs"]
+            probs = {k: z[k] for k in ("train_probs", "val_probs", "test_probs")}
         info = json.loads((src / "metrics.json").read_text())
         keep = ("best_val_loss", "best_step", "final_train_loss")
         info = {**{k: info[k] for k in keep}, "train_seconds": 0.0, "shared_from": str(src)}
-        return info, train_probs, test_probs
+        return info, probs
 
-    def _send(self, r: int, messages: np.ndarray, previous: np.ndarray | None,
-              labels: np.ndarray) -> np.ndarray:
-        if self.message_transform is None:
-            return messages
-        return np.asarray(self.message_transform(r, messages, previous, labels), np.uint8)
+    def _outgoing(self, probs: np.ndarray, previous: np.ndarray | None, labels: np.ndarray,
+                  fold: np.ndarray) -> Outgoing:
+        return Outgoing(np.asarray(self.codec.encode(probs), np.uint8), previous, labels, fold)
 
     def _play(self, r: int, outputs: list[RoundOutput]) -> RoundOutput:
         rdir = self.round_dir(r)
@@ -265,24 +300,38 @@ class RoundTrainer:
                   fit_and_predict([self], r, [outputs], rdir / "train_state", seeds=False)[0])
         return self.finish(r, outputs, *played)
 
-    def finish(self, r: int, outputs: list[RoundOutput], info: dict, train_probs: np.ndarray,
-               test_probs: np.ndarray) -> RoundOutput:
-        """Encode and send round r's messages, score it, and (process 0) write its files."""
+    def finish(self, r: int, outputs: list[RoundOutput], info: dict, probs: dict
+               ) -> RoundOutput:
+        """Encode and send round r's messages, score it, and (process 0) write its files;
+        ``probs``: ``train_probs``, ``val_probs``, ``test_probs`` (:func:`fit_and_predict`)."""
         rdir = self.round_dir(r)
         rdir.mkdir(parents=True, exist_ok=True)
-        n_train = len(self.task.train)
-        labelled = self.labelled_rows(r)
+        train, test = self.task.train, self.task.test
+        n_train = len(train)
+        labelled, held = self.labelled_rows(r), self.held_out_rows(r)
         prev = outputs[-1] if outputs else None
+
+        def previous(sent: str, rows: slice) -> np.ndarray | None:
+            return None if prev is None else getattr(prev, sent)[rows]
+
+        held_out = self._outgoing(probs["val_probs"], previous("train_messages", held),
+                                  train.labels[held], calibration_folds(held, held))
+
+        def send(rows: Outgoing) -> np.ndarray:
+            if self.message_transform is None:
+                return rows.messages
+            return np.asarray(self.message_transform(r, held_out, rows), np.uint8)
+
         train_messages = np.zeros((n_train, self.codec.width), np.uint8)
         if labelled.start < n_train:
-            encoded = np.asarray(self.codec.encode(train_probs[labelled]), np.uint8)
-            train_messages[labelled] = self._send(
-                r, encoded, None if prev is None else prev.train_messages[labelled],
-                self.task.train.labels[labelled])
-        test = self.task.test
-        posterior = np.asarray(self.codec.encode(test_probs), np.uint8)
-        test_messages = self._send(r, posterior, None if prev is None else prev.test_messages,
-                                   test.labels)
+            train_messages[labelled] = send(self._outgoing(
+                probs["train_probs"][labelled], previous("train_messages", labelled),
+                train.labels[labelled], calibration_folds(labelled, held)))
+        posterior = np.asarray(self.codec.encode(probs["test_probs"]), np.uint8)
+        test_fold = (np.arange(len(test.labels)) % 2).astype(np.int8)
+        test_messages = send(Outgoing(posterior, previous("test_messages", slice(None)),
+                                      test.labels, test_fold))
+        test_probs = probs["test_probs"]
         metrics = {
             "round": r,
             "agent": (r - 1) % self.task.n_agents,
@@ -294,7 +343,8 @@ class RoundTrainer:
         }
         if is_main():  # every process computed the same round; one writes it
             (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-            _save_npz(rdir / "round.npz", train_probs=train_probs, train_messages=train_messages,
+            _save_npz(rdir / "round.npz", train_probs=probs["train_probs"],
+                      train_messages=train_messages, val_probs=probs["val_probs"],
                       test_probs=test_probs, test_messages=test_messages,
                       test_posterior_messages=posterior, test_labels=test.labels,
                       test_target=test.target)
@@ -303,10 +353,11 @@ class RoundTrainer:
 
 def fit_and_predict(trainers: Sequence[RoundTrainer], r: int,
                     outputs: Sequence[list[RoundOutput]], state_dir: Path, seeds: bool
-                    ) -> list[tuple[dict, np.ndarray, np.ndarray]]:
-    """Fit round r and predict with the fitted model: ``(info for metrics, train_probs
-    float32 [N_train, C], test_probs float32 [N_test, C])`` per trainer (rows a round does not
-    label are zeros).
+                    ) -> list[tuple[dict, dict]]:
+    """Fit round r and predict with the fitted model: ``(info for metrics, probabilities)`` per
+    trainer, the probabilities float32 ``train_probs [N_train, C]`` (labelled rows; zeros
+    elsewhere), ``val_probs [n_val, C]`` (:meth:`RoundTrainer.held_out_rows`) and
+    ``test_probs [N_test, C]``.
 
     ``seeds=False``: one trainer, its own fit. ``seeds=True``: trainers that differ only in
     their task's data, key and run directory (one per seed) train together, vmapped over a
@@ -342,11 +393,13 @@ def fit_and_predict(trainers: Sequence[RoundTrainer], r: int,
     labelled = lead.labelled_rows(r)
     if labelled.start < n_train:
         train_probs[..., labelled, :] = probs(labelled)
-    test_probs = probs(None)
+    predicted = {"train_probs": train_probs, "val_probs": probs(lead.held_out_rows(r)),
+                 "test_probs": probs(None)}
     return [({"best_val_loss": float(pick(result.best_val_loss, i)),
               "best_step": int(pick(result.best_step, i)),
               "final_train_loss": float(pick(result.final_train_loss, i)),
-              "train_seconds": result.seconds}, pick(train_probs, i), pick(test_probs, i))
+              "train_seconds": result.seconds},
+             {k: pick(v, i) for k, v in predicted.items()})
             for i in range(len(trainers))]
 
 
