@@ -241,11 +241,14 @@ def _fresh(model_cfg: GPTConfig, tx: optax.GradientTransformation, key: jax.Arra
     """``(graphdef, params, opt_state)`` of a new model initialised from ``key`` (one per seed
     when ``seeds``, initialised together under ``jax.vmap``)."""
     def init(key):
-        params = nnx.split(GPT(model_cfg, nnx.Rngs(key)))[1]
-        return params, tx.init(params)
+        return nnx.split(GPT(model_cfg, nnx.Rngs(key)))
 
-    graphdef = nnx.graphdef(nnx.eval_shape(lambda: GPT(model_cfg, nnx.Rngs(0))))
-    return graphdef, *over_seeds(init, seeds)(key)
+    if seeds:  # initialised together; the structure from an abstract model
+        graphdef = nnx.graphdef(nnx.eval_shape(lambda: GPT(model_cfg, nnx.Rngs(0))))
+        params = jax.vmap(lambda key: init(key)[1])(key)
+    else:
+        graphdef, params = init(key)
+    return graphdef, params, over_seeds(tx.init, seeds)(params)
 
 
 def fit(
