@@ -98,3 +98,25 @@ def test_vmapped_fit_stopped_by_sigterm_resumes_to_the_same_params(tmp_path):
     np.testing.assert_array_equal(resumed.best_val_loss, whole.best_val_loss)
     for a, b in zip(jax.tree.leaves(resumed.params), jax.tree.leaves(whole.params), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_seed_trainers_refuse_trainers_that_differ_beyond_the_seed(tmp_path):
+    from jaxcollab.collab.messages import MessageCodec
+    from jaxcollab.collab.tasks import make_task
+    from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers
+
+    spec = {"name": "parity", "alphas": [0.2, 0.15, 0.1, 0.02], "n_bits": 8, "alpha_sum": 0.49,
+            "split": "alternate", "n_examples": 1000, "test_fraction": 0.2, "view": "own"}
+    tc = TrainConfig(steps=2, batch_size=32, warmup_steps=1, eval_every=2, val_examples=32,
+                     eval_batch=64)
+
+    def trainer(seed, n_rounds):
+        task = make_task(spec, jax.random.PRNGKey(seed))
+        codec = MessageCodec("probability", task.vocab, task.class_chars)
+        return RoundTrainer(task, codec, {"n_layer": 1, "n_head": 1, "n_embd": 8}, tc, n_rounds,
+                            tmp_path / str(seed), jax.random.PRNGKey(seed))
+
+    with pytest.raises(ValueError, match="differ only in data, key and run directory"):
+        SeedTrainers([trainer(0, 2), trainer(1, 3)], tmp_path)
+    with pytest.raises(ValueError, match="at least one trainer"):
+        SeedTrainers([], tmp_path)
