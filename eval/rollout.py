@@ -3,9 +3,17 @@
 ``python eval/rollout.py env=bomb/all agent=oracle episodes=1024 seed=0 out_dir=DIR``
 
 Each family's agent package (``jaxcollab.agents.<family>``) provides ``TEAMS`` and
-``evaluate(env_names, agent, episodes, seed) -> dict`` returning the results (its docstring
-documents the keys); this script checks the config (:mod:`jaxcollab.io.run`), runs it and writes
-``results.json`` (the results plus ``env`` and ``config``).
+``evaluate(env_names, agent, episodes, seed, chunk, save_dir) -> dict`` returning the results
+(its docstring documents the keys); this script checks the config (:mod:`jaxcollab.io.run`),
+runs it and writes ``results.json`` (the results plus ``env`` and ``config``).
+
+Episodes are played ``chunk`` at a time and each finished chunk is kept in
+``out_dir/episodes/``. SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) stops the run after
+the chunk in play, keeping the finished ones, and exits with status 128 + the signal number
+(143 for SIGTERM) and no traceback; rerunning the same command with the same ``out_dir`` loads
+the finished chunks, plays the rest and writes the results of an uninterrupted run
+(:func:`jaxcollab.scale.preempt.resumable_episodes`; ``episodes_per_second`` then counts the
+chunks played by the last command only).
 
 The paper's protocol on the instance bank (bomb; SANZARU Tables 4, 10-12)::
 
@@ -96,7 +104,8 @@ def run(cfg: DictConfig) -> dict:
     else:
         rules = ({"ruleset": str(cfg.ruleset), "ruleset_seed": cfg.ruleset_seed}
                  if hasattr(module, "RULESETS") else {})
-        results = module.evaluate(names, cfg.agent, cfg.episodes, cfg.seed, **rules)
+        results = module.evaluate(names, cfg.agent, cfg.episodes, cfg.seed, cfg.chunk,
+                                  job.out / "episodes", **rules)
     job.results.update({"env": cfg.env, **results})
     keys = ("success_rate", "episodes", "episodes_per_second")
     print({k: job.results.data[k] for k in keys if k in job.results.data}, f"-> {job.results.path}")

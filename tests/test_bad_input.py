@@ -37,6 +37,13 @@ ROWS = [
     ("train/collab.py", ["train.lr=nan"], r"train\.lr=nan is invalid; expected finite numbers"),
     ("train/collab.py", ["train.warmup_steps=-1"], r"warmup_steps=-1"),
     ("train/collab.py", ["seed=-1"], r"seed=-1 is invalid; expected an integer >= 0"),
+    ("train/collab.py", ["seeds=[0,3,0]"], r"seeds=\[0, 3, 0\] is invalid; expected null or "
+     r"a non-empty list of distinct integers >= 0"),
+    ("train/collab.py", ["seeds=[2,-1]"], r"seeds=\[2, -1\] is invalid"),
+    ("train/collab.py", ["seeds=[]"], r"seeds=\[\] is invalid"),
+    ("train/collab.py", ["seeds=[0,x]"], r"seeds.*'x'"),
+    ("train/maze.py", ["seeds=[0,1]"], r"seeds=\[0, 1\] is invalid; expected null: this entry "
+     r"point trains one seed"),
     ("train/collab.py", ["model.n_embd=65"],
      r"model\.n_embd=65 is invalid; expected a multiple of model\.n_head=6"),
     ("train/collab.py", ["model.dropout=1.0"],

@@ -205,3 +205,56 @@ def test_rollout_stopped_by_sigterm_keeps_finished_episodes_and_resumes(tmp_path
     whole = rollout(env, policy, keys, max_steps=5)
     np.testing.assert_array_equal(resumed["episode_return"], whole.episode_return)
     np.testing.assert_array_equal(resumed["length"], whole.length)
+
+
+def test_resumable_episodes_pads_the_last_chunk_and_times_played_chunks(tmp_path):
+    calls = []
+
+    def play(rows):
+        calls.append(rows.copy())
+        return {"double": rows * 2}
+
+    timer = preempt.ChunkTimer(play)
+    out = preempt.resumable_episodes(timer, np.arange(10), 4, tmp_path)
+    np.testing.assert_array_equal(out["double"], np.arange(10) * 2)
+    # one shape for every call (padded with its first row); the first chunk ran twice (warm-up)
+    assert [c.tolist() for c in calls] == [[0, 1, 2, 3], [0, 1, 2, 3], [4, 5, 6, 7],
+                                           [8, 9, 8, 8]]
+    assert timer.episodes == 12 and timer.episodes_per_second > 0
+    with np.load(tmp_path / "episodes_2.npz") as z:
+        assert z["double"].tolist() == [16, 18]  # the padding is not kept
+    again = preempt.ChunkTimer(play)
+    np.testing.assert_array_equal(
+        preempt.resumable_episodes(again, np.arange(10), 4, tmp_path)["double"], out["double"])
+    assert again.episodes_per_second is None and len(calls) == 4  # all loaded
+    unsaved = preempt.resumable_episodes(play, np.arange(10), 3, None)
+    np.testing.assert_array_equal(unsaved["double"], out["double"])
+    with pytest.raises(ValueError, match="chunk must be a positive number of episodes, got 0"):
+        preempt.resumable_episodes(play, np.arange(10), 0, None)
+
+
+@pytest.mark.slow
+def test_rollout_cli_stopped_by_sigterm_resumes_to_the_uninterrupted_results(cli, tmp_path):
+    """``eval/rollout.py`` in a child process, SIGTERM after its first saved chunk, rerun."""
+    args = ["env=ktane/wires", "agent=random", "episodes=2048", "chunk=128", "seed=4"]
+    cmd = [sys.executable, str(ROOT / "eval" / "rollout.py"), *args,
+           f"out_dir={tmp_path / 'run'}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout:
+        if line.startswith("episodes: chunk 1/16 saved"):
+            proc.send_signal(signal.SIGTERM)
+            break
+    log = _finish(proc, code=128 + signal.SIGTERM)
+    assert "stopped by SIGTERM" in log and "Traceback" not in log
+    saved = len(list((tmp_path / "run" / "episodes" / "ktane-wires").glob("episodes_*.npz")))
+    assert 1 <= saved < 16
+    assert "success_rate" not in json.loads((tmp_path / "run" / "results.json").read_text())
+    log = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, check=True)
+    assert f"chunk {saved}/16 saved" not in log.stdout  # the finished chunks were loaded
+    resumed = json.loads((tmp_path / "run" / "results.json").read_text())
+    whole = cli("eval/rollout.py", *args, f"out_dir={tmp_path / 'whole'}")
+    for results in (resumed, whole):
+        for key in ("episodes_per_second", "config", "run"):
+            results.pop(key)
+    assert resumed == whole and resumed["episodes"] == 2048

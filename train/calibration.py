@@ -34,8 +34,12 @@ def check_config(cfg: DictConfig) -> None:
 
     Raises:
         ConfigValueError: no ``bias`` (with ``conditions``) / ``calibration`` block (not a
-            calibration experiment), or messages other than probabilities.
+            calibration experiment), messages other than probabilities, or ``seeds`` (one seed
+            per run here).
     """
+    if cfg.seeds is not None:
+        raise ConfigValueError("seeds", list(cfg.seeds), "null: this entry point trains one "
+                               "seed per run (seed=); train/collab.py trains several at once")
     for block in ("bias", "calibration"):
         if cfg[block] is None:
             raise ConfigValueError(block, None, "a block from experiment=parity_calibration or "

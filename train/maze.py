@@ -57,8 +57,11 @@ def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Collab`).
 
     Raises:
-        ConfigValueError: a task other than the maze.
+        ConfigValueError: a task other than the maze, or ``seeds`` (one seed per run here).
     """
+    if cfg.seeds is not None:
+        raise ConfigValueError("seeds", list(cfg.seeds), "null: this entry point trains one "
+                               "seed per run (seed=); train/collab.py trains several at once")
     if cfg.task.name != "maze":
         raise ConfigValueError("task", cfg.task.name, "'maze' (train/maze.py runs the maze "
                                "task; use experiment=maze_messages or task=maze)")

@@ -8,6 +8,11 @@ with replacement on device inside the jitted step (nanoGPT ``get_batch``), shard
 between validation passes (:func:`make_train_chunk`), so the host waits once per chunk. The
 loss is the cross-entropy of the label character at the answer position only (the last prefix
 position).
+
+Seeds train together with ``fit(..., seeds=True)``: every input gains a leading seed axis
+``[S]`` and the same compiled chunk, validation and prediction run under ``jax.vmap``, so the S
+models step in lockstep inside one compiled call (seed s equals a fit of that seed alone to
+float tolerance).
 """
 
 from __future__ import annotations
@@ -113,7 +118,14 @@ def _train_step(graphdef, tx: optax.GradientTransformation, batch_size: int, dro
     return step
 
 
-def make_train_chunk(graphdef, tx: optax.GradientTransformation, batch_size: int, dropout: bool):
+def over_seeds(fn: Callable, seeds: bool, in_axes=0) -> Callable:
+    """``fn`` mapped over a leading seed axis of its arguments (``jax.vmap``) when ``seeds``,
+    else ``fn`` itself."""
+    return jax.vmap(fn, in_axes=in_axes) if seeds else fn
+
+
+def make_train_chunk(graphdef, tx: optax.GradientTransformation, batch_size: int, dropout: bool,
+                     seeds: bool = False):
     """Jitted ``(params, opt_state, key, first, tokens, targets, n_steps) → (params, opt_state,
     losses)``: steps ``first … first + n_steps − 1`` in one compiled ``lax.scan``.
 
@@ -121,12 +133,12 @@ def make_train_chunk(graphdef, tx: optax.GradientTransformation, batch_size: int
     ``[N]`` (label token ids, on device) with replacement using ``fold_in(key, i)``; ``losses``
     float32 ``[n_steps]`` are the minibatch losses (nats). ``n_steps`` is static (one compile
     per chunk length). ``params`` and ``opt_state`` are donated: the caller's buffers are reused
-    for the results and must not be read after the call.
+    for the results and must not be read after the call. ``seeds``: the chunk is vmapped over a
+    leading seed axis of every argument but ``first`` and ``n_steps`` (losses ``[S, n_steps]``).
     """
     step = _train_step(graphdef, tx, batch_size, dropout)
 
-    @partial(jax.jit, static_argnames="n_steps", donate_argnums=(0, 1))
-    def chunk(params, opt_state, key, first, tokens, targets, n_steps: int):
+    def run(params, opt_state, key, first, tokens, targets, n_steps: int):
         def body(carry, i):
             params, opt_state, loss = step(*carry, jax.random.fold_in(key, i), tokens, targets)
             return (params, opt_state), loss
@@ -136,44 +148,73 @@ def make_train_chunk(graphdef, tx: optax.GradientTransformation, batch_size: int
         )
         return params, opt_state, losses
 
+    @partial(jax.jit, static_argnames="n_steps", donate_argnums=(0, 1))
+    def chunk(params, opt_state, key, first, tokens, targets, n_steps: int):
+        run_n = over_seeds(partial(run, n_steps=n_steps), seeds, (0, 0, 0, None, 0, 0))
+        return run_n(params, opt_state, key, first, tokens, targets)
+
     return chunk
 
 
 def _batched(fn: Callable, tokens: np.ndarray, batch: int) -> np.ndarray:
-    """Apply jitted ``fn`` to row batches of ``min(batch, N)`` rows (last one padded, so one
-    compile per call site)."""
-    batch = min(batch, len(tokens))
+    """Apply jitted ``fn`` to row batches of ``min(batch, N)`` rows of ``tokens [..., N, T]``
+    (last one padded, so one compile per call site); the outputs' rows are axis −2 too."""
+    n = tokens.shape[-2]
+    batch = min(batch, n)
     out = []
-    for start in range(0, len(tokens), batch):
-        chunk = tokens[start : start + batch]
-        pad = batch - len(chunk)
+    for start in range(0, n, batch):
+        chunk = tokens[..., start : start + batch, :]
+        pad = batch - chunk.shape[-2]
         if pad:
-            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
-        out.append(np.asarray(fn(jnp.asarray(chunk)))[: batch - pad])
-    return np.concatenate(out)
+            chunk = np.concatenate([chunk, np.repeat(chunk[..., -1:, :], pad, axis=-2)], axis=-2)
+        out.append(np.asarray(fn(jnp.asarray(chunk)))[..., : batch - pad, :])
+    return np.concatenate(out, axis=-2)
 
 
-@partial(jax.jit, static_argnums=0)
-def _class_probs(graphdef, params, tokens, class_tokens):
-    return jax.nn.softmax(answer_logits(graphdef, params, tokens)[:, class_tokens], axis=-1)
+@partial(jax.jit, static_argnums=(0, 1))
+def _class_probs(graphdef, seeds: bool, params, tokens, class_tokens):
+    def probs(params, tokens):
+        return jax.nn.softmax(answer_logits(graphdef, params, tokens)[:, class_tokens], axis=-1)
+
+    return over_seeds(probs, seeds)(params, tokens)
 
 
-@partial(jax.jit, static_argnums=0)
-def _log_probs(graphdef, params, tokens):
-    return jax.nn.log_softmax(answer_logits(graphdef, params, tokens), axis=-1)
+@partial(jax.jit, static_argnums=(0, 1))
+def _log_probs(graphdef, seeds: bool, params, tokens):
+    def log_probs(params, tokens):
+        return jax.nn.log_softmax(answer_logits(graphdef, params, tokens), axis=-1)
+
+    return over_seeds(log_probs, seeds)(params, tokens)
 
 
-def predict_probs(graphdef, params, tokens: np.ndarray, class_tokens, batch: int) -> np.ndarray:
+def predict_probs(graphdef, params, tokens: np.ndarray, class_tokens, batch: int,
+                  seeds: bool = False) -> np.ndarray:
     """Class probabilities float32 ``[N, C]``: softmax at the answer position over the class
-    characters only (mass on other characters is dropped and the rest renormalised)."""
+    characters only (mass on other characters is dropped and the rest renormalised).
+    ``seeds``: params and ``tokens`` have a leading seed axis; the result is ``[S, N, C]``."""
     cls = jnp.asarray(class_tokens)
-    return _batched(lambda t: _class_probs(graphdef, params, t, cls), tokens, batch)
+    return _batched(lambda t: _class_probs(graphdef, seeds, params, t, cls), tokens, batch)
 
 
-def mean_loss(graphdef, params, tokens: np.ndarray, targets: np.ndarray, batch: int) -> float:
-    """Mean answer-position cross-entropy (nats, over the full vocabulary) on ``tokens``."""
-    logp = _batched(lambda t: _log_probs(graphdef, params, t), tokens, batch)
-    return float(-logp[np.arange(len(targets)), targets].mean())
+def mean_loss(graphdef, params, tokens: np.ndarray, targets: np.ndarray, batch: int,
+              seeds: bool = False) -> float | np.ndarray:
+    """Mean answer-position cross-entropy (nats, over the full vocabulary) on ``tokens``;
+    ``seeds``: per seed, float ``[S]`` (params, ``tokens`` and ``targets`` lead with ``S``)."""
+    logp = _batched(lambda t: _log_probs(graphdef, seeds, params, t), tokens, batch)
+    picked = np.take_along_axis(logp, np.asarray(targets)[..., None], axis=-1)[..., 0]
+    loss = -picked.mean(axis=-1)
+    return loss if seeds else float(loss)
+
+
+@jax.jit
+def _keep_best(improved: jax.Array, params, best):
+    """``params`` where ``improved`` (bool, one per leading seed entry or a scalar), else
+    ``best``; always fresh buffers (the next chunk donates ``params``)."""
+    def pick(new, old):
+        return jnp.where(improved.reshape(improved.shape + (1,) * (new.ndim - improved.ndim)),
+                         new, old)
+
+    return jax.tree.map(pick, params, best)
 
 
 @dataclasses.dataclass
@@ -184,14 +225,30 @@ class FitResult:
         graphdef, params: the model (``nnx.merge(graphdef, params)``).
         best_val_loss: answer cross-entropy (nats) on the validation rows; best_step: its step.
         final_train_loss: last minibatch loss (nats). seconds: wall time of the step loop.
+        With ``fit(..., seeds=True)`` the params lead with the seed axis and the three numbers
+        are arrays ``[S]``.
     """
 
     graphdef: object
     params: object
-    best_val_loss: float
-    best_step: int
-    final_train_loss: float
+    best_val_loss: float | np.ndarray
+    best_step: int | np.ndarray
+    final_train_loss: float | np.ndarray
     seconds: float
+
+
+def _fresh(model_cfg: GPTConfig, tx: optax.GradientTransformation, key: jax.Array, seeds: bool):
+    """``(graphdef, params, opt_state)`` of a new model initialised from ``key`` (one per seed
+    when ``seeds``, initialised together under ``jax.vmap``)."""
+    def init(key):
+        return nnx.split(GPT(model_cfg, nnx.Rngs(key)))
+
+    if seeds:  # initialised together; the structure from an abstract model
+        graphdef = nnx.graphdef(nnx.eval_shape(lambda: GPT(model_cfg, nnx.Rngs(0))))
+        params = jax.vmap(lambda key: init(key)[1])(key)
+    else:
+        graphdef, params = init(key)
+    return graphdef, params, over_seeds(tx.init, seeds)(params)
 
 
 def fit(
@@ -204,34 +261,40 @@ def fit(
     key: jax.Array,
     on_step: Callable[[int, float], None] = lambda step, loss: None,
     checkpoint_dir: str | Path | None = None,
+    seeds: bool = False,
 ) -> FitResult:
     """Train a **fresh** model (initialised from ``key``) and keep its best-validation params.
 
     Args:
         tokens: int ``[N, T]`` prefixes; targets: int ``[N]`` label token ids.
         val_tokens, val_targets: held-out rows of the same form.
-        on_step: called for every step with (1-based step, minibatch loss in nats), a chunk of
-            ``eval_every`` steps at a time (after that chunk has run).
+        on_step: called for every step with (1-based step, minibatch loss in nats; with seeds,
+            its mean over seeds), a chunk of ``eval_every`` steps at a time (after that chunk
+            has run).
         checkpoint_dir: where a SIGTERM / SIGINT between chunks saves the training state
             (:class:`jaxcollab.scale.preempt.TrainState`) before exiting; a state found there
             is resumed, so an interrupted fit ends with the same parameters as an uninterrupted
             one. None: signals are not intercepted.
+        seeds: train S models at once: ``key`` ``[S]`` and each data array gain a leading seed
+            axis, every seed keeps its own best-validation params (see :class:`FitResult`).
 
     Raises:
         jaxcollab.scale.preempt.Preempted: a signal arrived (state saved to ``checkpoint_dir``).
     """
-    k_init, k_steps = jax.random.split(key)
-    graphdef, params = nnx.split(GPT(model_cfg, nnx.Rngs(k_init)))
+    k_init, k_steps = (jax.vmap(jax.random.split, out_axes=1)(key) if seeds
+                       else jax.random.split(key))
     tx = make_optimizer(tc)
+    graphdef, params, opt_state = _fresh(model_cfg, tx, k_init, seeds)
     # Replicated from the start: the step returns them replicated, and a changed input
     # sharding on step 2 would compile the whole step a second time.
-    params, opt_state = jax.device_put((params, tx.init(params)), replicated())
-    chunk_fn = make_train_chunk(graphdef, tx, tc.batch_size, model_cfg.dropout > 0)
+    params, opt_state = jax.device_put((params, opt_state), replicated())
+    chunk_fn = make_train_chunk(graphdef, tx, tc.batch_size, model_cfg.dropout > 0, seeds)
     tokens_d, targets_d = replicate((np.asarray(tokens, np.int32), np.asarray(targets, np.int32)))
+    shape = np.shape(targets)[:-1]  # (S,) with seeds, else ()
     # best-validation params, their loss and step, steps done, last minibatch loss
     loop = dict(params=params, opt_state=opt_state, best=jax.tree.map(jnp.copy, params),
-                best_val=np.float64(np.inf), best_step=np.int32(0), done=np.int32(0),
-                last_loss=np.float32(np.nan))
+                best_val=np.full(shape, np.inf), best_step=np.zeros(shape, np.int32),
+                done=np.int32(0), last_loss=np.full(shape, np.nan, np.float32))
     saved = None if checkpoint_dir is None else preempt.TrainState(checkpoint_dir)
     if saved is not None and saved.exists():
         loop = saved.restore(loop)
@@ -243,19 +306,21 @@ def fit(
                 loop["params"], loop["opt_state"], k_steps, done + 1, tokens_d, targets_d,
                 n_steps=n)
             losses = np.asarray(losses)
-            for j, loss in enumerate(losses, done + 1):
+            for j, loss in enumerate(losses.reshape(-1, n).mean(0), done + 1):
                 on_step(j, float(loss))
-            val = mean_loss(graphdef, loop["params"], val_tokens, val_targets, tc.eval_batch)
-            if int(loop["best_step"]) == 0 or val < loop["best_val"]:
-                # copied: the next chunk donates these buffers
-                loop.update(best=jax.tree.map(jnp.copy, loop["params"]), best_val=np.float64(val),
-                            best_step=np.int32(done + n))
-            loop.update(done=np.int32(done + n), last_loss=np.float32(losses[-1]))
+            val = mean_loss(graphdef, loop["params"], val_tokens, val_targets, tc.eval_batch,
+                            seeds)
+            improved = (np.asarray(loop["best_step"]) == 0) | (val < loop["best_val"])
+            loop.update(best=_keep_best(jnp.asarray(improved), loop["params"], loop["best"]),
+                        best_val=np.where(improved, val, loop["best_val"]),
+                        best_step=np.where(improved, done + n, loop["best_step"]).astype(np.int32),
+                        done=np.int32(done + n), last_loss=losses[..., -1])
             if saved is not None and (signum := preempt.requested()):
                 saved.save(loop)
                 preempt.stop(signum, f"training state after step {done + n} in {saved.path}")
     if saved is not None:
         saved.remove()
     seconds = time.perf_counter() - start
-    return FitResult(graphdef, loop["best"], float(loop["best_val"]), int(loop["best_step"]),
-                     float(loop["last_loss"]), seconds)
+    number = np.asarray if seeds else lambda x: np.asarray(x).item()
+    return FitResult(graphdef, loop["best"], number(loop["best_val"]), number(loop["best_step"]),
+                     number(loop["last_loss"]), seconds)

@@ -42,6 +42,11 @@ Run directory of one protocol::
 
 ``round.npz`` is written last; a round whose ``round.npz`` exists is finished, and a resumed run
 loads it and starts at the first unfinished round (from fresh weights, as every round does).
+
+Several seeds of one protocol run in lockstep with :class:`SeedTrainers`: one trainer per seed
+(its own task data, key and run directory, laid out as above), each round's models trained
+together in one vmapped fit; an interrupted round keeps their stacked state in the
+SeedTrainers' ``train_state_round_<r>/``.
 """
 
 from __future__ import annotations
@@ -50,14 +55,15 @@ import contextlib
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.collab.data import CollabTask, build_prefix, round_chunks
-from jaxcollab.collab.fit import FitResult, TrainConfig, fit, predict_probs
+from jaxcollab.collab.fit import TrainConfig, fit, predict_probs
 from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.io.checkpoints import save_params
 from jaxcollab.models.gpt import GPTConfig
@@ -256,17 +262,12 @@ class RoundTrainer:
         messages = [getattr(o, field)[rows] for o in outputs[: r - 1]]
         return build_prefix(self.task, split.views[agent][rows], messages)
 
-    def _fit(self, r: int, outputs: list[RoundOutput]) -> FitResult:
+    def fit_rows(self, r: int, outputs: list[RoundOutput]) -> tuple[np.ndarray, np.ndarray]:
+        """Round r's training prefixes int ``[n, T]`` and label token ids int ``[n]`` (its
+        chunk; the last ``val_examples`` rows validate)."""
         chunk = self.chunks[r - 1]
-        tokens = self.prefixes(r, chunk, outputs)
-        targets = self.task.class_tokens[self.task.train.labels[chunk]]
-        n_val = self.train.val_examples
-        desc = f"{self.codec.kind} round {r}/{self.n_rounds}"
-        key = jax.random.fold_in(self.key, r)
-        with self.progress(desc, self.train.steps) as update:
-            return fit(self.model_cfg, self.train, tokens[:-n_val], targets[:-n_val],
-                       tokens[-n_val:], targets[-n_val:], key, update,
-                       checkpoint_dir=self.round_dir(r) / "train_state")
+        return (self.prefixes(r, chunk, outputs),
+                self.task.class_tokens[self.task.train.labels[chunk]])
 
     def held_out_rows(self, r: int) -> slice:
         """Round r's validation rows: the last ``val_examples`` rows of its chunk (held out
@@ -274,32 +275,7 @@ class RoundTrainer:
         chunk = self.chunks[r - 1]
         return slice(chunk.stop - self.train.val_examples, chunk.stop)
 
-    def _predict(self, r: int, outputs: list[RoundOutput]) -> tuple[dict, dict]:
-        """Fit round r and predict: ``(info for metrics, probabilities)`` with ``train_probs``
-        (labelled rows; zeros elsewhere), ``val_probs`` and ``test_probs``."""
-        result = self._fit(r, outputs)
-        save_params(self.round_dir(r) / "checkpoint", result.params)
-
-        def probs(rows):
-            tokens = self.prefixes(r, rows, outputs)
-            return predict_probs(result.graphdef, result.params, tokens,
-                                 self.task.class_tokens, self.train.eval_batch)
-
-        n_train, n_classes = len(self.task.train), len(self.task.class_chars)
-        train_probs = np.zeros((n_train, n_classes), np.float32)
-        labelled = self.labelled_rows(r)
-        if labelled.start < n_train:
-            train_probs[labelled] = probs(labelled)
-        info = {
-            "best_val_loss": result.best_val_loss,
-            "best_step": result.best_step,
-            "final_train_loss": result.final_train_loss,
-            "train_seconds": result.seconds,
-        }
-        return info, {"train_probs": train_probs, "val_probs": probs(self.held_out_rows(r)),
-                      "test_probs": probs(None)}
-
-    def _shared_first_round(self) -> tuple[dict, dict]:
+    def shared_first_round(self) -> tuple[dict, dict]:
         """Round 1 of ``first_round_from``: its training info and predictions."""
         src = self.first_round_from / "round_1"
         if not (src / "round.npz").exists():
@@ -319,9 +295,17 @@ class RoundTrainer:
 
     def _play(self, r: int, outputs: list[RoundOutput]) -> RoundOutput:
         rdir = self.round_dir(r)
-        rdir.mkdir(parents=True, exist_ok=True)
         shared = r == 1 and self.first_round_from is not None
-        info, probs = self._shared_first_round() if shared else self._predict(r, outputs)
+        played = (self.shared_first_round() if shared else
+                  fit_and_predict([self], r, [outputs], rdir / "train_state", seeds=False)[0])
+        return self.finish(r, outputs, *played)
+
+    def finish(self, r: int, outputs: list[RoundOutput], info: dict, probs: dict
+               ) -> RoundOutput:
+        """Encode and send round r's messages, score it, and (process 0) write its files;
+        ``probs``: ``train_probs``, ``val_probs``, ``test_probs`` (:func:`fit_and_predict`)."""
+        rdir = self.round_dir(r)
+        rdir.mkdir(parents=True, exist_ok=True)
         train, test = self.task.train, self.task.test
         n_train = len(train)
         labelled, held = self.labelled_rows(r), self.held_out_rows(r)
@@ -367,12 +351,125 @@ class RoundTrainer:
         return RoundOutput(train_messages, test_messages, metrics)
 
 
-def run_trainers(trainers: Mapping[str, RoundTrainer], progress: Callable | None,
-                 on_round: Callable[[str, list[dict]], None]) -> dict[str, list[dict]]:
+def fit_and_predict(trainers: Sequence[RoundTrainer], r: int,
+                    outputs: Sequence[list[RoundOutput]], state_dir: Path, seeds: bool
+                    ) -> list[tuple[dict, dict]]:
+    """Fit round r and predict with the fitted model: ``(info for metrics, probabilities)`` per
+    trainer, the probabilities float32 ``train_probs [N_train, C]`` (labelled rows; zeros
+    elsewhere), ``val_probs [n_val, C]`` (:meth:`RoundTrainer.held_out_rows`) and
+    ``test_probs [N_test, C]``.
+
+    ``seeds=False``: one trainer, its own fit. ``seeds=True``: trainers that differ only in
+    their task's data, key and run directory (one per seed) train together, vmapped over a
+    leading seed axis (:func:`~jaxcollab.collab.fit.fit` with ``seeds``); ``train_seconds``
+    is then the wall time of that shared fit. ``state_dir``: the fit's preemption checkpoint.
+    Each trainer's best-validation params are saved to its ``round_<r>/checkpoint``.
+    """
+    lead = trainers[0]
+    join = np.stack if seeds else (lambda xs: xs[0])
+    pick = (lambda x, i: x[i]) if seeds else (lambda x, i: x)
+    rows = [t.fit_rows(r, o) for t, o in zip(trainers, outputs, strict=True)]
+    tokens, targets = join([x[0] for x in rows]), join([x[1] for x in rows])
+    keys = [jax.random.fold_in(t.key, r) for t in trainers]
+    keys = jnp.stack(keys) if seeds else keys[0]
+    n_val = lead.train.val_examples
+    desc = f"{lead.codec.kind} round {r}/{lead.n_rounds}"
+    with lead.progress(desc + (f" x {len(trainers)} seeds" if seeds else ""),
+                       lead.train.steps) as update:
+        result = fit(lead.model_cfg, lead.train, tokens[..., :-n_val, :], targets[..., :-n_val],
+                     tokens[..., -n_val:, :], targets[..., -n_val:], keys, update,
+                     checkpoint_dir=state_dir, seeds=seeds)
+    for i, t in enumerate(trainers):
+        save_params(t.round_dir(r) / "checkpoint",
+                    jax.tree.map(lambda p, i=i: pick(p, i), result.params))
+
+    def probs(rows: slice | None) -> np.ndarray:
+        tokens = join([t.prefixes(r, rows, o) for t, o in zip(trainers, outputs, strict=True)])
+        return predict_probs(result.graphdef, result.params, tokens, lead.task.class_tokens,
+                             lead.train.eval_batch, seeds)
+
+    n_train, n_classes = len(lead.task.train), len(lead.task.class_chars)
+    train_probs = np.zeros((len(trainers),) * seeds + (n_train, n_classes), np.float32)
+    labelled = lead.labelled_rows(r)
+    if labelled.start < n_train:
+        train_probs[..., labelled, :] = probs(labelled)
+    predicted = {"train_probs": train_probs, "val_probs": probs(lead.held_out_rows(r)),
+                 "test_probs": probs(None)}
+    return [({"best_val_loss": float(pick(result.best_val_loss, i)),
+              "best_step": int(pick(result.best_step, i)),
+              "final_train_loss": float(pick(result.final_train_loss, i)),
+              "train_seconds": result.seconds},
+             {k: pick(v, i) for k, v in predicted.items()})
+            for i in range(len(trainers))]
+
+
+class SeedTrainers:
+    """The rounds of one protocol for several seeds in lockstep, each round's models trained
+    together in one compiled, vmapped fit (:func:`fit_and_predict` with ``seeds``).
+
+    Args:
+        trainers: one :class:`RoundTrainer` per seed, alike in all but the task's data, the key
+            and the run directory.
+        run_dir: where a round stopped by SIGTERM / SIGINT keeps the seeds' stacked training
+            state (``train_state_round_<r>/``, removed when the round finishes).
+
+    A round is finished when every seed's ``round.npz`` exists; otherwise every seed plays it
+    (deterministically, so a seed that had written it writes the same again).
+
+    Raises:
+        ValueError: no trainers, or trainers with different models, optimisation, rounds or
+            data plans.
+    """
+
+    def __init__(self, trainers: Sequence[RoundTrainer], run_dir: str | Path):
+        if not trainers:
+            raise ValueError("SeedTrainers needs at least one trainer")
+        lead = trainers[0]
+        plan = lambda t: (t.model_cfg, t.train, t.n_rounds, t.cross_fit, t.chunks,  # noqa: E731
+                          t.codec.kind, len(t.task.test), t.first_round_from is None)
+        if any(plan(t) != plan(lead) for t in trainers):
+            raise ValueError("seed trainers must differ only in data, key and run directory")
+        self.trainers, self.run_dir = list(trainers), Path(run_dir)
+
+    @property
+    def progress(self) -> Callable:
+        return self.trainers[0].progress
+
+    @progress.setter
+    def progress(self, progress: Callable) -> None:
+        self.trainers[0].progress = progress
+
+    def run(self, on_round: Callable[[int, list[dict]], None] = lambda r, m: None
+            ) -> list[list[dict]]:
+        """Play every round for every seed (skipping rounds all seeds finished); returns each
+        round's metrics per seed. ``on_round(r, [metrics per seed])`` follows each round."""
+        lead, outputs = self.trainers[0], [[] for _ in self.trainers]
+        history = []
+        for r in range(1, lead.n_rounds + 1):
+            if all((t.round_dir(r) / "round.npz").exists() for t in self.trainers):
+                played = [_load_round(t.round_dir(r)) for t in self.trainers]
+            else:
+                results = (
+                    [t.shared_first_round() for t in self.trainers]
+                    if r == 1 and lead.first_round_from is not None else
+                    fit_and_predict(self.trainers, r, outputs,
+                                    self.run_dir / f"train_state_round_{r}", seeds=True))
+                played = [t.finish(r, o, *res)
+                          for t, o, res in zip(self.trainers, outputs, results, strict=True)]
+            for out, p in zip(outputs, played, strict=True):
+                out.append(p)
+            history.append([p.metrics for p in played])
+            on_round(r, history[-1])
+        return history
+
+
+def run_trainers(trainers: Mapping[str, RoundTrainer | SeedTrainers], progress: Callable | None,
+                 on_round: Callable[[str, list], None]) -> dict[str, list]:
     """Run each trainer in order (each resumes where it stopped) with one progress display.
 
     ``on_round(name, done)`` is called after every finished or loaded round with that run's
-    metrics so far (a list by round), so callers can write results as each round ends.
+    metrics so far (a list by round; for :class:`SeedTrainers` each entry is a list by seed),
+    so callers can write results as each round ends.
     Returns every run's metrics by name.
     """
     history: dict[str, list[dict]] = {}
@@ -380,7 +477,7 @@ def run_trainers(trainers: Mapping[str, RoundTrainer], progress: Callable | None
         trainer.progress = progress or trainer.progress
         done = history.setdefault(name, [])
 
-        def record(r: int, metrics: dict, name=name, done=done) -> None:
+        def record(r: int, metrics: dict | list[dict], name=name, done=done) -> None:
             done.append(metrics)
             on_round(name, done)
 

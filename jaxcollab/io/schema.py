@@ -253,6 +253,7 @@ class Collab:
     """``configs/collab.yaml``: ``train/collab.py``, ``train/maze.py``, ``train/calibration.py``."""
 
     seed: int = count(0, 0)
+    seeds: list[int] | None = None  # train/collab.py: these seeds at once (vmapped), not seed
     task: Any = MISSING  # ParityTask | MazeTask, typed by the task group's own schema
     model: Model = field(default_factory=Model)
     protocol: MessageProtocol = field(default_factory=MessageProtocol)
@@ -271,6 +272,10 @@ class Collab:
     def check(self) -> None:
         if self.protocols is not None and not self.protocols:
             raise ConfigValueError("protocols", [], "null or a non-empty list of protocols")
+        seeds = self.seeds
+        if seeds is not None and (not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds)):
+            raise ConfigValueError("seeds", seeds,
+                                   "null or a non-empty list of distinct integers >= 0")
 
 
 # -- evaluations -----------------------------------------------------------------------------
@@ -319,6 +324,7 @@ class Rollout:
     agent: str = "oracle"
     episodes: int = count(1024)
     seed: int = count(0, 0)
+    chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
     bank: bool = False          # the SANZARU instance-bank protocol (bomb)
     repeats: int = count(3)     # repeats of each bank instance
     turn_order: Any = "cycle"   # "cycle" or a permutation of the role names

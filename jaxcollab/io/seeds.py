@@ -1,7 +1,8 @@
 """Seed sweeps: per-seed learning curves of ``train/collab.py`` runs and their mean ± spread.
 
-Seeds run as separate jobs (a Hydra multirun, one process or cluster job per seed); this module
-reads their ``results.json`` files and summarises them.
+Seeds run either as separate jobs (a Hydra multirun, one process or cluster job per seed), whose
+``results.json`` files this module reads and summarises, or together in one job
+(``train/collab.py seeds=[0,1,2,3]``, vmapped), whose results hold the same summary.
 """
 
 from __future__ import annotations
@@ -25,6 +26,15 @@ def _read(run: Path) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"no results.json in {run}")
     return json.loads(path.read_text())
+
+
+def spread(per_seed) -> dict:
+    """``{"per_seed", "mean", "std" (ddof 0), "min", "max"}`` of one metric's curves
+    ``per_seed [seeds][rounds]`` (statistics by round, as lists)."""
+    values = np.asarray(per_seed, np.float64)
+    return {"per_seed": values.tolist(), "mean": values.mean(0).tolist(),
+            "std": values.std(0).tolist(), "min": values.min(0).tolist(),
+            "max": values.max(0).tolist()}
 
 
 def summarise(runs: list[str | Path]) -> dict:
@@ -62,11 +72,7 @@ def summarise(runs: list[str | Path]) -> dict:
             raise ValueError(f"runs have different finished rounds for protocol {name!r}")
         protocols[name] = {"rounds": first["rounds"]}
         for metric in CURVES:
-            values = np.array([e[metric] for e in entries], np.float64)  # [seeds, rounds]
-            protocols[name][metric] = {
-                "per_seed": values.tolist(), "mean": values.mean(0).tolist(),
-                "std": values.std(0).tolist(), "min": values.min(0).tolist(),
-                "max": values.max(0).tolist()}
+            protocols[name][metric] = spread([e[metric] for e in entries])
     return {"seeds": seeds, "runs": [str(r) for r in runs], "protocols": protocols}
 
 

@@ -15,6 +15,7 @@ import contextlib
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -130,40 +131,77 @@ class TrainState:
             multihost_utils.sync_global_devices(f"removed {self.path}")
 
 
-def resumable_episodes(play: Callable[[jax.Array], Mapping[str, Any]], keys: jax.Array,
-                       chunk: int, save_dir: str | Path) -> dict[str, np.ndarray]:
-    """Play episodes ``chunk`` keys at a time, keeping every finished chunk on disk.
+class ChunkTimer:
+    """``play`` for :func:`resumable_episodes`, timed: the first call plays its chunk twice (the
+    first call compiles) and times the second, so :attr:`episodes_per_second` counts played
+    chunks only, without compilation or chunks loaded from disk."""
 
-    ``play(keys [c]) -> {name: array [c, ...]}`` plays one chunk (e.g. a
-    :func:`jaxcollab.rollout` and the per-episode numbers it keeps). Chunk ``i`` is saved to
+    def __init__(self, play: Callable[[Any], Mapping[str, Any]]):
+        self.play, self.episodes, self.seconds, self.warm = play, 0, 0.0, False
+
+    def __call__(self, episodes: Any) -> Mapping[str, Any]:
+        if not self.warm:
+            jax.block_until_ready(self.play(episodes))
+            self.warm = True
+        start = time.perf_counter()
+        out = jax.block_until_ready(self.play(episodes))
+        self.seconds += time.perf_counter() - start
+        self.episodes += len(episodes)
+        return out
+
+    @property
+    def episodes_per_second(self) -> float | None:
+        """Played episodes per second of play (padding included); None if none were played."""
+        return self.episodes / self.seconds if self.seconds else None
+
+
+def resumable_episodes(play: Callable[[Any], Mapping[str, Any]], episodes: Any, chunk: int,
+                       save_dir: str | Path | None) -> dict[str, np.ndarray]:
+    """Play episodes ``chunk`` at a time, keeping every finished chunk on disk.
+
+    ``play(inputs [chunk, ...]) -> {name: array [chunk, ...]}`` plays one chunk of the
+    per-episode inputs ``episodes`` (keys, or indices into the caller's keys and params; e.g.
+    a :func:`jaxcollab.rollout` and the per-episode numbers it keeps). Every call gets exactly
+    ``chunk`` rows (the last chunk is padded with copies of its first row, dropped from the
+    results), so ``play`` compiles once. Chunk ``i`` is saved to
     ``save_dir/episodes_<i>.npz`` by process 0 as soon as it finishes; chunks already there are
-    loaded instead of played, and a SIGTERM / SIGINT between chunks stops the loop
-    (:class:`Preempted`) after the last finished chunk is saved. Episode keys do not depend on
+    loaded instead of played (each saved chunk is announced on stdout: ``episodes: chunk
+    <i>/<n> saved in <dir>``), and a SIGTERM / SIGINT between chunks stops the loop
+    (:class:`Preempted`) after the last finished chunk is saved. Episode inputs do not depend on
     the chunking, so a resumed run gives the same arrays as an uninterrupted one.
+    ``save_dir=None``: nothing is saved and signals are not intercepted.
 
     Returns:
-        ``{name: array [n_episodes, ...]}``, the chunks concatenated in key order.
+        ``{name: array [n_episodes, ...]}``, the chunks concatenated in episode order.
 
     Raises:
         ValueError: ``chunk`` < 1. Preempted: a signal arrived (finished chunks are saved).
     """
     if chunk < 1:
         raise ValueError(f"chunk must be a positive number of episodes, got {chunk!r}")
-    save_dir = Path(save_dir)
-    parts = []
-    with guard():
-        for i, start in enumerate(range(0, keys.shape[0], chunk)):
-            path = save_dir / f"episodes_{i}.npz"
-            if path.exists():
+    save_dir = None if save_dir is None else Path(save_dir)
+    n = len(episodes)
+    n_chunks, parts = -(-n // chunk), []
+    with guard() if save_dir is not None else contextlib.nullcontext():
+        for i, start in enumerate(range(0, n, chunk)):
+            path = None if save_dir is None else save_dir / f"episodes_{i}.npz"
+            if path is not None and path.exists():
                 with np.load(path) as z:
                     parts.append(dict(z))
                 continue
-            parts.append({k: np.asarray(v) for k, v in play(keys[start:start + chunk]).items()})
+            rows = episodes[start:start + chunk]
+            pad = chunk - len(rows)
+            if pad:
+                rows = np.concatenate([rows, np.repeat(rows[:1], pad, axis=0)])
+            parts.append({k: np.asarray(v)[:chunk - pad] for k, v in play(rows).items()})
+            if path is None:
+                continue
             if jax.process_index() == 0:
                 save_dir.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_name(path.name + ".tmp.npz")
                 np.savez(tmp, **parts[-1])
                 tmp.replace(path)
-            if (signum := requested()) and start + chunk < keys.shape[0]:
+                print(f"episodes: chunk {i + 1}/{n_chunks} saved in {save_dir}", flush=True)
+            if (signum := requested()) and start + chunk < n:
                 stop(signum, f"{i + 1} chunks of {chunk} episodes in {save_dir}")
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -7,11 +7,10 @@ Teams: ``oracle`` (privileged), ``random``, ``solo``, and the protocol teams ``o
 
 from __future__ import annotations
 
-import time
+from pathlib import Path
 
 import jax
 import numpy as np
-from rich.progress import Progress
 
 from jaxcollab.agents.bomb.bank import rollout_bank
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
@@ -21,6 +20,7 @@ from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import BombEnv, ending_counts
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.state import BombState
+from jaxcollab.scale import preempt
 
 CHUNK = 16_384  # episodes per compiled batch
 
@@ -67,11 +67,16 @@ def play(env: BombEnv, agent: str, keys: jax.Array, params) -> BombState:
                    max_steps=env.max_episode_steps, until_done=True).state
 
 
-def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict:
+def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: int = CHUNK,
+             save_dir: str | Path | None = None) -> dict:
     """Play ``episodes`` episodes of each variant in ``env_names`` with team ``agent``.
 
     Episode ``e`` of a variant uses turn order ``TURN_ORDERS[e % 6]`` and the episode key
     ``fold_in(fold_in(PRNGKey(seed), variant_index), e)`` (the exporter's instance ``e``).
+    Episodes are played ``chunk`` at a time (one compiled batch); with ``save_dir`` each
+    finished chunk is kept there, a SIGTERM / SIGINT stops after the current chunk, and a rerun
+    loads the finished chunks and plays the rest
+    (:func:`jaxcollab.scale.preempt.resumable_episodes`), with the same results.
 
     Returns:
         ``agent``, ``episodes`` (total), ``success_rate`` (fraction defused), ``endings``
@@ -80,13 +85,14 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
         or a gesture to Blind delivered as blanks),
         ``rejected_acts`` (mean act attempts by Deaf or Mute per episode), ``never_acted``
         (episodes where Blind never tried to act), ``wrong_round`` (episodes ended by a cut that
-        matched an earlier round's light), ``episodes_per_second`` (wall time of play after a
-        compiling warm-up chunk), ``devices``, and ``variants.<name>`` with the same
-        per-variant keys.
+        matched an earlier round's light), ``episodes_per_second`` (wall time of the chunks
+        played in this call after a compiling warm-up; None if all were loaded), ``devices``,
+        and ``variants.<name>`` with the same per-variant keys.
 
     Raises:
         KeyError: unknown team or variant (lists the valid ones).
-        ValueError: ``episodes < 1``.
+        ValueError: ``episodes < 1`` or ``chunk < 1``.
+        jaxcollab.scale.preempt.Preempted: stopped by a signal (finished chunks saved).
     """
     if episodes < 1:
         raise ValueError(f"episodes must be positive, got {episodes!r}")
@@ -94,27 +100,16 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int) -> dict
     env = make(env_names[0])
     keys, params, idx = _batch(env_names, episodes, seed)
     total = len(idx)
-    chunk = min(CHUNK, total)
-    pad = -total % chunk
-    keys = np.concatenate([keys, np.repeat(keys[:1], pad, 0)])
-    params = jax.tree.map(lambda x: np.concatenate([x, np.repeat(x[:1], pad, 0)]), params)
-    run = lambda k, p: play(env, agent, k, p)  # noqa: E731
-    run(keys[:chunk], jax.tree.map(lambda x: x[:chunk], params))  # compile outside the timing
-    parts, start = [], time.perf_counter()
-    with Progress(transient=True) as bar:
-        task = bar.add_task(f"{agent} rollouts", total=total + pad)
-        for lo in range(0, total + pad, chunk):
-            part = slice(lo, lo + chunk)
-            state = run(keys[part], jax.tree.map(lambda x, part=part: x[part], params))
-            parts.append(jax.device_get({
-                "ending": state.ending, "rounds": rounds_used(state), "bounces": state.bounces,
-                "rejected": state.rejected, "acts": state.acts, "wrong_round": state.wrong_round,
-            }))
-            bar.advance(task, chunk)
-    elapsed = time.perf_counter() - start
-    final = {k: np.concatenate([p[k] for p in parts])[:total] for k in parts[0]}
+
+    def run(rows: np.ndarray) -> dict:
+        state = play(env, agent, keys[rows], jax.tree.map(lambda x: x[rows], params))
+        return {"ending": state.ending, "rounds": rounds_used(state), "bounces": state.bounces,
+                "rejected": state.rejected, "acts": state.acts, "wrong_round": state.wrong_round}
+
+    timer = preempt.ChunkTimer(run)
+    final = preempt.resumable_episodes(timer, np.arange(total), min(chunk, total), save_dir)
     out = {"agent": agent, **_summary(final, np.ones(total, bool)),
-           "episodes_per_second": total / elapsed,
+           "episodes_per_second": timer.episodes_per_second,
            "devices": [str(d) for d in jax.devices()]}
     out["variants"] = {name: _summary(final, idx == i) for i, name in enumerate(env_names)}
     return out

@@ -3,7 +3,7 @@ through the generic rollout :func:`jaxcollab.core.rollout.rollout`."""
 
 from __future__ import annotations
 
-import time
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -15,6 +15,7 @@ from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.ruleset import RULESETS, Ruleset, make_ruleset, ruleset_info
+from jaxcollab.scale import preempt
 
 __all__ = ["RULESETS", "TEAMS", "export_instances", "oracle_team", "play", "random_team",
            "evaluate", "run_env", "team"]
@@ -33,47 +34,63 @@ def play(env: KtaneEnv, agent: str, keys: jax.Array, rules: Ruleset | None = Non
                    until_done=True).state
 
 
-def _summary(final, seconds: float) -> dict:
-    """GPTNT's metrics of a batch of final states (§4 and App. E): success, strikes, outcome
-    counts, time left, modules solved (partial credit) and the communication rate."""
-    outcome = np.asarray(final.outcome)
+#: The final-state fields the summary reads (kept per episode, and saved per chunk).
+FIELDS = ("outcome", "solved", "turn", "n_messages", "strikes", "time_left_cs", "n_actions")
+
+
+def _summary(final: dict, episodes_per_second: float | None) -> dict:
+    """GPTNT's metrics of a batch of final states (:data:`FIELDS` arrays; §4 and App. E):
+    success, strikes, outcome counts, time left, modules solved (partial credit) and the
+    communication rate."""
+    outcome = final["outcome"]
     n = len(outcome)
-    solved = np.asarray(final.solved)
-    cycles = np.maximum((np.asarray(final.turn) + 1) // 2, 1)  # Defuser cycles played
-    messages = np.asarray(final.n_messages)
+    solved = final["solved"]
+    cycles = np.maximum((final["turn"] + 1) // 2, 1)  # Defuser cycles played
+    messages = final["n_messages"]
     return {
         "episodes": n,
         "success_rate": float(np.mean(outcome == T.SOLVED)),
-        "mean_strikes": float(np.mean(final.strikes)),
+        "mean_strikes": float(np.mean(final["strikes"])),
         "outcomes": {name: int(np.sum(outcome == i)) for i, name in enumerate(T.OUTCOMES)},
-        "mean_time_left_s": float(np.mean(np.maximum(final.time_left_cs, 0)) / 100),
+        "mean_time_left_s": float(np.mean(np.maximum(final["time_left_cs"], 0)) / 100),
         "mean_modules_solved": float(np.mean(solved.sum(1))),
         "modules_solved_fraction": float(np.mean(solved)),
-        "mean_defuser_actions": float(np.mean(final.n_actions)),
+        "mean_defuser_actions": float(np.mean(final["n_actions"])),
         "messages_per_defuser_cycle": float(np.mean(messages.sum(1) / cycles)),
         "messages_per_module": float(np.mean(messages.sum(1)) / solved.shape[1]),
         "mean_messages": [float(x) for x in messages.mean(0)],
-        "episodes_per_second": n / seconds,
+        "episodes_per_second": episodes_per_second,
     }
 
 
-def run_env(env: KtaneEnv, agent: str, episodes: int, seed: int,
-            rules: Ruleset | None = None) -> dict:
-    """Roll out ``agent`` on ``env`` under ``rules`` for ``episodes`` episodes (keys
-    :func:`~jaxcollab.core.rollout.episode_keys`); a first call compiles (``compile_s``, 0 when
-    the compiled rollout is reused) and is excluded from the rate."""
-    keys = episode_keys(seed, episodes)
-    t0 = time.perf_counter()
-    jax.block_until_ready(play(env, agent, keys, rules))
-    t1 = time.perf_counter()
-    final = jax.block_until_ready(play(env, agent, keys, rules))
-    t2 = time.perf_counter()
-    compile_s = max(0.0, (t1 - t0) - (t2 - t1))
-    return {**_summary(jax.device_get(final), t2 - t1), "compile_s": compile_s}
+def run_env(env: KtaneEnv, agent: str, episodes: int, seed: int, chunk: int = 16_384,
+            save_dir: str | Path | None = None, rules: Ruleset | None = None) -> dict:
+    """Roll out ``agent`` on ``env`` under ``rules`` (default vanilla) for ``episodes``
+    episodes (keys :func:`~jaxcollab.core.rollout.episode_keys`), ``chunk`` at a time;
+    ``save_dir`` keeps finished chunks so a run stopped by SIGTERM / SIGINT resumes
+    (:func:`jaxcollab.scale.preempt.resumable_episodes`). The first chunk played compiles
+    and is played twice, untimed then timed (``episodes_per_second``: played chunks only;
+    None when every chunk was loaded)."""
+    def run(keys: jax.Array) -> dict:
+        final = play(env, agent, keys, rules)
+        return {name: getattr(final, name) for name in FIELDS}
+
+    timer = preempt.ChunkTimer(run)
+    final = preempt.resumable_episodes(timer, episode_keys(seed, episodes),
+                                       min(chunk, episodes), save_dir)
+    return _summary(final, timer.episodes_per_second)
 
 
-def evaluate(env_names: list[str], agent: str, episodes: int, seed: int,
-             ruleset: str = "vanilla", ruleset_seed: int = 0) -> dict:
+def _overall_rate(runs: list[dict]) -> float | None:
+    """Episodes per second over the environments whose chunks were played (None if none)."""
+    played = [(r["episodes"], r["episodes_per_second"]) for r in runs
+              if r["episodes_per_second"] is not None]
+    return sum(n for n, _ in played) / sum(n / rate for n, rate in played) if played else None
+
+
+def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: int = 16_384,
+             save_dir: str | Path | None = None, ruleset: str = "vanilla",
+             ruleset_seed: int = 0) -> dict:
     """Roll out a scripted team on each ``ktane/...`` environment under one ruleset.
 
     Args:
@@ -81,6 +98,9 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int,
         agent: ``oracle``, ``random`` or ``talking`` (see :mod:`jaxcollab.agents.ktane.policies`).
         episodes: episodes per environment; seed: base seed (episode ``i`` of each env uses
             ``episode_keys(seed, episodes)[i]``, as the exporter does).
+        chunk, save_dir: episodes per compiled batch, and where each environment's finished
+            chunks are kept (``save_dir/<env name with / as ->``) so that a run stopped by
+            SIGTERM / SIGINT resumes (:func:`run_env`); None keeps nothing.
         ruleset, ruleset_seed: ``vanilla`` or ``random`` (every rule table redrawn from
             ``ruleset_seed``; :func:`~jaxcollab.envs.ktane.ruleset.make_ruleset`).
 
@@ -92,9 +112,9 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int,
         ``modules_solved_fraction`` (partial credit), ``mean_defuser_actions``,
         ``messages_per_defuser_cycle`` (both roles' messages / Defuser cycles: GPTNT's
         communication rate), ``messages_per_module`` (both roles' messages per module slot),
-        ``episodes_per_second`` (all episodes / summed run time, compile
-        excluded) and ``per_module`` (name → the same keys plus ``mean_messages`` per role,
-        when several environments are given).
+        ``episodes_per_second`` (episodes played in this call / their summed run time,
+        compile excluded; None if every chunk was loaded) and ``per_module`` (name → the same
+        keys plus ``mean_messages`` per role, when several environments are given).
 
     Raises:
         ValueError: unknown agent, ruleset or a bad ruleset seed, or a non-ktane environment;
@@ -108,7 +128,9 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int,
         env = make(name)
         if not isinstance(env, KtaneEnv):
             raise ValueError(f"{name!r} is not a ktane environment")
-        runs[name] = run_env(env, agent, episodes, seed, rules)
+        runs[name] = run_env(env, agent, episodes, seed, chunk,
+                             None if save_dir is None else Path(save_dir) / name.replace("/", "-"),
+                             rules)
     n = sum(r["episodes"] for r in runs.values())
     mean = lambda key: sum(r[key] * r["episodes"] for r in runs.values()) / n  # noqa: E731
     result = {
@@ -125,8 +147,7 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int,
         "mean_defuser_actions": mean("mean_defuser_actions"),
         "messages_per_defuser_cycle": mean("messages_per_defuser_cycle"),
         "messages_per_module": mean("messages_per_module"),
-        "episodes_per_second": n
-        / sum(r["episodes"] / r["episodes_per_second"] for r in runs.values()),
+        "episodes_per_second": _overall_rate(list(runs.values())),
     }
     if len(runs) > 1:
         result["per_module"] = runs
