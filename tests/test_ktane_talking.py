@@ -158,16 +158,18 @@ def test_talking_rollout_is_deterministic_and_jit_matches_eager():
     state, key = env.init_state(jax.random.key(2)), jax.random.key(3)
     mem = policy.init(key)
     act = jax.jit(policy.act)
-    for _ in range(14):  # through the describe / edgework / tour / cut dialogue
+    turns = 0
+    while int(state.outcome) == T.RUNNING and turns < 24:
         obs = env.observe(state)
         jitted, mem_j = act(key, obs, mem)
-        with jax.disable_jit():
-            eager, mem_e = policy.act(key, obs, mem)
-        np.testing.assert_array_equal(jitted, eager)
-        chex.assert_trees_all_equal(mem_j, mem_e)
+        if turns < 14:  # eager is slow: compare through describe / edgework / tour
+            with jax.disable_jit():
+                eager, mem_e = policy.act(key, obs, mem)
+            np.testing.assert_array_equal(jitted, eager)
+            chex.assert_trees_all_equal(mem_j, mem_e)
         _, state, *_ = env.step(key, state, jitted)
-        mem = mem_j
-    assert int(state.outcome) == T.SOLVED
+        mem, turns = mem_j, turns + 1
+    assert int(state.outcome) == T.SOLVED and turns == 19  # the dialogue ends with the cut
 
 
 def test_defuser_tours_when_asked():
@@ -184,7 +186,7 @@ def test_llm_message_maps_to_vocabulary_words():
     phrase = message_phrase("Cut the wire at [C], it is red. Then press hold! Dial 3.545 MHz.")
     assert V.decode(phrase) == ["cut", "wire", "at", "[C]", "red", "press", "hold", "3.545",
                                 "MHz"]
-    assert V.decode(message_phrase("hello there")) == ["nothing"]
+    assert V.decode(message_phrase("hello xyzzy")) == ["nothing"]  # no vocabulary word
     assert message_phrase(" ".join(["red"] * 60)).shape == (48,)
 
 
