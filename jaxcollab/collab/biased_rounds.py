@@ -19,6 +19,16 @@ from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.trainer import MessageTransform
 
 
+def log_messages(codec: MessageCodec, tokens, prev_tokens, eps: float = EPS):
+    """``(log q float [N, C], log r_prev float [N, C])``: encoded messages ``tokens`` and the
+    previous round's sent messages ``prev_tokens`` decoded and logged (probabilities floored at
+    ``eps``); ``prev_tokens=None`` (round 1) gives the uniform ``r_0``."""
+    log_q = safe_log(jnp.asarray(codec.decode(tokens)), eps)
+    if prev_tokens is None:
+        return log_q, jnp.full_like(log_q, -np.log(codec.n_classes))
+    return log_q, safe_log(jnp.asarray(codec.decode(prev_tokens)), eps)
+
+
 def bias_messages(codec: MessageCodec, tokens, prev_tokens, beta: float, gamma: float,
                   eps: float = EPS) -> np.ndarray:
     """Apply the bias model to encoded probability messages.
@@ -38,11 +48,7 @@ def bias_messages(codec: MessageCodec, tokens, prev_tokens, beta: float, gamma: 
     if codec.kind != "probability":
         raise ValueError(f"the bias model needs probability messages, got kind={codec.kind!r}")
     beta, gamma = validate_bias(beta, gamma)
-    log_q = safe_log(jnp.asarray(codec.decode(tokens)), eps)
-    if prev_tokens is None:
-        log_prev = jnp.full_like(log_q, -np.log(codec.n_classes))
-    else:
-        log_prev = safe_log(jnp.asarray(codec.decode(prev_tokens)), eps)
+    log_q, log_prev = log_messages(codec, tokens, prev_tokens, eps)
     return np.asarray(codec.encode(jnp.exp(bias_report(log_q, log_prev, beta, gamma))), np.uint8)
 
 

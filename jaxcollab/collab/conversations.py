@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.collab.bias import safe_log, validate_bias
-from jaxcollab.collab.biased_rounds import bias_messages
+from jaxcollab.collab.biased_rounds import bias_messages, log_messages
 from jaxcollab.collab.calibration import (
     CONVERSATION,
     SELF,
@@ -157,14 +157,6 @@ def fold_calibrate(kind: str, log_r, log_prev, labels, n_steps: int = 30):
     return apply_folds(kind, cals, log_r, log_prev, fold), cals
 
 
-def _log_messages(codec: MessageCodec, tokens, prev_tokens):
-    """``(log r, log r_prev)`` of encoded messages; a uniform previous message in round 1."""
-    log_r = safe_log(jnp.asarray(codec.decode(tokens)))
-    log_prev = (jnp.full_like(log_r, -np.log(codec.n_classes)) if prev_tokens is None
-                else safe_log(jnp.asarray(codec.decode(prev_tokens))))
-    return log_r, log_prev
-
-
 def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma: float,
                         n_steps: int = 30, on_fit: FitLog | None = None
                         ) -> MessageTransform | None:
@@ -195,11 +187,11 @@ def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma:
         if kind is None:
             return reports
         held = bias_messages(codec, held_out.messages, held_out.previous, beta, gamma)
-        cals = fit_folds(kind, *_log_messages(codec, held, held_out.previous), held_out.labels,
+        cals = fit_folds(kind, *log_messages(codec, held, held_out.previous), held_out.labels,
                          held_out.fold, n_steps)
         if on_fit is not None:
             on_fit(r, cals)
-        log_c = apply_folds(kind, cals, *_log_messages(codec, reports, rows.previous), rows.fold)
+        log_c = apply_folds(kind, cals, *log_messages(codec, reports, rows.previous), rows.fold)
         return np.asarray(codec.encode(jnp.exp(log_c)), np.uint8)
 
     return send
