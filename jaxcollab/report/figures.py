@@ -1,0 +1,99 @@
+"""The report's plots, in one matplotlib style, returned as PNG bytes for inline embedding."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from jaxcollab.report.stats import successes, wilson  # noqa: E402
+
+STYLE = {"figure.dpi": 110, "font.size": 9, "axes.spines.top": False,
+         "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
+         "axes.prop_cycle": matplotlib.cycler(color=plt.get_cmap("tab10").colors),
+         "legend.frameon": False}
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def success_bars(names: Sequence[str], series: Mapping[str, Sequence[tuple]],
+                 title: str) -> bytes:
+    """Grouped bars of success rate (%) with 90 % Wilson intervals as error bars.
+
+    Args:
+        names: the groups on the x axis (families, variants or modules).
+        series: label -> one ``(rate, episodes)`` per name (``(None, 0)`` where missing).
+    """
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(names) * len(series) + 2), 3.4))
+        width = 0.8 / len(series)
+        x = np.arange(len(names))
+        for i, (label, cells) in enumerate(series.items()):
+            rates = np.array([np.nan if r is None else 100 * r for r, _ in cells])
+            lo, hi = np.array([wilson(successes(r, n), n) if n else (np.nan, np.nan)
+                               for r, n in cells]).T * 100
+            err = np.clip(np.nan_to_num(np.stack([rates - lo, hi - rates])), 0, None)
+            ax.bar(x + (i - (len(series) - 1) / 2) * width, rates, width, yerr=err,
+                   capsize=2, label=label, error_kw={"lw": 0.8})
+        ax.set_xticks(x, names, rotation=45 if len(names) > 6 else 0,
+                      ha="right" if len(names) > 6 else "center")
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("success rate (%)")
+        ax.set_title(title + " — bars: 90 % Wilson intervals")
+        if len(series) > 1:
+            ax.legend(fontsize=8, ncols=min(len(series), 4), loc="upper left",
+                      bbox_to_anchor=(0, -0.25 if len(names) > 6 else -0.12))
+        return _png(fig)
+
+
+def round_curves(panels: Mapping[str, Mapping[str, tuple[Sequence, Sequence]]],
+                 log: Sequence[str] = ()) -> bytes:
+    """One panel per metric, one line per protocol: ``panels[metric][label] = (rounds,
+    values)``; metrics in ``log`` get a log y axis."""
+    with plt.rc_context(STYLE):
+        n = len(panels)
+        fig, axes = plt.subplots(1, n, figsize=(3.6 * n + 0.6, 3.0), squeeze=False)
+        for ax, (metric, lines) in zip(axes[0], panels.items(), strict=True):
+            for label, (rounds, values) in lines.items():
+                dashed = "theory" in label
+                ax.plot(rounds, [np.nan if v is None else v for v in values],
+                        "--" if dashed else "o-", ms=3.5, label=label, alpha=0.8 if dashed else 1)
+            if metric in log:
+                ax.set_yscale("log")
+            ax.set_xlabel("round")
+            ax.set_title(metric)
+            ax.legend(fontsize=7)
+        return _png(fig)
+
+
+def stacked_counts(groups: Sequence[str], counts: Mapping[str, Sequence[int]],
+                   title: str) -> bytes:
+    """Horizontal stacked bars of shares (%) per group (SANZARU Fig. 4's failure modes, as bars);
+    ``counts[mode]`` is one count per group; each bar is labelled with its total."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(groups) + 1.6))
+        totals = np.maximum(np.sum([list(c) for c in counts.values()], axis=0), 1)
+        left = np.zeros(len(groups))
+        for mode, c in counts.items():
+            share = 100 * np.asarray(c) / totals
+            ax.barh(groups, share, left=left, label=mode)
+            left += share
+        for y, total in enumerate(np.sum([list(c) for c in counts.values()], axis=0)):
+            ax.text(101, y, f"n={int(total)}", va="center", fontsize=8)
+        ax.set_xlim(0, 110)
+        ax.set_xlabel("share of lost episodes (%)")
+        ax.set_title(title)
+        ax.invert_yaxis()
+        ax.legend(fontsize=7, ncols=4, loc="upper left", bbox_to_anchor=(0, -0.18))
+        return _png(fig)

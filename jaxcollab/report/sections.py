@@ -1,0 +1,306 @@
+"""The sections of a run's report, dispatched on what the run directory holds.
+
+:data:`SECTIONS` is the one table: each :class:`Section` names the ``results.json`` keys it
+renders and applies when any of them is present (or, for transcripts, analysis and plots, when
+the run directory holds those files). Keys no section claims are shown in a generic key/value
+table, so a new results key is never lost from the report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from jaxcollab.report import figures
+from jaxcollab.report.html import Html, flatten, keyvalue, png, rate, table, tag
+from jaxcollab.report.rundir import RunDir
+from jaxcollab.report.tables import family_rows, overall_row, variant_rows
+from jaxcollab.report.transcripts import analysis_by_episode, episodes_section
+
+INTERVAL_NOTE = tag("p", "Success rates are shown with their 90 % Wilson score intervals "
+                    "[low, high] (in %).", class_="note")
+
+
+@dataclass(frozen=True)
+class Section:
+    """``id`` (HTML anchor), ``title``, the top-level results ``keys`` it renders, ``render``
+    (run -> markup) and ``applies`` (default: any of ``keys`` in the results)."""
+
+    id: str
+    title: str
+    keys: tuple[str, ...]
+    render: Callable[[RunDir], Html]
+    applies: Callable[[RunDir], bool] | None = None
+
+    def wanted(self, run: RunDir) -> bool:
+        if self.applies is not None:
+            return self.applies(run)
+        return any(k in run.results for k in self.keys)
+
+
+def _scalars(entry: Mapping) -> dict:
+    return {k: v for k, v in entry.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+            and k not in ("success_rate", "episodes")}
+
+
+# -- overview --------------------------------------------------------------------------------
+
+OVERVIEW_KEYS = ("env", "agent", "model", "base_url", "episodes", "success_rate", "endings",
+                 "outcomes", "refusals", "episodes_per_second", "wall_seconds", "seed")
+
+
+def overview(run: RunDir) -> Html:
+    r = run.results
+    facts = {k: r[k] for k in ("env", "agent", "model", "base_url", "seed", "episodes",
+                               "refusals", "episodes_per_second", "wall_seconds") if k in r}
+    parts = [keyvalue(facts, class_="facts")]
+    row = overall_row(r)
+    if row is not None:
+        parts += [table(["", "episodes", "success rate"], [["all", row[2], rate(row[1], row[2])]],
+                        id="overall"), INTERVAL_NOTE]
+    for key in ("endings", "outcomes"):
+        counts = r.get(key)
+        if isinstance(counts, Mapping) and counts:
+            total = sum(counts.values()) or 1
+            parts.append(table([key[:-1], "episodes", "share"],
+                               [[k, v, rate(v / total, None)] for k, v in counts.items()],
+                               caption=f"How episodes ended ({key})", id=key))
+    return Html("".join(parts))
+
+
+# -- bomb bank protocol (SANZARU Tables 3 and 4) ----------------------------------------------
+
+def bank(run: RunDir) -> Html:
+    s = run.results["summary"]
+    fams = list(s.get("families", {}))
+    groups = [g for g in ("core", "plus", "all") if g in s]
+    header = ["", *fams, *(g.capitalize() for g in groups)]
+
+    def line(name: str, summary: Mapping) -> list:
+        cells = [summary.get("families", {}).get(f) for f in fams] + [summary.get(g)
+                                                                      for g in groups]
+        return [name, *(rate(c["success_rate"], c["episodes"]) if c else rate(None, None)
+                        for c in cells)]
+
+    parts = [table(header, [line(run.label, s)], id="bank-table3",
+                   caption="Success rate by family and subset (layout of SANZARU Table 3)")]
+    if "solo" in s:
+        gap = s.get("gap", {})
+        gaps = [gap.get("families", {}).get(f) for f in fams] + [gap.get(g) for g in groups]
+        gap_row = ["Gap (solo − trio, points)",
+                   *(tag("td", "–" if g is None else f"{100 * g:+.1f}", class_="num",
+                         data_value=g) for g in gaps)]
+        parts.append(table(header, [line("Trio", s), line("Solo", s["solo"]), gap_row],
+                           id="bank-table4",
+                           caption="Coordination cost (layout of SANZARU Table 4)"))
+    if "protocol" in run.results:
+        parts.append(keyvalue({k: v for k, v in run.results["protocol"].items() if k != "envs"},
+                              caption="Bank protocol"))
+    return Html("".join(parts) + INTERVAL_NOTE)
+
+
+# -- per variant / per module (SANZARU Table 12, GPTNT Tables 4-7) ----------------------------
+
+def _per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Html:
+    rows = variant_rows({"env": family, "variants": table_})
+    counts = sorted({k for e in table_.values() for k in (e.get("endings") or e.get("outcomes")
+                                                          or {})}, key=str)
+    extra = sorted({k for e in table_.values() for k in _scalars(e)})
+    lists = sorted({k for e in table_.values() for k, v in e.items() if isinstance(v, list)})
+    header = ["", "episodes", "success rate", *counts, *extra, *lists]
+    body = []
+    for (name, r, n), entry in zip(rows, table_.values(), strict=True):
+        ends = entry.get("endings") or entry.get("outcomes") or {}
+        body.append([name, n, rate(r, n), *(ends.get(c, 0) for c in counts),
+                     *(entry.get(k) for k in extra), *(entry.get(k) for k in lists)])
+    plot = figures.success_bars([n for n, _, _ in rows], {"": [(r, n) for _, r, n in rows]},
+                                caption)
+    return Html(table(header, body, caption=caption, id=tid)
+                + tag("figure", png(plot, caption)) + INTERVAL_NOTE)
+
+
+def variants(run: RunDir) -> Html:
+    parts = []
+    fams = family_rows(run.results)
+    if len(fams) > 1 and "summary" not in run.results:
+        parts.append(table(["family", "episodes", "success rate"],
+                           [[f, n, rate(r, n)] for f, r, n in fams], id="families",
+                           caption="Success rate by family (variants pooled)"))
+    parts.append(_per_entry_table(run.results["variants"],
+                                  "Success rate by variant (layout of SANZARU Table 12)",
+                                  "variants", run.family))
+    return Html("".join(parts))
+
+
+def modules(run: RunDir) -> Html:
+    return _per_entry_table(run.results["per_module"],
+                            "Success rate by module (layout of GPTNT Tables 4–5; message rates "
+                            "as Table 7)", "modules", run.family)
+
+
+# -- LLM usage ---------------------------------------------------------------------------------
+
+def usage(run: RunDir) -> Html:
+    r, parts = run.results, []
+    errors = r.get("parse_errors")
+    if isinstance(errors, Mapping):
+        parts.append(table(["error class (GPTNT)", "count"], list(errors.items()) or
+                           [["none", 0]], caption="Parse errors", id="parse-errors"))
+    tokens, latency = r.get("tokens", {}), r.get("latency_s", {})
+    agents = [a for a in tokens if a != "total"] or list(latency)
+    if agents:
+        parts.append(table(["agent", "prompt tokens", "completion tokens", "inference (s)"],
+                           [[a, tokens.get(a, {}).get("prompt"),
+                             tokens.get(a, {}).get("completion"), latency.get(a)]
+                            for a in agents], caption=f"Tokens (total {tokens.get('total', '–')})"
+                           " and summed inference time", id="tokens"))
+    return Html("".join(parts))
+
+
+def maze(run: RunDir) -> Html:
+    m = run.results["maze"]
+    parts = [keyvalue({k: v for k, v in m.items() if k != "calibration_loss_by_round"},
+                      caption="Maze success (mean and 90 % bootstrap interval over mazes, "
+                      "as the run computed it)", id="maze")]
+    loss = m.get("calibration_loss_by_round") or []
+    if loss:
+        rounds = list(range(1, len(loss) + 1))
+        parts.append(table(["", *map(str, rounds)], [["calibration loss", *loss]],
+                           caption="Calibration loss by round"))
+        parts.append(tag("figure", png(figures.round_curves(
+            {"calibration loss": {m.get("setting", ""): (rounds, loss)}}), "calibration loss")))
+    return Html("".join(parts))
+
+
+# -- training curves (collaboration-gap paper) ------------------------------------------------
+
+def _curve(values) -> list | None:
+    """A per-round list of numbers: as stored, or the ``mean`` of a seed sweep's spread."""
+    if isinstance(values, Mapping) and isinstance(values.get("mean"), list):
+        values = values["mean"]
+    if isinstance(values, list) and values and all(
+            v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values):
+        return values
+    return None
+
+
+def protocols(run: RunDir) -> Html:
+    """Every per-round metric of every protocol: one table per protocol, one plot panel per
+    metric (the collaboration-gap paper's curves by round, e.g. Fig. 3's test MSE vs p*)."""
+    parts, panels = [], {}
+    for name, entry in run.results["protocols"].items():
+        if not isinstance(entry, Mapping) or "rounds" not in entry:
+            continue
+        rounds = entry["rounds"]
+        curves = {k: c for k, v in entry.items() if k != "rounds"
+                  and (c := _curve(v)) is not None and len(c) == len(rounds)}
+        parts.append(table(["metric", *map(str, rounds)], [[k, *c] for k, c in curves.items()],
+                           caption=f"{name}: by round", id=f"protocol-{name}"))
+        for k, c in curves.items():
+            panels.setdefault(k, {})[name] = (rounds, c)
+    shown = {k: v for k, v in panels.items() if k not in ("train_seconds", "theory_mse_vs_pstar")}
+    for name, entry in run.results["protocols"].items():  # theory beside the learned MSE
+        if isinstance(entry, Mapping) and "test_mse_vs_pstar" in shown and (
+                c := _curve(entry.get("theory_mse_vs_pstar"))):
+            shown["test_mse_vs_pstar"][f"{name} (theory)"] = (entry["rounds"], c)
+    if shown:
+        parts.append(tag("figure", [png(figures.round_curves(
+            shown, log=[k for k in shown if "mse" in k]), "curves by round"),
+            tag("figcaption", "Per-round metrics by protocol (log scale for squared errors)")]))
+    return Html("".join(parts))
+
+
+def _rounds_curves(run: RunDir) -> dict:
+    rounds = run.results.get("rounds")
+    return {k: c for k, v in run.results.items() if k != "rounds"
+            and (c := _curve(v)) is not None and len(c) == len(rounds)}
+
+
+def rounds(run: RunDir) -> Html:
+    """Top-level per-round lists (``eval/theory.py``, the calibration experiments)."""
+    r = run.results["rounds"]
+    curves = _rounds_curves(run)
+    parts = [table(["metric", *map(str, r)], [[k, *c] for k, c in curves.items()],
+                   caption="By round", id="rounds")]
+    if curves:
+        parts.append(tag("figure", png(figures.round_curves(
+            {k: {"": (r, c)} for k, c in curves.items()},
+            log=[k for k in curves if "mse" in k]), "curves by round")))
+    return Html("".join(parts))
+
+
+def _has_round_lists(run: RunDir) -> bool:
+    return isinstance(run.results.get("rounds"), list) and bool(_rounds_curves(run))
+
+
+# -- analysis, plots, config, the rest --------------------------------------------------------
+
+def analysis(run: RunDir) -> Html:
+    a = run.analysis or {}
+    parts = [keyvalue({k: v for k, v in a.items() if k != "episodes"}, caption="analysis.json",
+                      id="analysis-summary")]
+    coded = analysis_by_episode(a)
+    modes = Counter((env, str(e.get("failure_mode"))) for (env, _), e in coded.items()
+                    if e.get("failure_mode"))
+    if modes:
+        envs = sorted({env for env, _ in modes})
+        names = sorted({m for _, m in modes})
+        parts.append(tag("figure", png(figures.stacked_counts(
+            envs, {m: [modes[(e, m)] for e in envs] for m in names},
+            "Failure modes of lost episodes (as SANZARU Fig. 4)"), "failure modes")))
+    return Html("".join(parts))
+
+
+def plots(run: RunDir) -> Html:
+    return Html("".join(tag("figure", [png(p.read_bytes(), p.name), tag("figcaption", p.name)])
+                        for p in run.pngs))
+
+
+def config(run: RunDir) -> Html:
+    r = run.results
+    parts = [keyvalue(r["config"], caption="Resolved config", id="config")] if isinstance(
+        r.get("config"), Mapping) else []
+    if isinstance(r.get("run"), Mapping):
+        parts.append(keyvalue(r["run"], caption="Where it ran"))
+    return Html("".join(parts))
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("overview", "Overview", OVERVIEW_KEYS, overview, lambda run: True),
+    Section("bank", "Instance bank (SANZARU Tables 3, 4)", ("summary", "protocol"), bank,
+            lambda run: isinstance(run.results.get("summary"), Mapping)
+            and "all" in run.results["summary"]),
+    Section("variants", "By variant", ("variants",), variants),
+    Section("modules", "By module", ("per_module",), modules),
+    Section("maze", "Mazes", ("maze",), maze),
+    Section("usage", "Parse errors and tokens", ("parse_errors", "tokens", "latency_s"), usage),
+    Section("curves", "Curves by round", ("protocols",), protocols),
+    Section("rounds", "By round", ("rounds",), rounds, _has_round_lists),
+    Section("analysis", "Analysis", (), analysis, lambda run: run.analysis is not None),
+    Section("episodes", "Episodes", (), episodes_section, lambda run: bool(run.transcripts)),
+    Section("plots", "The run's plots", (), plots, lambda run: bool(run.pngs)),
+)
+TAIL = Section("config", "Config", ("config", "run"), config)
+
+
+def other(run: RunDir, claimed: set[str]) -> Html | None:
+    """Results keys no section rendered, as a flat key/value table."""
+    rest = {k: v for k, v in run.results.items() if k not in claimed}
+    return keyvalue(flatten(rest), id="other") if rest else None
+
+
+def run_sections(run: RunDir) -> list[tuple[str, str, Html]]:
+    """``(id, title, body)`` of every section that applies, then the unclaimed keys, then the
+    config."""
+    out, claimed = [], set(TAIL.keys)
+    for s in SECTIONS:
+        if s.wanted(run):
+            out.append((s.id, s.title, s.render(run)))
+            claimed |= set(s.keys)
+    if (body := other(run, claimed)) is not None:
+        out.append(("other", "Other results", body))
+    if TAIL.wanted(run):
+        out.append((TAIL.id, TAIL.title, TAIL.render(run)))
+    return out
