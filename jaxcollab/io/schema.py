@@ -374,8 +374,24 @@ class Seeds:
     out_dir: str = MISSING
 
 
+@dataclass
+class Report:
+    """``configs/report.yaml``: ``eval/report.py`` (an HTML page of one run, or several side by
+    side). ``run`` is a run directory or a list of them; ``out`` null writes ``<run>/report.html``
+    (one run) or ``<first run>/compare.html`` (several)."""
+
+    run: Any = MISSING
+    out: str | None = None
+
+    def check(self) -> None:
+        runs = self.run if isinstance(self.run, list) else [self.run]
+        if not runs or not all(isinstance(r, str) and r for r in runs):
+            raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
+
+
 SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
-           "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds}
+           "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
+           "report": Report}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

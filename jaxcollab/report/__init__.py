@@ -48,7 +48,7 @@ def write_report(paths: Sequence[str | Path], out: str | Path | None = None) -> 
     """
     runs = [RunDir.load(p) for p in paths]
     if not runs:
-        raise NotARunError("run=[] names no run directory; expected one or more")
+        raise NotARunError("[]", "the list is empty")
     target = Path(out) if out is not None else runs[0].path / (
         "report.html" if len(runs) == 1 else "compare.html")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,7 @@ td.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap
 td.rate { background:linear-gradient(90deg, rgba(47,111,179,.16) calc(var(--p)*100%),
                                      transparent 0); }
 .ci { color:var(--muted); font-size:12px; margin-left:6px; }
+table.wide .ci { display:block; margin:0; font-size:11px; }
 td.json code { font-size:12px; white-space:pre-wrap; word-break:break-word; }
 table.kv td { max-width:720px; }
 img { max-width:100%; height:auto; border:1px solid var(--line); border-radius:6px; }

@@ -6,9 +6,14 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxcollab.io.schema import ConfigValueError
 
-class NotARunError(ValueError):
-    """The path is not a finished run directory (no ``results.json``)."""
+
+class NotARunError(ConfigValueError):
+    """``run=PATH`` is not a finished run directory (no ``results.json``)."""
+
+    def __init__(self, path, why: str):
+        super().__init__("run", str(path), f"a run directory holding results.json; {why}")
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -42,12 +47,10 @@ class RunDir:
         """
         path = Path(path)
         if not path.is_dir():
-            raise NotARunError(f"run={str(path)!r} is not a directory; expected a run directory "
-                               "holding results.json")
+            raise NotARunError(path, "it is not a directory")
         if not (path / "results.json").is_file():
-            raise NotARunError(f"run={str(path)!r} holds no results.json; expected the output "
-                               "directory of a finished run (eval/rollout.py, eval/llm.py, "
-                               "train/*.py, ...)")
+            raise NotARunError(path, "it holds none (expected the output directory of a "
+                               "finished eval/rollout.py, eval/llm.py or train/*.py run)")
         results = _object(path / "results.json")
         transcripts = {}
         for f in sorted(path.glob("*.jsonl")):

@@ -85,7 +85,8 @@ def bank(run: RunDir) -> Html:
                         for c in cells)]
 
     parts = [table(header, [line(run.label, s)], id="bank-table3",
-                   caption="Success rate by family and subset (layout of SANZARU Table 3)")]
+                   caption="Success rate by family and subset (layout of SANZARU Table 3)",
+                   class_="wide")]
     if "solo" in s:
         gap = s.get("gap", {})
         gaps = [gap.get("families", {}).get(f) for f in fams] + [gap.get(g) for g in groups]
@@ -93,7 +94,7 @@ def bank(run: RunDir) -> Html:
                    *(tag("td", "–" if g is None else f"{100 * g:+.1f}", class_="num",
                          data_value=g) for g in gaps)]
         parts.append(table(header, [line("Trio", s), line("Solo", s["solo"]), gap_row],
-                           id="bank-table4",
+                           id="bank-table4", class_="wide",
                            caption="Coordination cost (layout of SANZARU Table 4)"))
     if "protocol" in run.results:
         parts.append(keyvalue({k: v for k, v in run.results["protocol"].items() if k != "envs"},
@@ -115,10 +116,12 @@ def _per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Ht
         ends = entry.get("endings") or entry.get("outcomes") or {}
         body.append([name, n, rate(r, n), *(ends.get(c, 0) for c in counts),
                      *(entry.get(k) for k in extra), *(entry.get(k) for k in lists)])
-    plot = figures.success_bars([n for n, _, _ in rows], {"": [(r, n) for _, r, n in rows]},
-                                caption)
-    return Html(table(header, body, caption=caption, id=tid)
-                + tag("figure", png(plot, caption)) + INTERVAL_NOTE)
+    parts = [table(header, body, caption=caption, id=tid)]
+    if len(rows) > 1:
+        parts.append(tag("figure", png(figures.success_bars(
+            [n for n, _, _ in rows], {"": [(r, n) for _, r, n in rows]}, "Success rate"),
+            caption)))
+    return Html("".join(parts) + INTERVAL_NOTE)
 
 
 def variants(run: RunDir) -> Html:

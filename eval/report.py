@@ -1,0 +1,40 @@
+"""An HTML report of a finished run: ``python eval/report.py run=DIR`` writes ``DIR/report.html``.
+
+One self-contained page (inline style and script, plots as inline PNGs; open it from disk, no
+server or network) for any run directory: rollout runs (``eval/rollout.py``: per variant or per
+module, the bank protocol's SANZARU Tables 3/4/12 layouts), LLM runs (``eval/llm.py``: the same
+tables, parse errors and tokens, and every episode's transcript by episode, step and role),
+training runs (``train/*.py``: curves by round, the run's PNGs) and ``analysis.json`` codes when
+the run has one. ``python eval/report.py 'run=[A,B,C]'`` puts several runs side by side
+(success by family, variant and module with 90 % Wilson intervals) in ``A/compare.html``;
+``out=FILE`` writes elsewhere. See :mod:`jaxcollab.report`.
+"""
+
+from __future__ import annotations
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from jaxcollab.io.run import validate
+from jaxcollab.report import write_report
+
+
+def run(cfg: DictConfig):
+    """Check the config and the run directories, write the report; returns its path.
+
+    Raises:
+        ConfigValueError: a bad ``run`` value, or a ``run`` path that is not a directory holding
+            ``results.json`` (:class:`jaxcollab.report.NotARunError`, the path named).
+    """
+    cfg = validate(cfg)
+    runs = OmegaConf.to_object(cfg.run) if OmegaConf.is_config(cfg.run) else [cfg.run]
+    path = write_report(runs, cfg.out)
+    print(f"-> {path}")
+    return path
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="report")(run)
+
+
+if __name__ == "__main__":
+    main()
