@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from llm_server import LLMServer
 
+from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm.client import LLMConfig
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 from jaxcollab.report import NotARunError, write_report
@@ -133,6 +134,16 @@ def _report(run: Path, tmp_path: Path, fragment: str = "") -> tuple[Dom, str]:
     return dom, text
 
 
+def report_cli(*overrides: str):
+    """``python eval/report.py <overrides>`` in-process (the config Hydra composes)."""
+    from hydra import compose, initialize_config_dir
+
+    from eval.report import run
+
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        return run(compose("report", overrides=list(overrides)))
+
+
 # --- tests --------------------------------------------------------------------------------------
 
 def test_wilson_interval():
@@ -213,15 +224,17 @@ def test_theory_run_curves_and_cli(tmp_path, cli):
     assert "theory.png" in [i["alt"] for i in images]  # the run's own plot, inline
 
 
-def test_bad_run_names_the_path(tmp_path):
+def test_bad_run_names_the_path(llm_run, tmp_path):
     with pytest.raises(NotARunError, match=r"run='.*nowhere' is invalid; expected a run "
                        r"directory holding results.json; it is not a directory"):
         write_report([tmp_path / "nowhere"])
     with pytest.raises(NotARunError, match="it holds none"):
         write_report([tmp_path])
-    done = subprocess.run([sys.executable, "eval/report.py", f"run={tmp_path}"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1 and f"run='{tmp_path}' is invalid" in done.stderr
+    with pytest.raises(NotARunError, match=f"run='{tmp_path}' is invalid"):
+        report_cli(f"run=[{llm_run},{tmp_path}]")
+    with pytest.raises(ConfigValueError, match=r"run=\[\] is invalid; expected a run directory "
+                       "or a non-empty list"):
+        report_cli("run=[]")
 
 
 # --- slow: scripted rollouts, the bank protocol, a comparison, a training run -------------------
