@@ -206,15 +206,12 @@ def test_unknown_keys_are_shown(llm_run, tmp_path):
     assert rows["future_metric.label"][0]["text"] == "<b>x</b>"
 
 
-def test_theory_run_curves_and_cli(tmp_path, cli):
+def test_theory_run_curves_and_cli(llm_run, tmp_path, cli):
     cli("eval/theory.py", "task=parity", "task.alphas=[0.2,0.15,0.1]", "task.n_bits=3",
         "task.n_rounds=3", "method=enumeration", f"out_dir={tmp_path / 'theory'}")
     results = json.loads((tmp_path / "theory" / "results.json").read_text())
-    done = subprocess.run([sys.executable, "eval/report.py", f"run={tmp_path / 'theory'}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    page = tmp_path / "theory" / "report.html"
-    assert f"-> {page}" in done.stdout
+    page = report_cli(f"run={tmp_path / 'theory'}")
+    assert page == tmp_path / "theory" / "report.html"
     dom = Dom(dump_dom(page, tmp_path))
     assert_loaded(dom)
     rows = dom.rows("rounds")
@@ -222,6 +219,18 @@ def test_theory_run_curves_and_cli(tmp_path, cli):
     images = [e["attrs"] for e in dom.elements if e["tag"] == "img"]
     assert all(i["src"].startswith("data:image/png;base64,") for i in images)
     assert "theory.png" in [i["alt"] for i in images]  # the run's own plot, inline
+    # several runs, through the command line as the README shows it
+    runs = f"run=[{tmp_path / 'theory'},{llm_run}]"
+    done = subprocess.run([sys.executable, "eval/report.py", runs], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = tmp_path / "theory" / "compare.html"
+    assert f"-> {page}" in done.stdout
+    dom = Dom(dump_dom(page, tmp_path))
+    assert_loaded(dom)
+    llm = json.loads((llm_run / "results.json").read_text())
+    assert [c["text"] for c in dom.tables["compare-all"][0][1:]] == ["theory", "LLM good"]
+    assert value(dom.rows("compare-all")["all"][1]) == llm["success_rate"]
 
 
 def test_bad_run_names_the_path(llm_run, tmp_path):

@@ -73,7 +73,8 @@ def round_curves(panels: Mapping[str, Mapping[str, tuple[Sequence, Sequence]]],
                 ax.set_yscale("log")
             ax.set_xlabel("round")
             ax.set_title(metric)
-            ax.legend(fontsize=7)
+            if any(lines):
+                ax.legend(fontsize=7)
         return _png(fig)
 
 
