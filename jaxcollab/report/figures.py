@@ -21,8 +21,7 @@ STYLE = {"figure.dpi": 110, "font.size": 9, "axes.spines.top": False,
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", bbox_inches="tight")  # legends below the axes included
     plt.close(fig)
     return buf.getvalue()
 
@@ -36,7 +35,8 @@ def success_bars(names: Sequence[str], series: Mapping[str, Sequence[tuple]],
         series: label -> one ``(rate, episodes)`` per name (``(None, 0)`` where missing).
     """
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(max(5.0, 0.45 * len(names) * len(series) + 2), 3.4))
+        width_in = min(11.0, max(5.0, 0.3 * len(names) * len(series) + 2))
+        fig, ax = plt.subplots(figsize=(width_in, 3.4))
         width = 0.8 / len(series)
         x = np.arange(len(names))
         for i, (label, cells) in enumerate(series.items()):

@@ -51,10 +51,16 @@ OVERVIEW_KEYS = ("env", "agent", "model", "base_url", "episodes", "success_rate"
                  "outcomes", "refusals", "episodes_per_second", "wall_seconds", "seed")
 
 
+def _is_scalar(value) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
 def overview(run: RunDir) -> Html:
+    """Who played what, every top-level scalar result, the success rate and the endings."""
     r = run.results
-    facts = {k: r[k] for k in ("env", "agent", "model", "base_url", "seed", "episodes",
-                               "refusals", "episodes_per_second", "wall_seconds") if k in r}
+    first = [k for k in OVERVIEW_KEYS if k in r and _is_scalar(r[k]) and k != "success_rate"]
+    facts = {k: r[k] for k in first + [k for k in r if k not in first and k != "success_rate"
+                                        and _is_scalar(r[k])]}
     parts = [keyvalue(facts, class_="facts")]
     row = overall_row(r)
     if row is not None:
@@ -108,9 +114,11 @@ def _per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Ht
     rows = variant_rows({"env": family, "variants": table_})
     counts = sorted({k for e in table_.values() for k in (e.get("endings") or e.get("outcomes")
                                                           or {})}, key=str)
-    extra = sorted({k for e in table_.values() for k in _scalars(e)})
+    extra = sorted({k for e in table_.values() for k in _scalars(e)},
+                   key=lambda k: (k == "episodes_per_second", k))  # throughput last
     lists = sorted({k for e in table_.values() for k, v in e.items() if isinstance(v, list)})
-    header = ["", "episodes", "success rate", *counts, *extra, *lists]
+    header = ["", "episodes", "success rate",
+              *(k.replace("_", " ") for k in [*counts, *extra, *lists])]
     body = []
     for (name, r, n), entry in zip(rows, table_.values(), strict=True):
         ends = entry.get("endings") or entry.get("outcomes") or {}
@@ -289,8 +297,9 @@ TAIL = Section("config", "Config", ("config", "run"), config)
 
 
 def other(run: RunDir, claimed: set[str]) -> Html | None:
-    """Results keys no section rendered, as a flat key/value table."""
-    rest = {k: v for k, v in run.results.items() if k not in claimed}
+    """Results keys no section rendered (scalars are in the overview), as a flat key/value
+    table."""
+    rest = {k: v for k, v in run.results.items() if k not in claimed and not _is_scalar(v)}
     return keyvalue(flatten(rest), id="other") if rest else None
 
 
