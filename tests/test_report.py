@@ -192,6 +192,16 @@ def test_llm_report_tables_and_transcripts(llm_run, tmp_path):
     assert flags == ["failure_mode", "dead_channel"]
     assert "failure_mode: omission" in dom.by_id["ep-bomb-base-1-0"]["text"]
     assert value(dom.rows("analysis-summary")["lost_episodes"][0]) == 1
+    shares = dom.rows("flag-shares")  # one coded (lost) episode: dead_channel set, wrong_round not
+    assert {f: value(c[0]) for f, c in shares.items()} == {"dead_channel": 1, "wrong_round": 0}
+
+
+def test_hash_opens_one_turn_of_one_role(llm_run, tmp_path):
+    dom, _ = _report(llm_run, tmp_path, fragment="ep-bomb-base-1-0-s1-mute")
+    turn = dom.by_id["ep-bomb-base-1-0-s1-mute"]
+    assert turn["attrs"]["data-agent"] == "mute" and turn["attrs"]["data-step"] == "1"
+    assert "open" in dom.by_id["ep-bomb-base-1-0"]["attrs"]
+    assert "open" not in dom.by_id["ep-bomb-base-1-1"]["attrs"]
 
 
 def test_unknown_keys_are_shown(llm_run, tmp_path):

@@ -248,11 +248,28 @@ def _has_round_lists(run: RunDir) -> bool:
 
 # -- analysis, plots, config, the rest --------------------------------------------------------
 
+def _flag_shares(entries: list[dict]) -> Html:
+    """Share of the lost episodes carrying each true/false flag (SANZARU Table 6's "share");
+    the lost ones are the entries with ``success`` false, or every entry when none says."""
+    lost = [e for e in entries if e.get("success") is False] or [
+        e for e in entries if "success" not in e]
+    flags = sorted({k for e in lost for k, v in e.items() if isinstance(v, bool)} - {"success"})
+    if not lost or not flags:
+        return Html("")
+    counts = {f: sum(e.get(f) is True for e in lost) for f in flags}
+    return table(["flag", "lost episodes flagged", "share"],
+                 [[f, c, rate(c / len(lost), None)] for f, c in counts.items()],
+                 caption=f"Perspective flags over {len(lost)} lost episodes (as SANZARU Table 6)",
+                 id="flag-shares")
+
+
 def analysis(run: RunDir) -> Html:
     a = run.analysis or {}
     parts = [keyvalue({k: v for k, v in a.items() if k != "episodes"}, caption="analysis.json",
                       id="analysis-summary")]
     coded = analysis_by_episode(a)
+    if coded:
+        parts.append(_flag_shares(list(coded.values())))
     modes = Counter((env, str(e.get("failure_mode"))) for (env, _), e in coded.items()
                     if e.get("failure_mode"))
     if modes:

@@ -3,8 +3,8 @@
 Each turn shows what the agent saw, the feedback it was given (the parser's NOTICE on a skipped
 or repaired turn, GPTNT §4), what it thought and said (its reply, verbatim), what it did (the
 parsed action), its parse errors, and the prompt messages new since its previous turn (prompts
-grow by appending, so earlier messages are not repeated). Episode anchors are
-``ep-<env with / as ->-<episode>``.
+grow by appending, so earlier messages are not repeated). Anchors: an episode is
+``ep-<env with / as ->-<episode>``, one agent's turn in it ``<episode anchor>-s<step>-<agent>``.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _prompt(prompt: list, previous: list) -> Html:
                            note, *msgs], class_="prompt")
 
 
-def _turn(agent: str, turn: Mapping, previous: list) -> Html:
+def _turn(agent: str, turn: Mapping, previous: list, anchor: str) -> Html:
     prompt = turn.get("prompt") or []
     seen = turn.get("seen") or _last_user(prompt)
     feedback = "\n".join(line for line in str(seen).splitlines() if line.startswith("NOTICE"))
@@ -113,7 +113,7 @@ def _turn(agent: str, turn: Mapping, previous: list) -> Html:
                         class_="note"))
     body.append(_prompt(prompt, previous))
     return tag("details", [tag("summary", head), *body], open=True, data_agent=agent,
-               data_step=turn.get("step"), class_="turn failed" if failed else "turn")
+               data_step=turn.get("step"), id=anchor, class_="turn failed" if failed else "turn")
 
 
 def episode(record: Mapping, codes: Mapping | None) -> Html:
@@ -131,9 +131,13 @@ def episode(record: Mapping, codes: Mapping | None) -> Html:
             f" · {n_err} parse errors" if n_err else "", _badges(codes or {})]
     roles = tag("select", [tag("option", "all roles", value="all"),
                            *(tag("option", a, value=a) for a in agents)], class_="role-filter")
-    body, last = [], {}
-    for _, _, agent, turn in turns:
-        body.append(_turn(agent, turn, last.get(agent, [])))
+    body, last, seen = [], {}, set()
+    for step, _, agent, turn in turns:
+        anchor = f"{episode_id(env, ep)}-s{step}-{agent}"
+        while anchor in seen:  # a retried turn (a refusal asks again) at the same step
+            anchor += "-again"
+        seen.add(anchor)
+        body.append(_turn(agent, turn, last.get(agent, []), anchor))
         last[agent] = turn.get("prompt") or []
     facts = {k: v for k, v in record.items() if k not in ("agents", "data", "env", "episode")}
     extras = [keyvalue(facts, caption="episode")]
