@@ -209,11 +209,15 @@ def test_unknown_keys_are_shown(llm_run, tmp_path):
     shutil.copytree(llm_run, run)
     results = json.loads((run / "results.json").read_text())
     results["future_metric"] = {"per_step": 0.25, "label": "<b>x</b>"}
+    results["variants"] = [{"name": "base-1", "rate": 0.5}]  # a layout the table cannot read
     (run / "results.json").write_text(json.dumps(results))
     dom, _ = _report(run, tmp_path)
     rows = dom.rows("other")
     assert value(rows["future_metric.per_step"][0]) == 0.25
     assert rows["future_metric.label"][0]["text"] == "<b>x</b>"
+    (stored,) = dom.rows("variants-as-stored")["variants"]
+    assert json.loads(stored["text"]) == results["variants"]
+    assert value(dom.rows("overall")["all"][1]) == results["success_rate"]  # the rest renders
 
 
 def test_theory_run_curves_and_cli(llm_run, tmp_path, cli):

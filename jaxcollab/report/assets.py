@@ -57,8 +57,8 @@ details.episode > summary { font-weight:500; }
 .field { margin:6px 0; } .field > .label { font-size:12px; text-transform:uppercase;
   letter-spacing:.04em; color:var(--muted); }
 pre { margin:2px 0; padding:8px 10px; background:#f3f5f8; border-radius:6px;
-      white-space:pre-wrap; word-break:break-word; font:12.5px/1.45 ui-monospace,Menlo,Consolas,monospace;
-      max-height:420px; overflow:auto; }
+      white-space:pre-wrap; word-break:break-word; max-height:420px; overflow:auto;
+      font:12.5px/1.45 ui-monospace,Menlo,Consolas,monospace; }
 pre.feedback { background:#fdf0d8; } pre.thought { background:#eef4fb; }
 .msg-role { font-size:12px; color:var(--muted); }
 .controls { margin:6px 0 10px; font-size:14px; } select { font:inherit; }

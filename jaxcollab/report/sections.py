@@ -320,13 +320,25 @@ def other(run: RunDir, claimed: set[str]) -> Html | None:
     return keyvalue(flatten(rest), id="other") if rest else None
 
 
+def _render(section: Section, run: RunDir) -> Html:
+    """The section, or, when the run's values are not laid out as it expects (another version
+    of an entry point), its keys as a key/value table with a note saying so."""
+    try:
+        return section.render(run)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        mine = {k: run.results[k] for k in section.keys if k in run.results}
+        note = tag("p", f"Not in the layout this section expects ({type(e).__name__}: {e}); "
+                   "shown as stored.", class_="note")
+        return Html(note + (keyvalue(mine, id=f"{section.id}-as-stored") if mine else ""))
+
+
 def run_sections(run: RunDir) -> list[tuple[str, str, Html]]:
     """``(id, title, body)`` of every section that applies, then the unclaimed keys, then the
     config."""
     out, claimed = [], set(TAIL.keys)
     for s in SECTIONS:
         if s.wanted(run):
-            out.append((s.id, s.title, s.render(run)))
+            out.append((s.id, s.title, _render(s, run)))
             claimed |= set(s.keys)
     if (body := other(run, claimed)) is not None:
         out.append(("other", "Other results", body))
