@@ -266,7 +266,7 @@ def test_bad_run_names_the_path(llm_run, tmp_path):
 def test_rollout_bank_and_comparison(llm_run, tmp_path, cli):
     bomb = cli("eval/rollout.py", "env=bomb/base-1", "agent=symbol", "episodes=6", "chunk=6",
                f"out_dir={tmp_path / 'bomb'}")
-    ktane = cli("eval/rollout.py", "env=ktane/wires", "agent=oracle", "episodes=4", "chunk=4",
+    ktane = cli("eval/rollout.py", "env=ktane/all", "agent=oracle", "episodes=2", "chunk=2",
                 f"out_dir={tmp_path / 'ktane'}")
     bank = cli("eval/rollout.py", "env=bomb/carving", "agent=symbol", "bank=true", "repeats=1",
                "solo=solo", f"out_dir={tmp_path / 'bank'}")

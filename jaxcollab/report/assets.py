@@ -54,6 +54,7 @@ details.episode > summary { font-weight:500; }
 .turn { border-left:3px solid var(--line); margin:8px 0 8px 4px; padding:2px 0 2px 12px; }
 .turn.failed { border-left-color:var(--bad); }
 .turn > summary .who { font-weight:600; }
+.turn > summary code.did { font-size:12px; color:var(--muted); }
 .field { margin:6px 0; } .field > .label { font-size:12px; text-transform:uppercase;
   letter-spacing:.04em; color:var(--muted); }
 pre { margin:2px 0; padding:8px 10px; background:#f3f5f8; border-radius:6px;

@@ -92,7 +92,11 @@ def _turn(agent: str, turn: Mapping, previous: list, anchor: str) -> Html:
     thought = "\n\n".join(t.strip() for t in THOUGHTS.findall(reply))
     errors = list(turn.get("errors") or [])
     failed = turn.get("ok") is False or turn.get("refused")
-    head = [tag("span", agent, class_="who"), f" · step {turn.get('step', '?')}",
+    action = turn.get("action")
+    did = "no action (turn skipped)" if action is None else json.dumps(action,
+                                                                        ensure_ascii=False)
+    head = [tag("span", agent, class_="who"), f" · step {turn.get('step', '?')} · ",
+            tag("code", did if len(did) <= 90 else did[:89] + "…", class_="did"),
             *(tag("span", e, class_="badge bad") for e in errors),
             tag("span", "refused", class_="badge bad") if turn.get("refused") else ""]
     body = [_field("saw", seen)]
@@ -103,7 +107,7 @@ def _turn(agent: str, turn: Mapping, previous: list, anchor: str) -> Html:
     body.append(_field("reply (said)", reply))
     if turn.get("said") not in (None, reply):
         body.append(_field("said", turn["said"]))
-    body.append(_field("did", json.dumps(turn.get("action"), ensure_ascii=False)))
+    body.append(_field("did", did))
     if turn.get("tool_calls"):
         body.append(_field("tool calls", json.dumps(turn["tool_calls"], ensure_ascii=False,
                                                     indent=1)))
