@@ -79,6 +79,8 @@ def overview(run: RunDir) -> Html:
 # -- bomb bank protocol (SANZARU Tables 3 and 4) ----------------------------------------------
 
 def bank(run: RunDir) -> Html:
+    """The bank protocol's ``summary``: by family and subset (Table 3's columns) and, with a
+    solo team, trio / solo / gap rows (Table 4)."""
     s = run.results["summary"]
     fams = list(s.get("families", {}))
     groups = [g for g in ("core", "plus", "all") if g in s]
@@ -111,6 +113,9 @@ def bank(run: RunDir) -> Html:
 # -- per variant / per module (SANZARU Table 12, GPTNT Tables 4-7) ----------------------------
 
 def _per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Html:
+    """One row per entry holding a success rate: episodes, rate, ending counts, every other
+    number and list; a bar plot when there are several rows."""
+    table_ = {k: e for k, e in table_.items() if isinstance(e, Mapping) and "success_rate" in e}
     rows = variant_rows({"env": family, "variants": table_})
     counts = sorted({k for e in table_.values() for k in (e.get("endings") or e.get("outcomes")
                                                           or {})}, key=str)
@@ -133,6 +138,7 @@ def _per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Ht
 
 
 def variants(run: RunDir) -> Html:
+    """Families pooled (unless the bank summary has them), then every variant (Table 12)."""
     parts = []
     fams = family_rows(run.results)
     if len(fams) > 1 and "summary" not in run.results:
@@ -146,6 +152,7 @@ def variants(run: RunDir) -> Html:
 
 
 def modules(run: RunDir) -> Html:
+    """Keep Talking's ``per_module`` rows."""
     return _per_entry_table(run.results["per_module"],
                             "Success rate by module (layout of GPTNT Tables 4–5; message rates "
                             "as Table 7)", "modules", run.family)
@@ -154,6 +161,7 @@ def modules(run: RunDir) -> Html:
 # -- LLM usage ---------------------------------------------------------------------------------
 
 def usage(run: RunDir) -> Html:
+    """LLM runs: parse errors by GPTNT error class; tokens and inference time by agent."""
     r, parts = run.results, []
     errors = r.get("parse_errors")
     if isinstance(errors, Mapping):
@@ -171,6 +179,7 @@ def usage(run: RunDir) -> Html:
 
 
 def maze(run: RunDir) -> Html:
+    """LLM maze runs: success with the run's bootstrap interval; calibration loss by round."""
     m = run.results["maze"]
     parts = [keyvalue({k: v for k, v in m.items() if k != "calibration_loss_by_round"},
                       caption="Maze success (mean and 90 % bootstrap interval over mazes, "
@@ -264,6 +273,8 @@ def _flag_shares(entries: list[dict]) -> Html:
 
 
 def analysis(run: RunDir) -> Html:
+    """``analysis.json``: its summary keys, flag shares over lost episodes and the failure
+    modes stacked by environment."""
     a = run.analysis or {}
     parts = [keyvalue({k: v for k, v in a.items() if k != "episodes"}, caption="analysis.json",
                       id="analysis-summary")]
@@ -282,11 +293,13 @@ def analysis(run: RunDir) -> Html:
 
 
 def plots(run: RunDir) -> Html:
+    """The run's own PNGs, inline."""
     return Html("".join(tag("figure", [png(p.read_bytes(), p.name), tag("figcaption", p.name)])
                         for p in run.pngs))
 
 
 def config(run: RunDir) -> Html:
+    """The resolved config and where the run ran."""
     r = run.results
     parts = [keyvalue(r["config"], caption="Resolved config", id="config")] if isinstance(
         r.get("config"), Mapping) else []
