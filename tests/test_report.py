@@ -307,3 +307,23 @@ def test_training_run_curves(tmp_path, cli):
         rows = dom.rows(f"protocol-{name}")
         assert [value(c) for c in rows["test_mse_vs_pstar"]] == entry["test_mse_vs_pstar"]
     assert "separation.png" in [e["attrs"].get("alt") for e in dom.elements if e["tag"] == "img"]
+
+
+@pytest.mark.slow
+def test_llm_ktane_and_maze_reports(tmp_path):
+    with LLMServer() as server:
+        llm = LLMConfig(base_url=server.url, model="good", backoff_s=0.01)
+        evaluate(llm, RunConfig(env="ktane/wires", episodes=1), tmp_path / "ktane")
+        maze = evaluate(llm, RunConfig(env="maze/split-6x6", episodes=2, mazes=1, rollouts=2,
+                                       rounds=2, setting="verbalized"), tmp_path / "maze")
+    (record,) = [json.loads(x) for x in transcript_path(tmp_path / "ktane", "ktane/wires")
+                 .read_text().splitlines()]
+    dom, _ = _report(tmp_path / "ktane", tmp_path, fragment="ep-ktane-wires-0-s2-defuser")
+    turns = [e["attrs"] for e in dom.elements if "turn" in e["attrs"].get("class", "")]
+    assert len(turns) == len(record["agents"]["defuser"]) + len(record["agents"]["expert"])
+    assert "open" in dom.by_id["ep-ktane-wires-0"]["attrs"]
+    assert "Cut the second wire." in dom.by_id["ep-ktane-wires-0-s2-defuser"]["text"]
+    dom, _ = _report(tmp_path / "maze", tmp_path)
+    rows = dom.rows("maze")
+    assert value(rows["success.mean"][0]) == maze["maze"]["success"]["mean"]
+    assert rows["setting"][0]["text"] == "verbalized"
