@@ -10,6 +10,7 @@ transcript, and model output that holds markup is shown as text and never run.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -258,6 +259,38 @@ def test_bad_run_names_the_path(llm_run, tmp_path):
     with pytest.raises(ConfigValueError, match=r"run=\[\] is invalid; expected a run directory "
                        "or a non-empty list"):
         report_cli("run=[]")
+
+
+CLICKS = """<script>
+function pick(selector, value) {
+  var s = document.querySelector(selector);
+  s.value = value;
+  s.dispatchEvent(new Event('change', {bubbles: true}));
+}
+pick('#ep-bomb-base-1-0 select.role-filter', 'blind');
+pick('select.episode-filter', 'false');
+</script>"""
+
+
+def test_role_and_outcome_filters(llm_run, tmp_path):
+    """The page's filters, driven by a test script appended to a copy of the page (the copy
+    drops the policy that allows only the page's own script)."""
+    records = {r["episode"]: r for r in map(json.loads, transcript_path(
+        llm_run, "bomb/base-1").read_text().splitlines())}
+    text = write_report([llm_run]).read_text()
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    page = tmp_path / "clicked.html"
+    page.write_text(text.replace("</body>", CLICKS + "</body>"))
+    dom = Dom(dump_dom(page, tmp_path))
+    assert_loaded(dom)
+    episodes = [e["attrs"] for e in dom.elements if "episode" in e["attrs"].get("class", "")
+                .split()]
+    assert {int(e["id"].rsplit("-", 1)[1]): "hidden" in e for e in episodes} == {
+        i: bool(r["success"]) for i, r in records.items()}  # 'lost' shows the lost ones
+    turns = [e["attrs"] for e in dom.elements if e["attrs"].get("id", "").startswith(
+        "ep-bomb-base-1-0-s")]
+    assert {t["data-agent"]: "hidden" in t for t in turns} == {"deaf": True, "mute": True,
+                                                               "blind": False}
 
 
 # --- slow: scripted rollouts, the bank protocol, a comparison, a training run -------------------
