@@ -66,4 +66,30 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
     return traces
 
 
-__all__ = ["CHUNK", "episode_traces"]
+def _mean(x: np.ndarray) -> float | None:
+    return float(x.mean()) if x.size else None
+
+
+def versus_bounds(traces: dict[str, np.ndarray], env_names: Sequence[str]) -> dict[str, dict]:
+    """Per variant: the team's ``episodes``, ``success_rate``, ``mean_rounds`` and
+    ``mean_symbols`` over its successful episodes, and ``below_bound``: successful episodes
+    that used fewer rounds than the information bound of their turn order
+    (:func:`~jaxcollab.envs.bomb.bounds.variant_bounds`; a team that communicates and does
+    not guess has none)."""
+    from jaxcollab.envs.bomb.bounds import order_name, variant_bounds
+
+    out = {}
+    for i, name in enumerate(env_names):
+        mine = traces["variant"] == i
+        won = mine & traces["success"]
+        by_order = variant_bounds(name)["by_turn_order"]
+        bound = np.array([by_order[order_name(TURN_ORDERS[o])] or 0
+                          for o in traces["turn_order"]])
+        out[name] = {"episodes": int(mine.sum()), "success_rate": float(traces["success"][mine].mean()),
+                     "mean_rounds": _mean(traces["rounds"][won]),
+                     "mean_symbols": _mean(traces["symbols"][won]),
+                     "below_bound": int((won & (traces["rounds"] < bound)).sum())}
+    return out
+
+
+__all__ = ["CHUNK", "episode_traces", "versus_bounds"]

@@ -42,7 +42,7 @@ import functools
 import itertools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import jax
 import numpy as np
@@ -114,16 +114,16 @@ class Needs:
     """What a variant's actions need, from its row and :func:`perceivers`.
 
     Attributes:
-        usages: action slots (``steps`` actions; flashing: the ``period`` light-cycle slots, one
-            cut each). key_of: usage -> the key atom it needs (per instance for a flash rule).
-        holders: atom -> the roles that perceive it (``manual``, ``layout``, ``key``).
-        cycle: keys are light-cycle slots shown in rounds ``r % period``.
+        variant: the variant row.
+        holders: ``manual`` / ``key`` / ``layout`` -> the roles that perceive it (the key: the
+            light and display, the plate, or a flash; the layout: wire colours or keypad).
+        cycle: the keys are light-cycle slots shown in rounds ``r % period`` (flashing); the
+            action *usages* are then the slots (one cut each), else the ``steps`` actions.
     """
 
     variant: T.Variant
     holders: dict[str, frozenset[int]]
     cycle: bool
-    implied: frozenset[int] = field(default_factory=frozenset)  # slots the others determine
 
     @property
     def usages(self) -> range:
@@ -188,8 +188,7 @@ def needs(variant_name: str) -> Needs:
     empty = [k for k, h in holders.items() if not h]
     if empty:
         raise ValueError(f"{v.name}: nobody perceives {empty}")
-    cycle = v.light == T.LIGHT_CYCLE
-    return Needs(v, holders, cycle, _implied_slots(v.name) if cycle else frozenset())
+    return Needs(v, holders, v.light == T.LIGHT_CYCLE)
 
 
 # ---- rounds: search over message routings ----------------------------------------------------
@@ -216,11 +215,12 @@ def _visible_keys(nd: Needs, rnd: int, progress: int) -> set[tuple]:
     return {("key", progress)} if progress < v.steps else set()
 
 
-def _close(nd: Needs, know: set, pick) -> None:
-    """Add the values and answers ``know`` lets a role work out (in place)."""
-    if nd.cycle:
+def _close(nd: Needs, know: set, pick, implied: frozenset[int]) -> None:
+    """Add the keys, values and answers ``know`` lets a role work out (in place); ``implied``:
+    the light-cycle slots the other slots determine."""
+    if implied:
         have = {a[1] for a in know if a[0] == "key"}
-        for c in nd.implied:
+        for c in implied:
             if set(nd.usages) - {c} <= have:
                 know.add(("key", c))
     for u in nd.usages:
@@ -284,6 +284,7 @@ def round_bound(variant_name: str, turn_order: tuple[int, int, int], pick: tuple
     v = nd.variant
     pick = pick or tuple(range(v.steps))
     cap = gesture_symbols + 1
+    implied = _implied_slots(v.name) if nd.cycle else frozenset()
     static = {r: {("manual",)} if r in nd.holders["manual"] else set() for r in range(3)}
     for r in nd.holders["layout"]:
         static[r].add(("layout",))
@@ -298,7 +299,7 @@ def round_bound(variant_name: str, turn_order: tuple[int, int, int], pick: tuple
             k = set(know[actor] | pending[actor] | static[actor])
             if actor in nd.holders["key"]:
                 k |= _visible_keys(nd, rnd, progress)
-            _close(nd, k, pick)
+            _close(nd, k, pick, implied)
             if actor == ACTOR and progress < v.steps:
                 u = rnd % v.period if nd.cycle else progress
                 if u not in done and (nd.forced(progress) or ("answer", u) in k
@@ -436,8 +437,9 @@ def _describe(nd: Needs, route: dict) -> str:
             f"({names(nd.holders['layout'])}); only blind acts, once per turn")
     if forced:
         text += f"; action(s) {forced} need nothing (one uncut wire left)"
-    if nd.implied:
-        text += f"; cycle slot(s) {sorted(nd.implied)} follow from the others"
+    implied = _implied_slots(v.name) if nd.cycle else frozenset()
+    if implied:
+        text += f"; each cycle slot in {sorted(implied)} follows from the others"
     return (text + f". Cheapest route: the {route['value_resolver']} works out each value, "
             f"the {route['position_resolver']} each position.")
 
