@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def episode(variant: str, turns: list[dict], seed: int = 3):
     """Play ``turns`` (``env.action`` keywords for whoever's turn it is) from the reset of
     ``seed`` under the default turn order (deaf, mute, blind); returns the flags of the episode
-    and its reset state. A turn may give ``cut="answer"`` / ``cut="other"``: cut the wire the
+    and its final state. A turn may give ``cut="answer"`` / ``cut="other"``: cut the wire the
     manual asks for now / an uncut wire it does not."""
     env = jaxcollab.make(f"bomb/{variant}")
     params = env.default_params
     state = reset_jit(jax.random.PRNGKey(seed), params, env.speech_bytes, env.gesture_symbols)
-    start, states, actions = state, [], []
+    states, actions = [], []
     for spec in turns:
         spec = dict(spec)
         actor = int(params.turn_order[int(state.turn)])

@@ -47,7 +47,7 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
     out: dict[str, list] = {}
     for lo in track(range(0, total, size), f"{agent} traces", disable=not progress):
         rows = np.minimum(np.arange(lo, lo + size), total - 1)  # pad: one compiled shape
-        p = jax.tree.map(lambda x: x[rows], params)
+        p = jax.tree.map(lambda x, rows=rows: x[rows], params)
         res = rollout(env, policy, keys[rows], p, batched_params=True,
                       max_steps=env.max_episode_steps, trajectory=True)
         final = res.state
@@ -85,7 +85,8 @@ def versus_bounds(traces: dict[str, np.ndarray], env_names: Sequence[str]) -> di
         by_order = variant_bounds(name)["by_turn_order"]
         bound = np.array([by_order[order_name(TURN_ORDERS[o])] or 0
                           for o in traces["turn_order"]])
-        out[name] = {"episodes": int(mine.sum()), "success_rate": float(traces["success"][mine].mean()),
+        out[name] = {"episodes": int(mine.sum()),
+                     "success_rate": float(traces["success"][mine].mean()),
                      "mean_rounds": _mean(traces["rounds"][won]),
                      "mean_symbols": _mean(traces["symbols"][won]),
                      "below_bound": int((won & (traces["rounds"] < bound)).sum())}
