@@ -92,8 +92,8 @@ def analyse(data: dict, chunk: int) -> dict:
 
 def run(cfg: DictConfig) -> dict:
     """Check the run, replay it and write ``analysis.json`` into it; returns the analysis."""
-    job = start_run(cfg, check=lambda c: recorded(c.run), out_key="run",
-                    results_name="analysis.json")
+    job = start_run(cfg, frozen=["run"], check=lambda c: recorded(c.run), out_key="run",
+                    results_name="analysis.json")  # the chunk size changes nothing
     analysis = analyse(recorded(job.cfg.run), job.cfg.chunk)
     job.results.update(analysis)
     print({"lost": analysis["lost"], **analysis["shares"]}, f"-> {job.results.path}")
