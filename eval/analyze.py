@@ -74,7 +74,7 @@ def analyse(data: dict, chunk: int) -> dict:
     cfg = data["config"]
     names = env_selection("env", cfg["env"])
     traces = episode_traces(names, cfg["agent"], cfg["episodes"], cfg["seed"], chunk,
-                            progress=True)
+                            progress=True, turn_order=cfg.get("turn_order", "cycle"))
     variants = {}
     for i, name in enumerate(names):
         mine = traces["variant"] == i

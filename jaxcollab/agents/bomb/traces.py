@@ -22,8 +22,11 @@ CHUNK = 32  # episodes per compiled replay (a trajectory holds every step's obse
 
 
 def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: int,
-                   chunk: int = CHUNK, progress: bool = False) -> dict[str, np.ndarray]:
-    """Replay ``episodes`` episodes of each variant with team ``agent`` and trace each one.
+                   chunk: int = CHUNK, progress: bool = False, turn_order="cycle"
+                   ) -> dict[str, np.ndarray]:
+    """Replay ``episodes`` episodes of each variant with team ``agent`` and trace each one
+    (``turn_order``: ``"cycle"``, episode ``e`` under ``TURN_ORDERS[e % 6]``, or the one
+    permutation the run was played under).
 
     Returns:
         Arrays ``[len(env_names) * episodes]`` in :func:`~jaxcollab.agents.bomb.evaluate`'s
@@ -38,7 +41,8 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
 
     env = make(env_names[0])
     policy = team_policy(agent, env.layout)
-    keys, params, idx, *_ = _batch(list(env_names), episodes, seed)
+    fixed = {} if turn_order in (None, "cycle") else {"turn_order": turn_order}
+    keys, params, idx, *_ = _batch(list(env_names), episodes, seed, **fixed)
     owners = [fact_owners(n) for n in env_names]
     sole = np.stack([owners[i][0] for i in idx])
     per_stage = np.stack([owners[i][1] for i in idx])
