@@ -135,12 +135,22 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_bounds_cli(tmp_path):
-    """``eval/bounds.py env=bomb/base-1 teams=[]`` writes the hand-worked bounds."""
-    out = _cli("eval/bounds.py", "env=bomb/base-1", "teams=[]", f"out_dir={tmp_path}")
+    """``eval/bounds.py env=bomb/base-1 teams=[] runs=[R]`` writes the hand-worked bounds and
+    shows the finished run ``R``'s mean rounds beside them (table and plot)."""
+    run = tmp_path / "llm.json"
+    run.write_text(json.dumps({"agent": "llm", "variants": {"bomb/base-1": {
+        "episodes": 9, "success_rate": 0.5, "mean_rounds": 4.25}}}))
+    out_dir = tmp_path / "out"
+    out = _cli("eval/bounds.py", "env=bomb/base-1", "teams=[]", f"runs=[{run}]",
+               f"out_dir={out_dir}")
     assert out.returncode == 0, out.stderr
-    v = json.loads((tmp_path / "results.json").read_text())["variants"]["bomb/base-1"]
+    v = json.loads((out_dir / "results.json").read_text())["variants"]["bomb/base-1"]
     assert (v["min_rounds"], v["min_symbols"], v["by_turn_order"]["blind-mute-deaf"]) == (1, 3, 2)
-    assert "mute" in v["derivation"] and v["teams"] == {}
+    assert "mute" in v["derivation"]
+    assert v["teams"] == {f"llm ({run})": {"episodes": 9, "success_rate": 0.5,
+                                           "mean_rounds": 4.25, "mean_symbols": None}}
+    assert "| base-1 | 1 | 3 | 4.2 / – |" in (out_dir / "bounds.md").read_text()
+    assert (out_dir / "bounds.png").stat().st_size > 0
 
 
 def test_bounds_cli_refuses_unknown_team(tmp_path):
@@ -177,3 +187,19 @@ def test_scripted_teams_never_beat_the_bounds(tmp_path):
     assert row["teams"]["symbol"]["below_bound"] == 0
     assert row["teams"]["symbol"]["mean_rounds"] >= row["min_rounds"]
     assert (tmp_path / "bounds.md").read_text().count("| base-1 |") == 1
+
+
+def test_versus_bounds_counts_episodes_below_the_bound():
+    """Team rows from per-episode traces: means over defused episodes only, and the defused
+    episodes faster than the bound of their own turn order (base-1: 1 round under
+    deaf-mute-blind, 2 under blind-deaf-mute)."""
+    from jaxcollab.agents.bomb.traces import versus_bounds
+
+    orders = TURN_ORDERS.tolist()
+    dmb, bdm = orders.index([D, M, BL]), orders.index([BL, D, M])
+    traces = {"variant": np.zeros(4, int), "turn_order": np.array([dmb, bdm, bdm, dmb]),
+              "success": np.array([True, True, True, False]), "rounds": np.array([1, 1, 3, 8]),
+              "symbols": np.array([10, 0, 20, 99])}
+    row = versus_bounds(traces, ["bomb/base-1"])["bomb/base-1"]
+    assert row == {"episodes": 4, "success_rate": 0.75, "mean_rounds": 5 / 3,
+                   "mean_symbols": 10.0, "below_bound": 1}

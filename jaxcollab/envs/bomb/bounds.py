@@ -21,6 +21,10 @@ recipient's next turn (SANZARU Table 1); a message delivered in full can carry e
 sender knows, a gesture delivered as blanks carries a count: the answers or values whose joint
 number of possibilities is at most ``G + 1``. Success must be sure, so an act before the facts
 can have reached Blind is a guess; the bounds hold for every episode that does not guess.
+Not modelled: a count keyed on a fact only its receiver holds (Mute gesturing, as blanks, the
+position for every plate glyph before it knows the plate); it would need a covering code of the
+manual's glyph rows in ``G + 1`` counts and could only lower carving-1 under deaf-mute-blind
+(2 rounds here) to 1, the variant's ``min_rounds`` either way.
 
 **Rounds** (:func:`round_bound`): a search over every protocol's message routing in the
 time-expanded turn sequence, per turn order; a variant's ``min_rounds`` is the minimum over
