@@ -38,6 +38,15 @@ def test_perception_and_channels_from_the_env():
         (M, D): {T.GESTURE: full}, (M, BL): {T.GESTURE: blanks}, (BL, M): {T.SPEECH: full}}
 
 
+def test_shown_keys_from_the_light():
+    """What the board's light shows, read from the env: the staged light follows the actions
+    done (base-3), the cycle the round (flashing-1, period 2), the flashes the first 3 rounds
+    and then the light is dark (flashback-1)."""
+    assert B.shown_keys("base-3")[5, :4].tolist() == [0, 1, 2, 3]
+    assert B.shown_keys("flashing-1")[:5, 0].tolist() == [0, 1, 0, 1, 0]
+    assert B.shown_keys("flashback-1")[:5, 1].tolist() == [0, 1, 2, -1, -1]
+
+
 def test_base_1_by_hand():
     """base-1: the light (Deaf) picks the manual row (Mute) naming a wire colour (Deaf); Blind
     cuts once.

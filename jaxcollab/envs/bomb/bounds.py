@@ -5,8 +5,8 @@ Everything is read from the environment itself: who perceives which fact from
 :func:`~jaxcollab.envs.bomb.observe.observe` (a fact is perceived by the roles whose observation
 row changes when the fact changes), the channels from the delivery matrix
 (:data:`~jaxcollab.envs.bomb.tables.CAN_SEND`, :data:`~jaxcollab.envs.bomb.tables.RECEIVE`), the
-turn orders from :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS`, the mechanics from the variant
-row, and what the generator implies (a light-cycle slot that the other slots determine) from
+turn orders from :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS`, which key the light shows in
+each round from :func:`~jaxcollab.envs.bomb.state.light_now`, and what the generator implies (a light-cycle slot that the other slots determine) from
 samples of :func:`~jaxcollab.envs.bomb.generate.generate`.
 
 **The model.** The team agrees on its protocol beforehand and every agent remembers all it
@@ -49,10 +49,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params
+from jaxcollab.envs.bomb.state import light_now
 
 #: Facts an action can need, and the state fields that hold them.
 FACTS = ("manual", "light", "display", "plate", "wires", "keypad")
@@ -207,16 +209,36 @@ def _key_atom(nd: Needs, u: int, pick: tuple[int, ...]) -> tuple:
     return ("key", u)
 
 
+@functools.cache
+def shown_keys(variant_name: str) -> np.ndarray:
+    """int32 ``[MAX_ROUNDS, SEQ + 1]``: which key the board shows in round ``r`` after ``p``
+    actions (an index into the state's per-stage / per-slot / per-flash light sequence, ``-1``
+    when the light is dark), read from the environment's own
+    :func:`~jaxcollab.envs.bomb.state.light_now` on a probe state whose light sequence is
+    ``0, 1, 2, ...`` (SANZARU Table 2: staged lights, light cycles, flashes)."""
+    from jaxcollab.envs.bomb.env import reset_jit
+
+    params = make_params(T.variant(variant_name))
+    probe = reset_jit(jax.random.PRNGKey(0), params, 4, 4)
+    probe = probe.replace(light_seq=jnp.arange(T.SEQ, dtype=jnp.int32))
+    return np.asarray(_shown(probe, params))
+
+
+@jax.jit
+def _shown(probe, params):
+    def at(r, p):
+        return light_now(probe.replace(round=r, progress=p), params)
+
+    grid = jnp.arange(T.MAX_ROUNDS), jnp.arange(T.SEQ + 1)
+    return jax.vmap(lambda r: jax.vmap(lambda p: at(r, p))(grid[1]))(grid[0])
+
+
 def _visible_keys(nd: Needs, rnd: int, progress: int) -> set[tuple]:
-    """Key atoms the key holders perceive now (SANZARU Table 2 mechanics)."""
-    v = nd.variant
-    if v.key == T.KEY_GLYPH:
+    """Key atoms the key holders perceive now: the plate always, else the light shown."""
+    if nd.variant.key == T.KEY_GLYPH:
         return {("key", 0)}
-    if v.light == T.LIGHT_CYCLE:
-        return {("key", rnd % v.period)}
-    if v.light == T.LIGHT_FLASH:
-        return {("key", rnd)} if rnd < v.flashes else set()
-    return {("key", progress)} if progress < v.steps else set()
+    shown = int(shown_keys(nd.variant.name)[rnd, progress])
+    return {("key", shown)} if shown >= 0 else set()
 
 
 def _close(nd: Needs, know: set, pick, implied: frozenset[int]) -> None:
@@ -478,4 +500,4 @@ def variant_bounds(variant_name: str, gesture_symbols: int = T.DEFAULT_GESTURE_S
 
 
 __all__ = ["FACTS", "Needs", "cardinalities", "channels", "needs", "order_name", "perceivers",
-           "round_bound", "symbol_bound", "variant_bounds"]
+           "round_bound", "shown_keys", "symbol_bound", "variant_bounds"]
