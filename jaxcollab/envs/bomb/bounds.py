@@ -6,8 +6,9 @@ Everything is read from the environment itself: who perceives which fact from
 row changes when the fact changes), the channels from the delivery matrix
 (:data:`~jaxcollab.envs.bomb.tables.CAN_SEND`, :data:`~jaxcollab.envs.bomb.tables.RECEIVE`), the
 turn orders from :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS`, which key the light shows in
-each round from :func:`~jaxcollab.envs.bomb.state.light_now`, and what the generator implies (a light-cycle slot that the other slots determine) from
-samples of :func:`~jaxcollab.envs.bomb.generate.generate`.
+each round from :func:`~jaxcollab.envs.bomb.state.light_now`, and what the generator implies (a
+light-cycle slot that the other slots determine) from samples of
+:func:`~jaxcollab.envs.bomb.generate.generate`.
 
 **The model.** The team agrees on its protocol beforehand and every agent remembers all it
 perceived and received. Action ``u`` (a cut or a code digit; in flashing variants a light-cycle
