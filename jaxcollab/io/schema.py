@@ -362,6 +362,27 @@ class Protocols:
             raise ConfigValueError("teams", [], "at least one team name")
 
 
+@dataclass
+class Bounds:
+    """``configs/bounds.yaml``: ``eval/bounds.py`` (information bounds per bomb variant beside
+    the teams' rounds and symbols)."""
+
+    env: str = "bomb/all"
+    teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "oracle"])
+    episodes: int = count(12)   # per variant and team; episode e uses turn order e % 6
+    seed: int = count(0, 0)
+    runs: list[str] = field(default_factory=list)  # rollout results.json files to show beside
+    out_dir: str = MISSING
+
+
+@dataclass
+class Analyze:
+    """``configs/analyze.yaml``: ``eval/analyze.py`` (perspective flags of a finished run)."""
+
+    run: str = MISSING
+    chunk: int = count(32)  # episodes per compiled replay
+
+
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
@@ -391,7 +412,7 @@ class Report:
 
 SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
-           "report": Report}
+           "report": Report, "bounds": Bounds, "analyze": Analyze}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

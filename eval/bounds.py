@@ -1,0 +1,127 @@
+"""Information bounds per bomb variant, beside the teams' rounds and symbols.
+
+``python eval/bounds.py env=bomb/all [teams=[onebit,symbol,counting,oracle]] [episodes=12]
+[runs=[DIR/results.json]] out_dir=DIR`` writes ``results.json`` (``variants.<name>``:
+``min_rounds``, ``min_symbols``, ``rounds_to_guarantee``, ``by_turn_order``, ``route``,
+``holders``, ``derivation``, and ``teams.<team>``: ``success_rate``, ``mean_rounds``,
+``mean_symbols`` over successful episodes, ``below_bound``), ``bounds.md`` (the table) and
+``bounds.png`` (bounds and teams per variant). The bounds come from
+:mod:`jaxcollab.envs.bomb.bounds`; each team is replayed with traces on the episodes
+``eval/rollout.py`` plays for the same ``episodes`` and ``seed``
+(:func:`jaxcollab.agents.bomb.traces.episode_traces`); ``runs`` adds the ``mean_rounds`` of
+finished rollout runs (any team, e.g. an LLM run) under their ``agent`` name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hydra
+import matplotlib
+import numpy as np
+from omegaconf import DictConfig
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from jaxcollab.agents.bomb.teams import TEAMS  # noqa: E402
+from jaxcollab.agents.bomb.traces import episode_traces, versus_bounds  # noqa: E402
+from jaxcollab.envs.bomb.bounds import variant_bounds  # noqa: E402
+from jaxcollab.io.run import env_selection, start_run  # noqa: E402
+from jaxcollab.io.schema import ConfigValueError  # noqa: E402
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Raises ConfigValueError: an env outside the bomb families, an unknown team, or a run
+    that is not an existing results file."""
+    if not all(n.startswith("bomb/") for n in env_selection("env", cfg.env)):
+        raise ConfigValueError("env", cfg.env, "bomb variants or groups (bomb/all)")
+    unknown = [t for t in cfg.teams if t not in TEAMS]
+    if unknown:
+        raise ConfigValueError("teams", unknown, f"bomb teams from {list(TEAMS)}")
+    missing = [r for r in cfg.runs if not Path(r).is_file()]
+    if missing:
+        raise ConfigValueError("runs", missing, "existing rollout results.json files")
+
+
+def _run_rows(path: str, names: list[str]) -> tuple[str, dict]:
+    data = json.loads(Path(path).read_text())
+    rows = {n: {k: data.get("variants", {}).get(n, {}).get(k)
+                for k in ("episodes", "success_rate", "mean_rounds", "mean_symbols")}
+            for n in names}
+    return f"{data.get('agent', Path(path).parent.name)} ({path})", rows
+
+
+def markdown(variants: dict[str, dict]) -> str:
+    """Variant rows: the bounds, then ``rounds / symbols`` of each team (successful episodes)."""
+    teams = list(next(iter(variants.values()))["teams"])
+    head = "| variant | min rounds | min symbols | " + " | ".join(teams) + " |"
+
+    def cell(t):
+        fmt = lambda x: "–" if x is None else f"{x:.1f}"  # noqa: E731
+        return f"{fmt(t['mean_rounds'])} / {fmt(t.get('mean_symbols'))}"
+
+    rows = [f"| {n.removeprefix('bomb/')} | {v['min_rounds']} | {v['min_symbols']} | "
+            + " | ".join(cell(v["teams"][t]) for t in teams) + " |" for n, v in variants.items()]
+    return "\n".join(["Rounds / symbols per successful episode (teams) and the information "
+                      "bounds.", "", head, "|---" * (3 + len(teams)) + "|", *rows, ""])
+
+
+def plot(variants: dict[str, dict], path: Path) -> None:
+    """Two panels (rounds, symbols): the bound per variant and each team's mean."""
+    names = [n.removeprefix("bomb/") for n in variants]
+    teams = list(next(iter(variants.values()))["teams"])
+    x = np.arange(len(names))
+    fig, axes = plt.subplots(2, 1, figsize=(0.45 * len(names) + 3, 7), sharex=True)
+    for ax, key, bound in ((axes[0], "mean_rounds", "min_rounds"),
+                           (axes[1], "mean_symbols", "min_symbols")):
+        ax.bar(x, [v[bound] or 0 for v in variants.values()], color="0.85", label="bound")
+        for j, t in enumerate(teams):
+            ys = [v["teams"][t].get(key) for v in variants.values()]
+            ax.plot(x + 0.1 * (j - len(teams) / 2), [np.nan if y is None else y for y in ys],
+                    "o", ms=4, label=t)
+        ax.set_ylabel(key.removeprefix("mean_"))
+        ax.set_yscale("log" if key == "mean_symbols" else "linear")
+    axes[0].legend(fontsize=7, ncol=3)
+    axes[1].set_xticks(x, names, rotation=70, fontsize=8)
+    axes[0].set_title("bomb: information bounds and teams (successful episodes)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(cfg: DictConfig) -> dict:
+    """Compute the bounds, replay every team, write ``results.json``, ``bounds.md`` and
+    ``bounds.png``; returns the results."""
+    job = start_run(cfg, check=check_config)
+    cfg, out = job.cfg, job.out
+    names = env_selection("env", cfg.env)
+    kept = job.results.data.get("variants", {})  # a rerun keeps the teams already replayed
+    variants = {n: {**variant_bounds(n), "teams": kept.get(n, {}).get("teams", {})}
+                for n in names}
+    job.results.update({"env": cfg.env, "variants": variants})
+    for team in cfg.teams:
+        if all(team in v["teams"] for v in variants.values()):
+            continue
+        traces = episode_traces(names, team, cfg.episodes, cfg.seed, progress=True)
+        for n, row in versus_bounds(traces, names).items():
+            variants[n]["teams"][team] = row
+        job.results.set(("variants",), variants)
+    for path in cfg.runs:
+        label, rows = _run_rows(path, names)
+        for n, row in rows.items():
+            variants[n]["teams"][label] = row
+    job.results.set(("variants",), variants)
+    if variants and next(iter(variants.values()))["teams"]:
+        (out / "bounds.md").write_text(markdown(variants))
+        plot(variants, out / "bounds.png")
+    print(f"wrote {job.results.path}")
+    return job.results.data
+
+
+main = hydra.main(version_base=None, config_path="../configs", config_name="bounds")(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Per-episode traces of a scripted bomb team: rounds, messages, symbols and the perspective
+flags (:mod:`jaxcollab.envs.bomb.flags`), replayed through :func:`jaxcollab.core.rollout.rollout`
+with ``trajectory=True`` on the very episodes :func:`jaxcollab.agents.bomb.evaluate` plays for
+the same ``(env_names, episodes, seed)`` (same keys and turn orders, so the same episodes)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+from rich.progress import track
+
+from jaxcollab.agents.bomb.teams import team_policy
+from jaxcollab.core.registry import make
+from jaxcollab.core.rollout import rollout
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.flags import episode_flags, fact_owners
+from jaxcollab.envs.bomb.params import TURN_ORDERS
+
+CHUNK = 32  # episodes per compiled replay (a trajectory holds every step's observations)
+
+
+def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: int,
+                   chunk: int = CHUNK, progress: bool = False, turn_order="cycle"
+                   ) -> dict[str, np.ndarray]:
+    """Replay ``episodes`` episodes of each variant with team ``agent`` and trace each one
+    (``turn_order``: ``"cycle"``, episode ``e`` under ``TURN_ORDERS[e % 6]``, or the one
+    permutation the run was played under).
+
+    Returns:
+        Arrays ``[len(env_names) * episodes]`` in :func:`~jaxcollab.agents.bomb.evaluate`'s
+        order: ``variant`` (index into ``env_names``), ``episode``, ``turn_order`` (index into
+        :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS`), ``ending``, ``rounds`` (rounds
+        begun), and the keys of :func:`~jaxcollab.envs.bomb.flags.episode_flags`.
+
+    Raises:
+        KeyError: unknown team or variant (lists the valid ones).
+    """
+    from jaxcollab.agents.bomb import _batch  # the rollout's own episode batch: same episodes
+
+    env = make(env_names[0])
+    policy = team_policy(agent, env.layout)
+    fixed = {} if turn_order in (None, "cycle") else {"turn_order": turn_order}
+    keys, params, idx, *_ = _batch(list(env_names), episodes, seed, **fixed)
+    owners = [fact_owners(n) for n in env_names]
+    sole = np.stack([owners[i][0] for i in idx])
+    per_stage = np.stack([owners[i][1] for i in idx])
+    total = len(idx)
+    size = min(chunk, total)
+    out: dict[str, list] = {}
+    for lo in track(range(0, total, size), f"{agent} traces", disable=not progress):
+        rows = np.minimum(np.arange(lo, lo + size), total - 1)  # pad: one compiled shape
+        p = jax.tree.map(lambda x, rows=rows: x[rows], params)
+        res = rollout(env, policy, keys[rows], p, batched_params=True,
+                      max_steps=env.max_episode_steps, trajectory=True)
+        final = res.state
+        flags = episode_flags(res.trajectory["state"], res.trajectory["actions"], final,
+                              p.turn_order, sole[rows], per_stage[rows])
+        keep = slice(0, min(size, total - lo))
+        rec = {"ending": final.ending, "rounds": final.round + (final.turn > 0), **flags}
+        for k, x in rec.items():
+            out.setdefault(k, []).append(np.asarray(x)[keep])
+    traces = {k: np.concatenate(v) for k, v in out.items()}
+    orders = np.asarray(params.turn_order)
+    traces["turn_order"] = np.array([TURN_ORDERS.tolist().index(list(o)) for o in orders])
+    traces["variant"] = np.asarray(idx)
+    traces["episode"] = np.tile(np.arange(episodes), len(env_names))
+    traces["success"] = traces["ending"] == T.DEFUSED
+    return traces
+
+
+def _mean(x: np.ndarray) -> float | None:
+    return float(x.mean()) if x.size else None
+
+
+def versus_bounds(traces: dict[str, np.ndarray], env_names: Sequence[str]) -> dict[str, dict]:
+    """Per variant: the team's ``episodes``, ``success_rate``, ``mean_rounds`` and
+    ``mean_symbols`` over its successful episodes, and ``below_bound``: successful episodes
+    that used fewer rounds than the information bound of their turn order
+    (:func:`~jaxcollab.envs.bomb.bounds.variant_bounds`; a team that communicates and does
+    not guess has none)."""
+    from jaxcollab.envs.bomb.bounds import order_name, variant_bounds
+
+    out = {}
+    for i, name in enumerate(env_names):
+        mine = traces["variant"] == i
+        won = mine & traces["success"]
+        by_order = variant_bounds(name)["by_turn_order"]
+        bound = np.array([by_order[order_name(TURN_ORDERS[o])] or 0
+                          for o in traces["turn_order"]])
+        out[name] = {"episodes": int(mine.sum()),
+                     "success_rate": float(traces["success"][mine].mean()),
+                     "mean_rounds": _mean(traces["rounds"][won]),
+                     "mean_symbols": _mean(traces["symbols"][won]),
+                     "below_bound": int((won & (traces["rounds"] < bound)).sum())}
+    return out
+
+
+__all__ = ["CHUNK", "episode_traces", "versus_bounds"]
