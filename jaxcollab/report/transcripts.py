@@ -25,15 +25,17 @@ def episode_id(env: str, episode) -> str:
 
 
 def analysis_by_episode(analysis: Mapping | None) -> dict[tuple[str, int], dict]:
-    """``analysis.json``'s per-episode entries keyed ``(env, episode)``: its ``episodes`` as a
-    list of objects with ``env`` and ``episode``, or an object keyed ``"<env>:<episode>"``;
-    anything else (or no analysis) gives ``{}``."""
-    eps = (analysis or {}).get("episodes")
+    """``analysis.json``'s per-episode entries keyed ``(env, episode)``: its ``lost_episodes``
+    (``eval/analyze.py``: objects with ``variant`` and ``episode``) or ``episodes`` as a list of
+    objects with ``env`` and ``episode``, or an object keyed ``"<env>:<episode>"``; anything
+    else (or no analysis) gives ``{}``."""
+    analysis = analysis or {}
+    eps = analysis.get("lost_episodes", analysis.get("episodes"))
     out = {}
     if isinstance(eps, list):
         for e in eps:
             if isinstance(e, Mapping) and "episode" in e:
-                out[(str(e.get("env", "")), int(e["episode"]))] = dict(e)
+                out[(str(e.get("env", e.get("variant", ""))), int(e["episode"]))] = dict(e)
     elif isinstance(eps, Mapping):
         for key, e in eps.items():
             env, _, ep = str(key).rpartition(":")
