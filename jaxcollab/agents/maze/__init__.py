@@ -121,7 +121,7 @@ def _data(state) -> dict:
 def _llm_summary(records: list[dict], options: Mapping) -> dict:
     """``step_accuracy_by_round`` (round ``k``'s stated move equals the true move, over the
     steps played), ``calibration_loss_by_round`` and the bootstrap interval of the success
-    rate (``success``; paper §6)."""
+    rate (``success_interval``: mean, 90 % interval; paper §6)."""
     from jaxcollab.llm.maze import bootstrap_success, calibration_by_round
 
     block = options.get("maze", {})
@@ -142,7 +142,7 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     return {"step_accuracy_by_round": [float(h / s) if s else None for h, s in zip(hits, seen)],
             "calibration_loss_by_round": [None if np.all(np.isnan(c)) else float(np.nanmean(c))
                                           for c in loss.T] if len(loss) else [],
-            "success": bootstrap_success(success) if len(success) else None}
+            "success_interval": bootstrap_success(success) if len(success) else None}
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
