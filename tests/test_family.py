@@ -190,21 +190,23 @@ def test_llm_rerun_resumes_and_a_changed_model_is_refused(cli, tmp_path, server)
     assert len(server.requests) == n
 
 
-def _recorder(env_name):
-    """A team that plays nothing and records the keys and params each episode gets."""
+def _recorder():
+    """A team that plays nothing: it records the key, params and reset state of each episode it
+    is handed, and returns the reset states."""
     seen = {}
 
     class Recorder:
         name = "recorder"
 
         def play(self, env, keys, params, ids, *, batched_params=False):
+            reset = jax.jit(jax.vmap(lambda k, p: env.reset(split_episode_key(k)[0], p)[1],
+                                     (0, 0 if batched_params else None)))
+            states = jax.device_get(reset(jnp.asarray(keys), params))
             for b, i in enumerate(ids):
-                p = jax.tree.map(lambda x, b=b: np.asarray(x)[b], params) if batched_params \
-                    else params
-                seen[tuple(i)] = (np.asarray(keys[b]), p)
-            _, state = jax.vmap(env.reset, (0, 0 if batched_params else None))(
-                jax.vmap(lambda k: split_episode_key(k)[0])(jnp.asarray(keys)), params)
-            return jax.device_get(state)
+                row = lambda tree, b=b: jax.tree.map(lambda x: np.asarray(x)[b], tree)  # noqa
+                seen[tuple(i)] = (np.asarray(keys[b]), row(params) if batched_params else params,
+                                  row(states))
+            return states
 
     return Recorder(), seen
 
@@ -214,15 +216,13 @@ def test_one_episode_key_convention(name):
     """Episode i of seed s: the family's evaluation hands every team (scripted, LLM) the key
     and params whose reset renders exactly the exporter's instance i."""
     family, n, seed = jaxcollab.family(name), 7, 3
-    team, seen = _recorder(name)
+    team, seen = _recorder()
     family.evaluate([name], team, Spec(n, seed, options={}))  # summarises the reset states
     assert sorted(seen) == [(name, i) for i in range(n)]
     env = jaxcollab.make(name)
-    exported = family.export(name, n, seed, {})
-    for i, rec in enumerate(exported):
-        key, params = seen[(name, i)]
+    for i, rec in enumerate(family.export(name, n, seed, {})):
+        key, params, state = seen[(name, i)]
         np.testing.assert_array_equal(key, jaxcollab.episode_keys(seed, n)[i])
-        state = jax.jit(env.reset)(split_episode_key(jnp.asarray(key))[0], params)[1]
         assert rec["text"] == {r: env.render_text(state, k, params)
                                for k, r in enumerate(env.role_names)}
 
