@@ -175,3 +175,21 @@ class LLMServer(ThreadingHTTPServer):
         self.shutdown()
         self.server_close()
         self._thread.join()
+
+
+def latency_from_spec(spec: str):
+    """``fixed:S`` or ``tail:FAST:SLOW`` (one in ten slow) as a latency function."""
+    kind, *values = spec.split(":")
+    if kind == "fixed" and len(values) == 1:
+        return fixed_latency(float(values[0]))
+    if kind == "tail" and len(values) == 2:
+        return heavy_tailed_latency(float(values[0]), float(values[1]))
+    raise ValueError(f"latency spec {spec!r} must be 'fixed:S' or 'tail:FAST:SLOW'")
+
+
+if __name__ == "__main__":  # python tests/llm_server.py [fixed:1.0|tail:0.1:1.0]: serve, print URL
+    import sys
+
+    with LLMServer(latency_from_spec(sys.argv[1]) if len(sys.argv) > 1 else None) as srv:
+        print(srv.url, flush=True)
+        threading.Event().wait()

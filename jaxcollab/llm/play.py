@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -89,6 +90,7 @@ class Host:
         self.client = client
         self.live: dict[int, tuple[Game, Episode]] = {}
         self.warmed: set = set()  # environments whose rollout is compiled
+        self.play_s = 0.0  # wall seconds of pooled play (compiling warm-ups excluded)
         self._tags = itertools.count()
         self._lock = threading.Lock()
 
@@ -191,8 +193,11 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
         finish(played, game, b)
         return b, played
 
+    start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
-        return dict(pool.map(work, jobs))
+        done = dict(pool.map(work, jobs))
+    host.play_s += time.perf_counter() - start
+    return done
 
 
 __all__ = ["Host", "Played", "Tagged", "drive", "llm_policy", "play_pool"]
