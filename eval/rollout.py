@@ -73,7 +73,8 @@ def plug_in(env: str) -> tuple[list[str], Family]:
     except KeyError as e:
         raise ConfigValueError("env", env, f"an environment of a registered family: {e.args[0]}")\
             from None
-    if family.evaluate is None or not teams(family) or any(n.split("/")[0] != family.name for n in names):
+    foreign = any(n.split("/")[0] != family.name for n in names)
+    if family.evaluate is None or not teams(family) or foreign:
         raise ConfigValueError("env", env, "an environment whose family has scripted agents or "
                                "an LLM game (bomb, ktane, maze), one family per run")
     return names, family

@@ -29,8 +29,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 import jaxcollab
 from jaxcollab.core.family import Spec
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
