@@ -247,3 +247,20 @@ def test_entry_points_ask_the_plug_in():
         for banned in ("hasattr(", "import_module", "family ==", "family==", "startswith(\"bomb",
                        "startswith(\"maze", "startswith(\"ktane"):
             assert banned not in text, (path, banned)
+
+
+def test_eval_llm_is_the_rollout_driver_with_agent_llm(tmp_path, server):
+    """``python eval/llm.py …`` composes ``configs/llm.yaml`` (rollout's keys, agent=llm) and
+    runs ``eval/rollout.py``'s ``run``."""
+    from hydra import compose, initialize_config_dir
+
+    from conftest import ROOT
+
+    from eval import llm, rollout
+
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        cfg = compose("llm", overrides=[o for o in llm_args(server, tmp_path) if
+                                        not o.startswith("agent=")])
+    assert llm.run is rollout.run
+    res = rollout.run(cfg)
+    assert res["config"]["agent"] == "llm" and res["episodes"] == 6
