@@ -252,9 +252,8 @@ def test_entry_points_ask_the_plug_in():
 def test_eval_llm_is_the_rollout_driver_with_agent_llm(tmp_path, server):
     """``python eval/llm.py …`` composes ``configs/llm.yaml`` (rollout's keys, agent=llm) and
     runs ``eval/rollout.py``'s ``run``."""
-    from hydra import compose, initialize_config_dir
-
     from conftest import ROOT
+    from hydra import compose, initialize_config_dir
 
     from eval import llm, rollout
 
