@@ -9,7 +9,10 @@ import hydra
 
 from eval.rollout import run
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="llm")(run)
+@hydra.main(version_base=None, config_path="../configs", config_name="llm")
+def main(cfg):
+    """The alias: ``eval/rollout.py``'s ``run`` on ``configs/llm.yaml``."""
+    return run(cfg)
 
 
 if __name__ == "__main__":

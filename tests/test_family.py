@@ -263,3 +263,16 @@ def test_eval_llm_is_the_rollout_driver_with_agent_llm(tmp_path, server):
     assert llm.run is rollout.run
     res = rollout.run(cfg)
     assert res["config"]["agent"] == "llm" and res["episodes"] == 6
+
+
+def test_eval_llm_command_line_composes_agent_llm():
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    out = subprocess.run([sys.executable, "eval/llm.py", "env=bomb/base-1", "llm.model=m",
+                          "--cfg", "job"], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "agent: llm" in out.stdout and "model: m" in out.stdout
