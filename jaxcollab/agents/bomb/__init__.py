@@ -138,7 +138,8 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
         ``rejected_acts`` (mean act attempts by Deaf or Mute per episode), ``never_acted``
         (episodes where Blind never tried to act), ``wrong_round`` (episodes ended by a cut that
         matched an earlier round's light), ``episodes_per_second`` (wall time of the chunks
-        played in this call after a compiling warm-up; None if all were loaded), ``devices``,
+        played in this call after a compiling warm-up; None if all were loaded or the team is
+        not scripted, e.g. an LLM team), ``devices``,
         and ``variants.<name>`` with the same per-variant keys.
 
     Raises:
