@@ -2,18 +2,17 @@
 
 ``env`` may be a group (``bomb/all``): ``n`` instances of each member, in group order.
 
-Each family provides ``export_instances(env_name, n, seed) -> list[dict]`` (in
-``jaxcollab.envs.<family>``, or ``jaxcollab.agents.<family>`` when it replays an agent); every
-record starts with ``env``, ``seed``, ``index`` and ``text`` (:mod:`jaxcollab.core.export`) and
-its docstring documents the rest. One JSON object is written per line, in instance order.
-The config is checked first (:mod:`jaxcollab.io.run`), and an existing ``out`` is replaced only
-by the same export (its first record has the same ``env`` and ``seed``).
+Each family's plug-in (:func:`jaxcollab.family`) has an exporter ``export(env_name, n, seed,
+options) -> list[dict]``: instance ``i`` is episode ``i`` of a rollout with the same seed, as
+every team plays it (:mod:`jaxcollab.core.family`); every record starts with ``env``, ``seed``,
+``index`` and ``text`` (:mod:`jaxcollab.core.export`) and the exporter's docstring documents the
+rest. One JSON object is written per line, in instance order. The config is checked first
+(:mod:`jaxcollab.io.run`), and an existing ``out`` is replaced only by the same export (its
+first record has the same ``env`` and ``seed``).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -21,19 +20,30 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig
 
+import jaxcollab
 from jaxcollab.io.results import check_finite
 from jaxcollab.io.run import RunCollision, check_output, env_selection, validate
 from jaxcollab.io.schema import ConfigValueError
 
+#: Export config keys that belong to one family (their defaults elsewhere).
+FAMILY_KEYS = {"ruleset": "vanilla", "ruleset_seed": 0}
 
-def _exporter(family: str) -> str | None:
-    """The module holding ``family``'s exporter: the env package, or the agents package for
-    exporters that replay an agent (the Keep-Talking oracle's moves); ``None`` if neither."""
-    for name in (f"jaxcollab.envs.{family}", f"jaxcollab.agents.{family}"):
-        if importlib.util.find_spec(name) and hasattr(importlib.import_module(name),
-                                                      "export_instances"):
-            return name
-    return None
+
+def exporter(name: str):
+    """The family plug-in of environment ``name``, checked to have an exporter.
+
+    Raises:
+        ConfigValueError: no family plug-in, or one without an exporter.
+    """
+    try:
+        family = jaxcollab.family(name)
+    except KeyError as e:
+        raise ConfigValueError("env", name, f"an environment of a registered family: {e.args[0]}")\
+            from None
+    if family.export is None:
+        raise ConfigValueError("env", name, "environments whose family has an instance "
+                               f"exporter ({name} has none)")
+    return family
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -43,9 +53,7 @@ def check_config(cfg: DictConfig) -> None:
         ConfigValueError: unknown env or group, or a family without an exporter.
     """
     for name in env_selection("env", cfg.env):
-        if _exporter(name.split("/")[0]) is None:
-            raise ConfigValueError("env", cfg.env, "environments whose family has an instance "
-                                   f"exporter ({name} has none)")
+        exporter(name)
 
 
 def guard_export(out: Path, env: str, seed: int) -> None:
@@ -79,16 +87,15 @@ def export(env: str, n: int, seed: int, out: str | Path, ruleset: str = "vanilla
     names = env_selection("env", env)
     out = check_output(out, "out", is_dir=False)
     guard_export(out, names[0], seed)
+    options = {"ruleset": str(ruleset), "ruleset_seed": ruleset_seed}
     records = []
     for name in names:
-        module = importlib.import_module(_exporter(name.split("/")[0]))
-        rules = {}
-        if hasattr(module, "RULESETS"):
-            rules = {"ruleset": str(ruleset), "ruleset_seed": ruleset_seed}
-        elif ruleset != "vanilla":
-            raise ConfigValueError("ruleset", str(ruleset), f"vanilla: {name} has no randomised "
-                                   "rulesets (ktane has)")
-        records += module.export_instances(name, n, seed, **rules)
+        family = exporter(name)
+        for key, default in FAMILY_KEYS.items():
+            if key not in family.config and options[key] != default:
+                raise ConfigValueError(key, options[key], f"{default!r}: {name} does not read "
+                                       f"{key!r}")
+        records += family.export(name, n, seed, options)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     with tmp.open("w") as f:

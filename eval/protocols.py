@@ -19,7 +19,8 @@ from omegaconf import DictConfig
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from jaxcollab.agents.bomb import TEAMS, evaluate  # noqa: E402
+import jaxcollab  # noqa: E402
+from jaxcollab.core.family import Spec  # noqa: E402
 from jaxcollab.io.run import env_selection, start_run  # noqa: E402
 from jaxcollab.io.schema import ConfigValueError  # noqa: E402
 
@@ -71,11 +72,12 @@ def check_config(cfg: DictConfig) -> None:
     Raises:
         ConfigValueError: an env outside the bomb families, or an unknown team.
     """
-    if not all(n.startswith("bomb/") for n in env_selection("env", cfg.env)):
+    bomb = jaxcollab.family("bomb")  # the experiment is the bomb's (SANZARU's variants)
+    if not all(jaxcollab.family(n) is bomb for n in env_selection("env", cfg.env)):
         raise ConfigValueError("env", cfg.env, "bomb variants or groups (bomb/all)")
-    unknown = [t for t in cfg.teams if t not in TEAMS]
+    unknown = [t for t in cfg.teams if t not in bomb.teams]
     if unknown:
-        raise ConfigValueError("teams", unknown, f"bomb teams from {list(TEAMS)}")
+        raise ConfigValueError("teams", unknown, f"bomb teams from {list(bomb.teams)}")
 
 
 def run(cfg: DictConfig) -> dict:
@@ -84,10 +86,12 @@ def run(cfg: DictConfig) -> dict:
     job = start_run(cfg, check=check_config)
     cfg, out = job.cfg, job.out
     names = env_selection("env", cfg.env)
+    bomb = jaxcollab.family("bomb")
+    spec = Spec(cfg.episodes, cfg.seed, options={"turn_order": "cycle"})
     job.results.update({"env": cfg.env, "episodes_per_variant": cfg.episodes, "seed": cfg.seed})
     results: dict[str, dict] = {}
     for name in cfg.teams:
-        results[name] = evaluate(names, name, cfg.episodes, cfg.seed)
+        results[name] = bomb.evaluate(names, bomb.team(name, spec.options), spec)
         print(f"{name}: success {results[name]['success_rate']:.3f}")
         job.results.set(("teams",), results)
         (out / "protocols.md").write_text(markdown(results))

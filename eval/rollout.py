@@ -1,11 +1,19 @@
-"""Roll out a scripted team on an environment or group and write ``results.json``.
+"""Roll out a team (scripted, oracle or LLM) on an environment or group; write ``results.json``.
 
 ``python eval/rollout.py env=bomb/all agent=oracle episodes=1024 seed=0 out_dir=DIR``
+``python eval/rollout.py env=bomb/all agent=llm llm.base_url=URL llm.model=NAME episodes=9``
 
-Each family's agent package (``jaxcollab.agents.<family>``) provides ``TEAMS`` and
-``evaluate(env_names, agent, episodes, seed, chunk, save_dir) -> dict`` returning the results
-(its docstring documents the keys); this script checks the config (:mod:`jaxcollab.io.run`),
-runs it and writes ``results.json`` (the results plus ``env`` and ``config``).
+The environment's family plug-in (:func:`jaxcollab.family`, :mod:`jaxcollab.core.family`)
+provides its teams, its config keys and its evaluation, whose docstring documents the family's
+``results.json`` keys (``jaxcollab.agents.<family>.evaluate``); ``agent=llm`` is the LLM team
+of every family with an LLM game (:mod:`jaxcollab.llm.run`), played through the same
+evaluation and adding ``model``, ``base_url``, ``parse_errors``, ``refusals``, ``tokens``,
+``latency_s`` (and the family's LLM keys). This script checks the config
+(:mod:`jaxcollab.io.run`: schema, the family's checks, and that the options of other families
+keep their defaults), refuses an ``out_dir`` holding a run with another config (naming the
+differing key; the ``llm`` pacing keys ``concurrency``, ``timeout_s``, ``max_retries``,
+``backoff_s`` may change on a rerun), runs it and writes ``results.json`` (the results plus
+``env``, ``config`` and ``run``).
 
 Episodes are played ``chunk`` at a time and each finished chunk is kept in
 ``out_dir/episodes/``. SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) stops the run after
@@ -13,18 +21,18 @@ the chunk in play, keeping the finished ones, and exits with status 128 + the si
 (143 for SIGTERM) and no traceback; rerunning the same command with the same ``out_dir`` loads
 the finished chunks, plays the rest and writes the results of an uninterrupted run
 (:func:`jaxcollab.scale.preempt.resumable_episodes`; ``episodes_per_second`` then counts the
-chunks played by the last command only).
+chunks played by the last command only). An LLM run also keeps its request cache and
+transcripts in ``out_dir`` (a chunk killed half-way replays from the cache for free).
 
 The paper's protocol on the instance bank (bomb; SANZARU Tables 4, 10-12)::
 
     python eval/rollout.py env=bomb/all agent=symbol bank=true repeats=3 \\
         [turn_order=[mute,deaf,blind]] [solo=solo | solo=DIR/results.json]
 
-plays 3 bank instances x ``repeats`` per variant (``episodes`` is ignored) through the
-family's ``rollout_bank``; ``results.json`` adds ``summary.core`` / ``plus`` / ``all`` /
-``families.<family>`` and, with ``solo`` (a team played on the same episodes, or an earlier
-bank run's ``results.json``), ``summary.solo`` and ``summary.gap`` (solo minus trio success
-rate).
+plays 3 bank instances x ``repeats`` per variant (``episodes`` is ignored);
+``results.json`` adds ``summary.core`` / ``plus`` / ``all`` / ``families.<family>`` and, with
+``solo`` (a team played on the same episodes, or an earlier bank run's ``results.json``),
+``summary.solo`` and ``summary.gap`` (solo minus trio success rate).
 
 Keep-Talking rules (ours; GPTNT §7 leaves randomised rules to future work)::
 
@@ -36,78 +44,87 @@ plays under a ruleset whose every rule table is redrawn from ``ruleset_seed``
 
 from __future__ import annotations
 
-import importlib
-import json
-from pathlib import Path
+import logging
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
+from rich.progress import Progress
 
+import jaxcollab
+from jaxcollab.core.family import Family, Spec
 from jaxcollab.io.run import env_selection, start_run
-from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.io.schema import ConfigValueError, Rollout
+
+#: Keys every family reads; the rest belong to one family's config block.
+COMMON = ("env", "agent", "episodes", "seed", "chunk", "out_dir", "llm")
+#: ``llm`` keys that pace a run without changing it: a rerun may change them and resume.
+PACING = ("llm.concurrency", "llm.timeout_s", "llm.max_retries", "llm.backoff_s")
 
 
-def agents_of(env: str) -> tuple[list[str], object]:
-    """``(env names, agent package)`` of an ``env=`` value.
+def plug_in(env: str) -> tuple[list[str], Family]:
+    """``(env names, family plug-in)`` of an ``env=`` value.
 
     Raises:
-        ConfigValueError: unknown environment or group, or a family without scripted agents.
+        ConfigValueError: unknown environment or group, or a family without teams.
     """
     names = env_selection("env", env)
-    family = names[0].split("/")[0]
     try:
-        return names, importlib.import_module(f"jaxcollab.agents.{family}")
-    except ModuleNotFoundError:
-        raise ConfigValueError("env", env, "an environment whose family has scripted agents "
-                               "(bomb, ktane)") from None
+        family = jaxcollab.family(names[0])
+    except KeyError as e:
+        raise ConfigValueError("env", env, f"an environment of a registered family: {e.args[0]}")\
+            from None
+    foreign = any(n.split("/")[0] != family.name for n in names)
+    if family.evaluate is None or not teams(family) or foreign:
+        raise ConfigValueError("env", env, "an environment whose family has scripted agents or "
+                               "an LLM game (bomb, ktane, maze), one family per run")
+    return names, family
+
+
+def teams(family: Family) -> list[str]:
+    """The team names of ``agent=``: the family's teams, and ``llm`` where it has an LLM game."""
+    return list(family.teams) + (["llm"] if family.llm is not None else [])
 
 
 def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Rollout`).
 
     Raises:
-        ConfigValueError: unknown env or group, an agent that is not a team of its family,
-            ``bank=true`` for a family without an instance bank, ``ruleset=random`` for a
-            family without rulesets, or a ``solo`` that is neither a team nor an existing
-            results file.
+        ConfigValueError: unknown env or group, an agent that is not a team of its family, a
+            non-default value of a key the family does not read (e.g. ``bank=true`` outside the
+            bomb, ``ruleset=random`` outside Keep Talking), or a bad family option.
     """
-    _, module = agents_of(cfg.env)
-    if cfg.agent not in module.TEAMS:
-        raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {list(module.TEAMS)}")
-    if cfg.bank and not hasattr(module, "rollout_bank"):
-        raise ConfigValueError("bank", True, f"false: {cfg.env} has no instance bank (bomb has)")
-    if cfg.ruleset != "vanilla" and not hasattr(module, "RULESETS"):
-        raise ConfigValueError("ruleset", str(cfg.ruleset), f"vanilla: {cfg.env} has no randomised "
-                               "rulesets (ktane has)")
-    if cfg.solo is not None and cfg.solo not in module.TEAMS and not Path(cfg.solo).is_file():
-        raise ConfigValueError("solo", cfg.solo, f"a team ({', '.join(module.TEAMS)}) or an "
-                               "existing bank results.json")
-
-
-def _solo(solo: str | None, module) -> str | dict | None:
-    """A team name as is; otherwise the results dict stored at path ``solo``."""
-    if solo is None or solo in module.TEAMS:
-        return solo
-    return json.loads(Path(solo).read_text())
+    names, family = plug_in(cfg.env)
+    if cfg.agent not in teams(family):
+        raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {teams(family)}")
+    defaults = OmegaConf.to_container(OmegaConf.structured(Rollout))
+    for key in sorted(set(cfg) - set(COMMON) - set(family.config)):
+        value = OmegaConf.to_container(cfg[key]) if OmegaConf.is_config(cfg[key]) else cfg[key]
+        if value != defaults[key]:
+            raise ConfigValueError(key, value, f"{defaults[key]!r}: {cfg.env} does not read "
+                                   f"{key!r} (its family's keys: {sorted(family.config)})")
+    family.check(names, OmegaConf.to_container(cfg))
 
 
 def run(cfg: DictConfig) -> dict:
-    """Check, roll out (or play the bank protocol) and write ``results.json``; returns it."""
-    job = start_run(cfg, check=check_config)
+    """Check, play every episode with the team (resuming finished chunks) and write
+    ``results.json``; returns it."""
+    job = start_run(cfg, check=check_config, free=PACING)
     cfg = job.cfg
-    names, module = agents_of(cfg.env)
-    if cfg.bank:
-        turn_order = OmegaConf.to_object(cfg.turn_order) if OmegaConf.is_config(
-            cfg.turn_order) else cfg.turn_order
-        results = module.rollout_bank(names, cfg.agent, cfg.repeats, turn_order=turn_order,
-                                      seed=cfg.seed, solo=_solo(cfg.solo, module))
+    names, family = plug_in(cfg.env)
+    options = OmegaConf.to_container(cfg)
+    spec = Spec(cfg.episodes, cfg.seed, cfg.chunk, job.out / "episodes", options)
+    if cfg.agent == "llm":
+        from jaxcollab.llm.run import run_team
+
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request else
+        with Progress() as bar:
+            task = bar.add_task("episodes", total=None)
+            results = run_team(cfg.env, options, spec, job.out,
+                               lambda n: bar.advance(task, n))
     else:
-        rules = ({"ruleset": str(cfg.ruleset), "ruleset_seed": cfg.ruleset_seed}
-                 if hasattr(module, "RULESETS") else {})
-        results = module.evaluate(names, cfg.agent, cfg.episodes, cfg.seed, cfg.chunk,
-                                  job.out / "episodes", **rules)
+        results = family.evaluate(names, family.team(cfg.agent, options), spec)
     job.results.update({"env": cfg.env, **results})
-    keys = ("success_rate", "episodes", "episodes_per_second")
+    keys = ("success_rate", "episodes", "episodes_per_second", "refusals", "parse_errors")
     print({k: job.results.data[k] for k in keys if k in job.results.data}, f"-> {job.results.path}")
     return job.results.data
 

@@ -2,12 +2,14 @@
 
 ``jaxcollab.make(name)`` builds a registered environment; ``jaxcollab.names()`` lists them;
 ``jaxcollab.rollout(env, policy, keys, max_steps=...)`` plays episodes with a policy
-(:mod:`jaxcollab.core.rollout`).
+(:mod:`jaxcollab.core.rollout`). ``jaxcollab.register(name, factory)`` and
+``jaxcollab.register_family(Family(...))`` add a family (:mod:`jaxcollab.core.family`);
+``jaxcollab.family(name)`` is its plug-in.
 """
 
 import jax
 
-from jaxcollab.core.registry import groups, make, names, resolve
+from jaxcollab.core.registry import family, groups, make, names, register, register_family, resolve
 from jaxcollab.core.rollout import (
     Policy,
     PrivilegedPolicy,
@@ -31,11 +33,14 @@ __all__ = [
     "Rollout",
     "__version__",
     "episode_keys",
+    "family",
     "groups",
     "make",
     "names",
     "policy",
     "privileged_policy",
+    "register",
+    "register_family",
     "resolve",
     "rollout",
     "stateless",

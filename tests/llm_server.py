@@ -12,11 +12,14 @@ The served model name picks the strategy:
 * ``slow``: ``good`` after sleeping :data:`SLOW_S` seconds.
 * ``flaky``: HTTP 429 on every first attempt of a prompt, then ``good``.
 
-Any other model name is unknown (``GET /v1/models`` lists the five).
+Any other model name is unknown (``GET /v1/models`` lists the five). ``LLMServer(latency=f)``
+sleeps ``f(body)`` seconds before every chat reply (:func:`fixed_latency`,
+:func:`heavy_tailed_latency`), so runs can be timed against a server's pace.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -25,6 +28,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky")
 SLOW_S = 0.3
+
+
+def fixed_latency(seconds: float):
+    """Every reply takes ``seconds``."""
+    return lambda body: seconds
+
+
+def heavy_tailed_latency(fast: float, slow: float, every: int = 10):
+    """Most replies take ``fast`` seconds, one request in ``every`` (by a hash of its body, so
+    the same on every run) takes ``slow``."""
+    def latency(body: dict) -> float:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+        return slow if int.from_bytes(digest[:4], "big") % every == 0 else fast
+    return latency
 
 
 def _bomb(system: str, user: str) -> str:
@@ -106,6 +123,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(429, {"error": {"message": "rate limited"}})
         if model == "slow":
             time.sleep(SLOW_S)
+        if self.server.latency is not None:
+            time.sleep(self.server.latency(body))
         text = "Let me think about the bomb." if model == "garbage" else good_reply(messages)
         message: dict = {"role": "assistant", "content": text}
         if body.get("tools") and model != "garbage":
@@ -123,9 +142,11 @@ class LLMServer(ThreadingHTTPServer):
     """The server; ``url`` is its ``/v1`` base URL, ``requests`` the bodies received."""
 
     daemon_threads = True
+    request_queue_size = 256  # many clients connect at once (server-paced runs)
 
-    def __init__(self):
+    def __init__(self, latency=None):
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.latency = latency
         self.requests: list[dict] = []
         self._seen: set[str] = set()
         self._lock = threading.Lock()
@@ -154,3 +175,21 @@ class LLMServer(ThreadingHTTPServer):
         self.shutdown()
         self.server_close()
         self._thread.join()
+
+
+def latency_from_spec(spec: str):
+    """``fixed:S`` or ``tail:FAST:SLOW`` (one in ten slow) as a latency function."""
+    kind, *values = spec.split(":")
+    if kind == "fixed" and len(values) == 1:
+        return fixed_latency(float(values[0]))
+    if kind == "tail" and len(values) == 2:
+        return heavy_tailed_latency(float(values[0]), float(values[1]))
+    raise ValueError(f"latency spec {spec!r} must be 'fixed:S' or 'tail:FAST:SLOW'")
+
+
+if __name__ == "__main__":  # python tests/llm_server.py [fixed:1.0|tail:0.1:1.0]: serve, print URL
+    import sys
+
+    with LLMServer(latency_from_spec(sys.argv[1]) if len(sys.argv) > 1 else None) as srv:
+        print(srv.url, flush=True)
+        threading.Event().wait()

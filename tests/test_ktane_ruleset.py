@@ -376,14 +376,15 @@ def test_export_records_carry_the_ruleset(tmp_path):
 
 
 def test_llm_expert_reads_the_episode_ruleset():
+    import jaxcollab
     from jaxcollab.llm.ktane import KtaneGame, system_prompt
-    from jaxcollab.llm.run import RunConfig, _game
 
     env = single_module_env("wires")
     assert system_prompt(1, "sync", RANDOM).endswith(manual_text(RANDOM))
     assert system_prompt(1, "sync").endswith(manual_text())
-    game, params = _game(env, "ktane", RunConfig(env="ktane/wires", ruleset="random",
-                                                 ruleset_seed=SEED))  # fmt: skip
+    options = {"ruleset": "random", "ruleset_seed": SEED}
+    game = jaxcollab.family("ktane").llm.game("ktane/wires", env, None, options)
+    params = env.ruleset_params(make_ruleset("random", SEED))  # what the family's evaluate plays
     assert isinstance(game, KtaneGame) and int(params.rules.seed) == SEED
     assert game.systems[1].endswith(manual_text(RANDOM))
     assert np.array_equal(params.rules.wire_rules, HOST["random"].wire_rules)

@@ -220,7 +220,7 @@ def test_bomb_end_to_end_and_cached_rerun(server, tmp_path):
                .read_text().splitlines()]
     assert [r["episode"] for r in records] == [0, 1, 2]
     for r in records:  # Blind cuts wire 1 on its first turn (step 2): right iff wire 1 is it
-        key = jax.random.fold_in(jax.random.PRNGKey(0), r["episode"])
+        key = jaxcollab.episode_keys(0, 3)[r["episode"]]  # the one episode-key convention
         state = env.reset(split_episode_key(key)[0])[1]
         right = env.solution(state) == [0]
         assert r["ending"] == ("defused" if right else "wrong_action") and r["steps"] == 3
@@ -228,7 +228,7 @@ def test_bomb_end_to_end_and_cached_rerun(server, tmp_path):
                                                       "position": 1}]
         assert '"Cut wire 1."' in r["agents"]["blind"][0]["prompt"][-1]["content"]
     assert results["success_rate"] == np.mean([r["success"] for r in records])
-    assert results["variants"]["base-1"]["episodes"] == 3 and results["parse_errors"] == {}
+    assert results["variants"]["bomb/base-1"]["episodes"] == 3 and results["parse_errors"] == {}
     assert set(results["tokens"]) == {"deaf", "mute", "blind", "total"}
     n = len(server.requests)
     again = evaluate(cfg(server), rc, tmp_path / "b", cache_path=tmp_path / "a" / "cache.jsonl")
@@ -243,7 +243,8 @@ def test_bomb_refusals_and_garbage_continue(server, tmp_path):
     rc = RunConfig(env="bomb/base-1", episodes=2, batch=2)  # the batch shape of every bomb test
     refused = evaluate(cfg(server, "refuse"), rc, tmp_path / "r")
     # every refused turn asks once to rephrase (refused again by this server): 2 per turn
-    assert refused["endings"] == {"timed_out": 2} and refused["refusals"] == 2 * 3 * 8 * 2
+    assert refused["endings"] == {"defused": 0, "wrong_action": 0, "timed_out": 2}
+    assert refused["refusals"] == 2 * 3 * 8 * 2
     rec = json.loads(transcript_path(tmp_path / "r", "bomb/base-1").read_text().splitlines()[0])
     first, again = rec["agents"]["deaf"][:2]
     assert first["step"] == again["step"] and again["prompt"][-1]["content"] == REPHRASE
@@ -288,8 +289,7 @@ def test_ktane_end_to_end(server, tmp_path):
 
 
 def test_maze_end_to_end(server, tmp_path):
-    rc = RunConfig(env="maze/split-6x6", episodes=2, mazes=1, rollouts=2, rounds=2,
-                   setting="verbalized")
+    rc = RunConfig(env="maze/split-6x6", episodes=2, rounds=2, setting="verbalized")
     results = evaluate(cfg(server), rc, tmp_path)
     recs = [json.loads(x) for x in transcript_path(tmp_path, "maze/split-6x6")
             .read_text().splitlines()]
@@ -301,10 +301,11 @@ def test_maze_end_to_end(server, tmp_path):
         round2 = r["agents"]["agent1"][0]["prompt"][-1]["content"]
         assert "Your partner's latest message: down 0.55, right 0.35, up 0.05, left 0.05" \
             in round2
-    maze = results["maze"]
-    assert maze["mazes"] == 1 and len(maze["calibration_loss_by_round"]) == 2
-    assert maze["success"]["mean"] == results["success_rate"]
-    # calibrators fitted on that run (held-out in real use: another maze_seed), then applied
+    assert len(results["calibration_loss_by_round"]) == 2
+    assert results["success_interval"]["mean"] == results["success_rate"]
+    assert results["maze_success"] == results["success_rate"]
+    assert len(results["step_accuracy_by_round"]) == 2
+    # calibrators fitted on that run (held-out in real use: another seed), then applied
     calibrated = dataclasses.replace(rc, setting="verbalized_calibrated",
                                      calibration_dir=str(tmp_path))
     evaluate(cfg(server), calibrated, tmp_path / "cal")
@@ -318,8 +319,7 @@ def test_maze_end_to_end(server, tmp_path):
 
 
 def test_maze_sampled_setting(server, tmp_path):
-    rc = RunConfig(env="maze/split-6x6", episodes=1, mazes=1, rollouts=1, rounds=2,
-                   setting="sampled", samples=3)
+    rc = RunConfig(env="maze/split-6x6", episodes=1, rounds=2, setting="sampled", samples=3)
     evaluate(cfg(server), rc, tmp_path)
     rec = json.loads(transcript_path(tmp_path, "maze/split-6x6").read_text().splitlines()[0])
     assert rec["data"]["rounds"][0]["probs"] == [1.0, 0.0, 0.0, 0.0]  # 3 samples, all "~d"

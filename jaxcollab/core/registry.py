@@ -7,6 +7,12 @@ loads the parity module only. A family registers each name with an entry point, 
 ``"module:attribute"`` string (plus keyword arguments) resolved when the environment is built,
 or a factory callable. Groups (``bomb/all``, ``bomb/base``) name several environments at once
 and are expanded by :func:`resolve`.
+
+Each prefix also has one :class:`~jaxcollab.core.family.Family` plug-in (its teams, evaluation,
+exporter, LLM game and config keys; :data:`PLUGINS`, imported lazily like the environments), or
+one registered at run time with :func:`register_family`; :func:`family` returns it. Adding a
+family is a package plus one line in :data:`FAMILIES` and :data:`PLUGINS` (or two calls,
+:func:`register` and :func:`register_family`, from user code).
 """
 
 from __future__ import annotations
@@ -26,7 +32,16 @@ FAMILIES: dict[str, str] = {
     "parity": "jaxcollab.envs.parity",
 }
 
+#: Family prefix → the module that registers its :class:`~jaxcollab.core.family.Family`.
+PLUGINS: dict[str, str] = {
+    "bomb": "jaxcollab.agents.bomb",
+    "ktane": "jaxcollab.agents.ktane",
+    "maze": "jaxcollab.agents.maze",
+    "parity": "jaxcollab.agents.parity",
+}
+
 _FACTORIES: dict[str, Callable[[], Environment]] = {}
+_PLUGINS: dict[str, Any] = {}
 _GROUPS: dict[str, list[str]] = {}
 
 
@@ -120,3 +135,32 @@ def resolve(selector: str) -> list[str]:
         return list(_GROUPS[selector])
     _load()
     raise _unknown(selector, sorted(_FACTORIES) + sorted(_GROUPS))
+
+
+def register_family(plugin) -> None:
+    """Register a :class:`~jaxcollab.core.family.Family` under its ``name`` (the prefix of its
+    environment names); the entry points find it with :func:`family`.
+
+    Raises:
+        ValueError: a family of that name is already registered.
+    """
+    if plugin.name in _PLUGINS:
+        raise ValueError(f"family {plugin.name!r} is already registered")
+    _PLUGINS[plugin.name] = plugin
+
+
+def family(name: str):
+    """The :class:`~jaxcollab.core.family.Family` of an environment name, group or prefix
+    (``bomb/base-1``, ``bomb/all`` and ``bomb`` all give the bomb plug-in).
+
+    Raises:
+        KeyError: no family of that prefix (lists the known ones).
+    """
+    prefix = name.split("/")[0]
+    if prefix not in _PLUGINS and prefix in PLUGINS:
+        importlib.import_module(PLUGINS[prefix])
+    if prefix not in _PLUGINS:
+        known = sorted(set(PLUGINS) | set(_PLUGINS))
+        raise KeyError(f"no family plug-in for {prefix!r} (from {name!r}); known: "
+                       f"{', '.join(known)}")
+    return _PLUGINS[prefix]

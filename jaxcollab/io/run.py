@@ -148,7 +148,8 @@ def config_diff(old: Mapping, new: Mapping, keys: Sequence[str]) -> dict[str, tu
     return {k: (a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)}
 
 
-def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] | None) -> None:
+def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] | None,
+                  free: Sequence[str] = ()) -> None:
     """Refuse to write into another run's results.
 
     Args:
@@ -156,6 +157,8 @@ def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] |
         config: this run's resolved config.
         frozen: the keys that define the run (a rerun with equal values resumes or redoes it);
             ``None`` for every key but ``out_dir`` / ``out``.
+        free: dotted keys (or prefixes) that may differ (they pace a run without changing its
+            results, e.g. ``llm.concurrency``).
 
     Raises:
         RunCollision: the file holds results without a recorded config, of another entry point
@@ -173,7 +176,8 @@ def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] |
                            f"keys {sorted(old)}, not {sorted(config)}); choose a new output path")
     keys = list(frozen) if frozen is not None else sorted(
         (old.keys() | config.keys()) - {"out_dir", "out"})
-    diff = config_diff(old, config, keys)
+    diff = {k: v for k, v in config_diff(old, config, keys).items()
+            if not any(k == f or k.startswith(f"{f}.") for f in free)}
     if diff:
         listed = "; ".join(f"{k}: {a!r} -> {b!r}" for k, a, b in
                            ((k, *v) for k, v in diff.items()))
@@ -197,12 +201,12 @@ class Run:
 
 def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
               check: Callable[[DictConfig], None] | None = None, out_key: str = "out_dir",
-              results_name: str | None = "results.json") -> Run:
+              results_name: str | None = "results.json", free: Sequence[str] = ()) -> Run:
     """Validate, check the output, guard against collisions, open results and logger.
 
     Args:
         cfg: the composed config (as Hydra passes it to ``main``).
-        frozen: see :func:`guard_results`.
+        frozen, free: see :func:`guard_results`.
         check: the entry point's own cross-key checks on the validated config (raise
             ``ConfigValueError``); run before anything is written.
         out_key: the config key of the output: a directory (``results_name`` inside it) or,
@@ -232,7 +236,7 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
                                "directory there")
     results = ResultsFile(path)
     config = OmegaConf.to_container(plain)
-    guard_results(results, config, frozen)
+    guard_results(results, config, frozen, free)
     results.update({"config": config, "run": run_info()})
     log = plain.get("logger") or {}
     mode = log.get("mode", "disabled") if is_main() else "disabled"  # process 0 logs

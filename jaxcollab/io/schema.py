@@ -54,6 +54,27 @@ class RulesetName(StrEnum):
     random = "random"    # every rule table redrawn from ruleset_seed (ours)
 
 
+class LLMTools(StrEnum):
+    text = "text"      # <thoughts>/<action> replies
+    native = "native"  # bomb calls as OpenAI tool definitions
+
+
+class BombHint(StrEnum):
+    none = "none"
+    weak = "weak"
+    strong = "strong"
+    playbook = "playbook"
+
+
+class MazeSetting(StrEnum):
+    full = "full"
+    action = "action"
+    verbalized = "verbalized"
+    verbalized_calibrated = "verbalized_calibrated"
+    sampled = "sampled"
+    solo = "solo"
+
+
 class TaskName(StrEnum):
     parity = "parity"
     maze = "maze"
@@ -317,8 +338,53 @@ class Bench:
 
 
 @dataclass
+class LLMBlock:
+    """The ``llm`` block: an OpenAI-compatible endpoint and its sampling (``agent=llm``)."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "model"
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
+    temperature: float | None = None     # null: the family default (bomb/ktane 0.6, maze 1.0)
+    max_tokens: int = count(1000)
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+    timeout_s: float = bounded(120.0, gt=0)
+    concurrency: int = count(16)         # requests (episodes) in flight at once
+    max_retries: int = count(6, 0)
+    backoff_s: float = bounded(1.0, ge=0)
+    tools: LLMTools = LLMTools.text      # text (<thoughts>/<action>) | native (bomb tool calls)
+    cache: str | None = None             # request cache file; null: out_dir/cache.jsonl
+
+
+@dataclass
+class BombBlock:
+    """The bomb's LLM prompt options."""
+
+    hint: BombHint = BombHint.weak       # SANZARU hint levels
+    solo_player: bool = False            # one agent holds every view (plays without hints)
+
+
+@dataclass
+class KtaneBlock:
+    """Keep Talking's LLM options."""
+
+    mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
+    reflection: bool = True              # end-of-game reflection request
+
+
+@dataclass
+class MazeBlock:
+    """The maze's LLM protocol (collaboration-gap paper §6)."""
+
+    setting: MazeSetting = MazeSetting.action
+    rounds: int = count(4)               # K rounds of conversation per maze step
+    samples: int = count(5)              # M responses per round (sampled)
+    calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
+
+
+@dataclass
 class Rollout:
-    """``configs/rollout.yaml``: ``eval/rollout.py`` (a scripted team on an env or group)."""
+    """``configs/rollout.yaml``: ``eval/rollout.py`` (a team on an env or group)."""
 
     env: str = "bomb/base-1"
     agent: str = "oracle"
@@ -331,6 +397,10 @@ class Rollout:
     solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
     ruleset_seed: int = count(0, 0)             # seed of ruleset=random
+    llm: LLMBlock = field(default_factory=LLMBlock)
+    bomb: BombBlock = field(default_factory=BombBlock)
+    ktane: KtaneBlock = field(default_factory=KtaneBlock)
+    maze: MazeBlock = field(default_factory=MazeBlock)
     out_dir: str = MISSING
 
 

@@ -1,23 +1,17 @@
-"""Host-callback bridge: an LLM team as a policy of the library rollout.
+"""Host side of an LLM team: the per-family :class:`Game` (prompts, reply parsing, action
+encoding) and the per-episode :class:`Episode` record.
 
-:func:`make_policy` gives a :class:`jaxcollab.Policy` for the library rollout
-(:func:`jaxcollab.rollout`) whose ``act(key, obs, policy_state)`` calls ``jax.pure_callback`` once
-per step (``vmap_method="broadcast_all"``: under the rollout's ``vmap`` the host receives the whole
-batch of episodes at once). The environment is wrapped in :class:`EndedFlag`, which appends one
-public "the game is over" token to every observation row, so the host stops querying the agents of
-an ended episode (players know when their game has ended); episodes are told apart by their policy-
-init key, which the host maps back to the episode index (:meth:`Host.begin`). On the host, a
-:class:`Game` (one per family: prompts and action encoding) turns each episode's observation rows
-into requests, the :class:`Host` sends the requests of *all* agents of *all* episodes concurrently,
-and the game turns the replies into the joint action the environment's ``step`` applies. Every rule
-stays in the environment: the host only renders observations (``env.render_observation``), parses
-replies and encodes actions. Replies are cached by request hash,
-so the callback is deterministic and a rerun replays it exactly.
+The LLM team is a policy of the library rollout (:mod:`jaxcollab.llm.play`): each step a
+``jax.pure_callback`` hands one episode's observation rows to the host, where the family's
+:class:`Game` turns them into requests, receives the replies and returns the joint action the
+environment's ``step`` applies. Every rule stays in the environment: the host only renders
+observations (``env.render_observation``), parses replies and encodes actions. Replies are
+cached by request hash, so the callback is deterministic and a rerun replays it exactly.
 
 A game's :meth:`Game.turn` is a generator: it yields lists of :class:`~.client.Request` (one batch
 per conversation round) and receives the replies, then returns the joint action. This lets one step
-hold several rounds (the maze protocol's K rounds, sampled responses) while still batching every
-episode's requests together.
+hold several rounds (the maze protocol's K rounds, sampled responses), each round's requests sent
+concurrently.
 """
 
 from __future__ import annotations
@@ -27,13 +21,9 @@ from collections import Counter
 from collections.abc import Generator
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.core.rollout import Policy, split_episode_key
-from jaxcollab.core.wrappers import Wrapper
-from jaxcollab.llm.client import ChatClient, Reply, Request
+from jaxcollab.llm.client import Reply, Request
 from jaxcollab.llm.parse import REFUSAL, Parsed
 
 #: A game's per-step generator: yields request batches, receives replies, returns the action.
@@ -103,159 +93,3 @@ class Game:
     def refusal(reply: Reply) -> Parsed:
         """A refused request: no action, class ``refusal``."""
         return Parsed(None).with_errors(REFUSAL)
-
-
-class Host:
-    """Runs a :class:`Game` for a batch of episodes against one :class:`ChatClient`.
-
-    Args:
-        game: the family's host side.
-        client: the chat client (cache, concurrency, usage).
-        on_step: optional ``callable(n_requests)`` after each step (progress bars).
-    """
-
-    def __init__(self, game: Game, client: ChatClient, on_step=None):
-        self.game, self.client, self.on_step = game, client, on_step
-        self.episodes: dict[int, Episode] = {}
-        self.ids: dict[bytes, int] = {}
-
-    def episode(self, index: int) -> Episode:
-        if index not in self.episodes:
-            self.episodes[index] = Episode(index, {r: [] for r in self.game.roles}, {})
-        return self.episodes[index]
-
-    def drive(self, turns: list[Turn]) -> list[Any]:
-        """Run generators in lockstep, one concurrent request batch per round; their results."""
-        results: list[Any] = [None] * len(turns)
-        pending = {}
-        for i, g in enumerate(turns):
-            try:
-                pending[i] = (g, next(g))
-            except StopIteration as stop:
-                results[i] = stop.value
-        while pending:
-            order = list(pending)
-            flat = [r for i in order for r in pending[i][1]]
-            replies = self.client.complete_many(flat)
-            at, nxt = 0, {}
-            for i in order:
-                g, reqs = pending[i]
-                chunk, at = replies[at: at + len(reqs)], at + len(reqs)
-                try:
-                    nxt[i] = (g, g.send(chunk))
-                except StopIteration as stop:
-                    results[i] = stop.value
-            pending = nxt
-            if self.on_step:
-                self.on_step(len(flat))
-        return results
-
-    def begin(self, keys, ids) -> None:
-        """Map the episode keys ``[B]`` of the next rollout to episode indices (``-1``: padding,
-        never queried), via the policy-init key each episode's policy state carries."""
-        init = jax.vmap(lambda k: split_episode_key(k)[1])(jnp.asarray(keys))
-        self.ids = {_key_id(k): int(i) for k, i in zip(np.asarray(jax.random.key_data(init)
-                                                                  if _typed(init) else init), ids)}
-
-    def callback(self, obs, key, step):
-        """The ``pure_callback`` body: batched (or single) episodes → joint actions."""
-        obs, key, step = (np.asarray(x) for x in (obs, key, step))
-        single = step.ndim == 0
-        if single:
-            obs, key, step = obs[None], key[None], step[None]
-        episode = [self.ids.get(_key_id(k), -1) for k in key]
-        ended = obs[:, 0, -1] != 0
-        live = [b for b in range(len(step)) if episode[b] >= 0 and not ended[b]]
-        acts = self.drive([self.game.turn(self.episode(episode[b]), int(step[b]),
-                                          obs[b, :, :-1]) for b in live])
-        out = [self.game.noop() for _ in range(len(step))]
-        for b, a in zip(live, acts):
-            out[b] = a
-        joint = jax.tree.map(lambda *xs: np.stack(xs), *out)
-        struct = self.game.action_struct()
-        joint = jax.tree.map(lambda x, s: np.asarray(x, s.dtype), joint, struct)
-        return jax.tree.map(lambda x: x[0], joint) if single else joint
-
-    def finish(self, outcomes: dict[int, str]) -> None:
-        """End-of-game exchanges for the given episodes (``{index: outcome name}``)."""
-        self.drive([self.game.finish(self.episode(i), o) for i, o in outcomes.items()])
-
-
-def _typed(key) -> bool:
-    return jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-
-
-def _key_id(key) -> bytes:
-    return np.asarray(key, np.uint32).tobytes()
-
-
-class EndedFlag(Wrapper):
-    """Appends one token to every observation row: 1 once the episode has ended, else 0.
-
-    The LLM host reads it to stop querying ended episodes (the library rollout keeps stepping
-    ended episodes until the whole batch has ended). The flag is sticky (kept in the state, so it
-    holds even where an environment reports ``terminated`` only on the ending step), and the
-    state also counts the steps played. State: ``{"env": wrapped state, "ended": bool [],
-    "length": int32 []}``; observations: int32 ``[n_agents, L + 1]``.
-    """
-
-    def _flag(self, obs, ended):
-        col = jnp.broadcast_to(jnp.asarray(ended, jnp.int32), obs.shape[:-1] + (1,))
-        return jnp.concatenate([obs, col], axis=-1)
-
-    def reset(self, key, params=None):
-        obs, state = self.env.reset(key, params)
-        return self._flag(obs, False), {"env": state, "ended": jnp.bool_(False),
-                                        "length": jnp.int32(0)}
-
-    def step(self, key, state, actions, params=None):
-        obs, inner, reward, term, trunc, info = self.env.step(key, state["env"], actions, params)
-        was = state["ended"]
-        ended = was | term | trunc
-        new = {"env": inner, "ended": ended, "length": state["length"] + ~was}
-        reward = jnp.where(was, 0.0, reward)
-        return self._flag(obs, ended), new, reward, term | was, trunc & ~was, info
-
-    def observe(self, state, params=None):
-        return self._flag(self.env.observe(state["env"], params), state["ended"])
-
-    def __hash__(self):
-        return hash((EndedFlag, self.env))
-
-    def __eq__(self, other):
-        return isinstance(other, EndedFlag) and other.env == self.env
-
-
-#: The host each policy slot calls (see :func:`make_policy`).
-_HOSTS: dict[str, Host] = {}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Act:
-    """``act`` of an LLM policy: compares by value (slot and action shapes), so every run in a
-    process that plays the same environment reuses one compiled rollout."""
-
-    slot: str
-    struct: Any
-
-    def __call__(self, key, obs, policy_state):
-        del key  # sampling randomness lives on the server; the cache makes replies replayable
-        actions = jax.pure_callback(
-            lambda *args: _HOSTS[self.slot].callback(*args), self.struct, obs,
-            policy_state["key"], policy_state["t"], vmap_method="broadcast_all")
-        return actions, {**policy_state, "t": policy_state["t"] + 1}
-
-
-def _init(key):
-    return {"key": jax.random.key_data(key) if _typed(key) else key, "t": jnp.int32(0)}
-
-
-def make_policy(host: Host, slot: str = "llm") -> Policy:
-    """The LLM team as a :class:`jaxcollab.Policy` (play it on ``EndedFlag(env)``).
-
-    Policy state: ``{"key": the episode's policy-init key data, "t": step}``. ``host`` becomes
-    the active host of ``slot``: the compiled rollout calls whichever host is active there, so
-    one slot serves one run at a time.
-    """
-    _HOSTS[slot] = host
-    return Policy(act=_Act(slot, host.game.action_struct()), init=_init, name=f"llm-{slot}")

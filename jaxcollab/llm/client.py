@@ -159,6 +159,7 @@ class ChatClient:
         self.cache = ReplyCache(cache_path)
         self.usage: dict[str, Usage] = defaultdict(Usage)
         self._url = cfg.base_url.rstrip("/")
+        self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
 
     # --- request building ------------------------------------------------------------------
 
@@ -191,7 +192,8 @@ class ChatClient:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.cfg.timeout_s, headers=self._headers())
+        return httpx.AsyncClient(timeout=self.cfg.timeout_s, headers=self._headers(),
+                                 verify=self._ssl)
 
     # --- preflight -------------------------------------------------------------------------
 

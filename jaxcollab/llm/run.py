@@ -1,10 +1,14 @@
-"""An LLM evaluation run: episodes of one environment (or group) against one endpoint.
+"""The LLM team: any OpenAI-compatible model as a team of any family with an LLM game.
 
-:func:`evaluate` checks the endpoint first (an unreachable URL or unknown model fails before any
-episode), plays the episodes in chunks through the library-style rollout with the LLM policy,
-appends each finished chunk's episodes to ``<env>.jsonl`` in ``out_dir`` (a rerun skips them; a
-run killed halfway loses no finished chunk, and the request cache replays any half-finished one
-for free), and writes ``results.json`` from every transcript record.
+``python eval/rollout.py env=<…> agent=llm llm.base_url=URL llm.model=NAME`` plays an
+:class:`LLMTeam` through the family's own evaluation (the same driver, episode keys, chunking,
+preemption and ``results.json`` keys as every scripted team; :mod:`jaxcollab.core.family`), and
+adds the LLM keys (:func:`llm_results`). The team checks the endpoint first (an unreachable URL
+or unknown model fails before any episode), plays episodes server-paced
+(:mod:`jaxcollab.llm.play`: up to ``llm.concurrency`` episodes in flight), caches every request
+by content hash (``out_dir/cache.jsonl``: a rerun replays replies exactly and sends nothing) and
+appends each played chunk's episodes, in episode order, to its transcript
+``out_dir/<env with / as ->.jsonl`` (a chunk killed half-way is replayed from the cache).
 
 Transcript records (one JSON object per episode, keys sorted): ``env``, ``episode``, ``success``,
 ``ending``, ``steps``, ``returns``, ``parse_errors`` (class → count), ``tokens`` and
@@ -17,141 +21,39 @@ Transcript records (one JSON object per episode, keys sorted): ``env``, ``episod
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
+import threading
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
 
 import jaxcollab
-from jaxcollab.llm.bridge import EndedFlag, Host, make_policy
+from jaxcollab.core.family import Family, Spec
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.parse import REFUSAL
+from jaxcollab.llm.play import Host, Played, drive, play_pool
 
-FAMILY_TEMPERATURE = {"bomb": 0.6, "ktane": 0.6, "maze": 1.0}  # GPTNT app. H; collab-gap §6
-
-
-@dataclasses.dataclass(frozen=True)
-class RunConfig:
-    """What to play (see ``configs/llm.yaml`` for every option and its default)."""
-
-    env: str
-    episodes: int | None = None
-    seed: int = 0
-    batch: int = 8
-    tools: str = "text"
-    hint: str = "weak"
-    turn_order: tuple[str, ...] = ("deaf", "mute", "blind")
-    solo: bool = False
-    mode: str = "sync"
-    reflection: bool = True
-    ruleset: str = "vanilla"
-    ruleset_seed: int = 0
-    setting: str = "action"
-    rounds: int = 4
-    samples: int = 5
-    mazes: int = 30
-    rollouts: int = 10
-    maze_seed: int = 20251
-    calibration_dir: str | None = None
+#: ``llm`` block keys that are not client settings.
+_RUN_KEYS = ("tools", "cache")
 
 
-def _game(env, family: str, rc: RunConfig):
-    if rc.tools not in ("text", "native"):
-        raise ValueError(f"llm.tools must be 'text' or 'native', got {rc.tools!r}")
-    if family == "bomb":
-        from jaxcollab.envs.bomb import tables as T
-        from jaxcollab.llm.bomb import BombGame
+def llm_config(family: Family, options: Mapping[str, Any]) -> LLMConfig:
+    """The client settings of the run's ``llm`` block (``temperature: null``: the family's
+    default, :attr:`jaxcollab.core.family.LLMGame.temperature`).
 
-        bad = [r for r in rc.turn_order if r not in T.ROLE_NAMES]
-        if bad or sorted(rc.turn_order) != sorted(T.ROLE_NAMES):
-            raise ValueError(f"bomb.turn_order must order deaf, mute, blind; got {rc.turn_order}")
-        order = tuple(T.ROLE_NAMES.index(r) for r in rc.turn_order)
-        params = env.default_params.replace(turn_order=np.asarray(order, np.int32))
-        return BombGame(env, rc.hint, order, rc.solo, rc.tools == "native"), params
-    if family == "ktane":
-        from jaxcollab.envs.ktane.ruleset import make_ruleset
-        from jaxcollab.llm.ktane import KtaneGame
-
-        rules = make_ruleset(rc.ruleset, rc.ruleset_seed)
-        return KtaneGame(env, rc.mode, rc.reflection, rules), env.ruleset_params(rules)
-    if family == "maze":
-        from jaxcollab.llm.maze import MazeGame
-
-        cal = None
-        if rc.setting == "verbalized_calibrated":
-            from jaxcollab.llm.maze import fit_conversation_calibrator
-
-            if not rc.calibration_dir:
-                raise ValueError("maze.setting='verbalized_calibrated' needs "
-                                 "maze.calibration_dir=DIR, a finished 'verbalized' run on "
-                                 "held-out mazes (another maze.maze_seed)")
-            cal = fit_conversation_calibrator(
-                _read(transcript_path(rc.calibration_dir, env.name)), rc.rounds)
-        return MazeGame(env, rc.setting, rc.rounds, rc.samples, cal), env.default_params
-    raise ValueError(f"environment family {family!r} has no LLM path; valid: bomb, ktane, maze")
-
-
-def _max_steps(env, family: str) -> int:
-    if family == "bomb":
-        from jaxcollab.envs.bomb import tables as T
-
-        return T.N_AGENTS * int(env.variant.rounds)
-    if family == "ktane":
-        return int(env.max_turns)
-    return int(env.n_cells)
-
-
-def _outcome(family: str, state, ret) -> tuple[bool, str]:
-    if family == "bomb":
-        from jaxcollab.envs.bomb import tables as T
-
-        ending = T.ENDING_NAMES[int(state.ending)]
-        return ending == "defused", ending
-    if family == "ktane":
-        from jaxcollab.envs.ktane import tables as KT
-
-        outcome = KT.OUTCOMES[int(state.outcome)]
-        return outcome == "solved", outcome
-    won = bool(ret[0] > 0)
-    return won, "success" if won else ("wrong_move" if int(state.step) <= int(state.n_moves)
-                                        else "truncated")
-
-
-def _record(env_name, family, host, index, state, ret, steps) -> dict:
-    ep = host.episode(index)
-    success, ending = _outcome(family, state, ret)
-    tokens, latency = {}, {}
-    for agent, turns in ep.history.items():
-        if turns:
-            tokens[agent] = {"prompt": sum(t["prompt_tokens"] for t in turns),
-                             "completion": sum(t["completion_tokens"] for t in turns)}
-            latency[agent] = round(sum(t["latency_s"] for t in turns), 6)
-    data = {k: v for k, v in ep.data.items() if k != "ktane"}
-    if family == "maze":
-        data["labels"] = np.asarray(state.moves)[: int(state.n_moves)].tolist()
-    return {"env": env_name, "episode": index, "success": success, "ending": ending,
-            "steps": int(steps), "returns": np.asarray(ret).tolist(),
-            "parse_errors": dict(sorted(ep.errors.items())), "tokens": tokens,
-            "latency_s": latency, "agents": {a: t for a, t in ep.history.items() if t},
-            "data": data}
-
-
-@functools.lru_cache(maxsize=64)
-def _make(name: str):
-    """One environment object per name and process, so repeated runs reuse compiled rollouts."""
-    return jaxcollab.make(name)
-
-
-def _row(tree, b: int):
-    return jax.tree.map(lambda x: x[b], tree)
-
-
-def total_tokens(client: ChatClient) -> int:
-    """Prompt plus completion tokens so far, every agent (cache replays included)."""
-    return sum(u.prompt_tokens + u.completion_tokens for u in client.usage.values())
+    Raises:
+        ValueError: the family has no LLM game, or a bad client setting.
+    """
+    if family.llm is None:
+        raise ValueError(f"family {family.name!r} has no LLM game")
+    block = {k: v for k, v in dict(options.get("llm", {})).items() if k not in _RUN_KEYS}
+    if block.get("temperature") is None:
+        block["temperature"] = family.llm.temperature
+    return LLMConfig(**block)
 
 
 def transcript_path(out_dir, env_name: str) -> Path:
@@ -159,76 +61,117 @@ def transcript_path(out_dir, env_name: str) -> Path:
     return Path(out_dir) / f"{env_name.replace('/', '-')}.jsonl"
 
 
-def _read(path: Path) -> list[dict]:
+def read_transcripts(path: Path) -> list[dict]:
+    """The records of a transcript file (none if it does not exist)."""
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress=None) -> None:
-    """Play the unfinished episodes of ``env_name``, appending chunk by chunk to its transcript."""
-    family = env_name.split("/")[0]
-    env = _make(env_name)
-    game, params = _game(env, family, rc)
-    n = rc.episodes if rc.episodes is not None else (
-        rc.mazes * rc.rollouts if family == "maze" else 9)
-    if family == "maze" and n > rc.mazes * rc.rollouts:
-        raise ValueError(f"episodes={n} exceeds maze.mazes x maze.rollouts = "
-                         f"{rc.mazes * rc.rollouts}")
-    path = transcript_path(out_dir, env_name)
-    done = {r["episode"] for r in _read(path)}
-    todo = [i for i in range(int(n)) if i not in done]
-    if progress is not None:
-        progress.update(len(done))
-    on_step = None if progress is None else (
-        lambda _: progress.set_postfix(tokens=total_tokens(client), refresh=False))
-    host = Host(game, client, on_step=on_step)
-    policy = make_policy(host)
-    played = env
-    if family == "maze":
-        from jaxcollab.llm.maze import HeldOutMazes
+class LLMTeam:
+    """A :class:`~jaxcollab.core.family.Team` whose agents are a language model.
 
-        played = HeldOutMazes(env, rc.mazes, rc.maze_seed)
-    played = EndedFlag(played)
-    if not todo:
-        return
-    base = jax.random.PRNGKey(rc.seed)
-    size = min(int(rc.batch), len(todo))
-    for start in range(0, len(todo), size):
-        ids = todo[start: start + size]
-        padded = ids + [-1 - j for j in range(size - len(ids))]  # one compiled shape per run
-        keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(np.asarray(padded) % 2**31)
-        host.begin(keys, padded)
-        batched = family == "maze"
-        if batched:
-            params = {"env": jax.tree.map(lambda x: np.broadcast_to(x, (size, *np.shape(x))),
-                                          env.default_params),
-                      "maze": np.asarray([max(i, 0) // rc.rollouts for i in padded], np.int32)}
-        out = jax.device_get(jaxcollab.rollout(
-            played, policy, keys, params, max_steps=_max_steps(env, family),
-            batched_params=batched, until_done=True))
-        ret, steps = out.episode_return, out.state["length"]
-        pick = functools.partial(_row, out.state["env"])
-        host.finish({i: _outcome(family, pick(b), ret[b])[1] for b, i in enumerate(ids)})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as f:
-            for b, i in enumerate(ids):
-                rec = _record(env_name, family, host, i, pick(b), ret[b], steps[b])
+    Args:
+        family: the plug-in whose :attr:`~jaxcollab.core.family.Family.llm` game it plays.
+        options: the run config (``llm`` block, and the family's own keys for its prompts).
+        out_dir: where transcripts and the request cache live.
+        progress: optional ``progress(n)``, called with 1 as each episode finishes (a bar).
+
+    Raises:
+        LLMError: unreachable endpoint or unknown model (before any episode).
+        ValueError: bad ``llm`` settings, ``llm.tools`` not ``text`` / ``native``.
+    """
+
+    name = "llm"
+
+    def __init__(self, family: Family, options: Mapping[str, Any], out_dir, progress=None):
+        tools = options.get("llm", {}).get("tools", "text")
+        if tools not in ("text", "native"):
+            raise ValueError(f"llm.tools must be 'text' or 'native', got {tools!r}")
+        self.family, self.options, self.out = family, options, Path(out_dir)
+        self.cfg = llm_config(family, options)
+        cache = options.get("llm", {}).get("cache") or self.out / "cache.jsonl"
+        self.client = ChatClient(self.cfg, cache)
+        self.client.check()
+        self.host = Host(self.client)
+        self.progress = progress
+        self._written: dict[str, set[int]] = {}
+        self._lock = threading.Lock()
+
+    def play(self, env, keys, params, ids: Sequence[tuple[str, int]], *, batched_params=False):
+        """Play each distinct episode of ``ids`` once (padding rows repeat one), server-paced;
+        the final states ``[B]``."""
+        keys = np.asarray(keys)
+        if not batched_params:
+            params = jax.tree.map(lambda x: np.broadcast_to(x, (len(keys), *np.shape(x))), params)
+        first: dict[tuple[str, int], int] = {}
+        for b, i in enumerate(ids):
+            first.setdefault(tuple(i), b)
+        jobs = [(b, self.family.llm.game(name, env, jax.tree.map(lambda x, b=b: np.asarray(x)[b],
+                                                                 params), self.options), index)
+                for (name, index), b in first.items()]
+        names = {b: name for (name, _), b in first.items()}
+        records: dict[int, dict] = {}
+        played = play_pool(env, keys, params, jobs, self.host, self.cfg.concurrency,
+                           lambda p, game, b: records.__setitem__(
+                               b, self._finish(names[b], p, game)))
+        self._write([records[b] for b in sorted(records)])
+        rows = [played[first[tuple(i)]].state for i in ids]
+        return jax.tree.map(lambda *xs: np.stack(xs), *rows)
+
+    def _finish(self, env_name: str, played: Played, game) -> dict:
+        """End-of-game exchanges; the episode's transcript record."""
+        llm = self.family.llm
+        success, ending = llm.outcome(played.state)
+        drive(self.client, game.finish(played.episode, ending))
+        if self.progress is not None:
+            with self._lock:
+                self.progress(1)
+        return _record(env_name, played, success, ending, llm.data(played.state))
+
+    def _write(self, records: list[dict]) -> None:
+        """Append the records of a played chunk in episode order, each episode once (a chunk
+        replayed after a kill comes from the request cache and is not written twice)."""
+        for rec in records:
+            path = transcript_path(self.out, rec["env"])
+            done = self._written.setdefault(rec["env"], {
+                r["episode"] for r in read_transcripts(path)})
+            if rec["episode"] in done:
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as f:
                 f.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
-                host.episodes.pop(i)
-        if progress is not None:
-            progress.update(len(ids))
+            done.add(rec["episode"])
+
+    def results(self, env_names: Sequence[str]) -> dict:
+        """The LLM keys of ``results.json`` from the transcripts of ``env_names``
+        (:func:`llm_results`)."""
+        records = [r for name in env_names for r in read_transcripts(transcript_path(self.out,
+                                                                                     name))]
+        return {"model": self.cfg.model, "base_url": self.cfg.base_url,
+                **llm_results(records), **self.family.llm.summary(records, self.options)}
 
 
-def summarize(records: list[dict], rc: RunConfig) -> dict:
-    """``results.json`` content from transcript records (keys in the module docstring of
-    ``eval/llm.py``)."""
-    out: dict = {"episodes": len(records),
-                 "success_rate": float(np.mean([r["success"] for r in records])) if records
-                 else 0.0}
-    family = records[0]["env"].split("/")[0] if records else ""
-    key = "outcomes" if family == "ktane" else "endings"
-    out[key] = dict(sorted(Counter(r["ending"] for r in records).items()))
+def _record(env_name: str, played: Played, success: bool, ending: str, data: dict) -> dict:
+    ep = played.episode
+    tokens, latency = {}, {}
+    for agent, turns in ep.history.items():
+        if turns:
+            tokens[agent] = {"prompt": sum(t["prompt_tokens"] for t in turns),
+                             "completion": sum(t["completion_tokens"] for t in turns)}
+            latency[agent] = round(sum(t["latency_s"] for t in turns), 6)
+    extra = {k: v for k, v in ep.data.items() if k != "ktane"} | data
+    return {"env": env_name, "episode": ep.index, "success": bool(success), "ending": ending,
+            "steps": played.steps, "returns": played.returns.tolist(),
+            "parse_errors": dict(sorted(ep.errors.items())), "tokens": tokens,
+            "latency_s": latency, "agents": {a: t for a, t in ep.history.items() if t},
+            "data": extra}
+
+
+def llm_results(records: list[dict]) -> dict:
+    """LLM keys over transcript records: ``parse_errors`` (GPTNT error class → count),
+    ``refusals`` (content-policy refusals), ``tokens`` (per agent ``prompt`` / ``completion``,
+    and ``total``) and ``latency_s`` (per agent, summed seconds of inference)."""
     errors, tokens, latency = Counter(), {}, {}
     for r in records:
         errors.update(r["parse_errors"])
@@ -238,69 +181,88 @@ def summarize(records: list[dict], rc: RunConfig) -> dict:
             acc["completion"] += t["completion"]
         for a, s in r["latency_s"].items():
             latency[a] = round(latency.get(a, 0.0) + s, 6)
-    out["refusals"] = errors.pop(REFUSAL, 0)
-    out["parse_errors"] = dict(sorted(errors.items()))
-    out["tokens"] = tokens | {"total": sum(t["prompt"] + t["completion"]
-                                           for t in tokens.values())}
-    out["latency_s"] = latency
-    if family == "bomb":
-        by = {}
-        for r in records:
-            by.setdefault(r["env"].split("/", 1)[1], []).append(r)
-        out["variants"] = {v: {"episodes": len(rs),
-                               "success_rate": float(np.mean([x["success"] for x in rs])),
-                               "endings": dict(sorted(Counter(x["ending"] for x in rs).items()))}
-                           for v, rs in sorted(by.items())}
-    if family == "maze" and records:
-        out["maze"] = _maze_summary(records, rc)
-    return out
+    refusals = errors.pop(REFUSAL, 0)
+    return {"parse_errors": dict(sorted(errors.items())), "refusals": refusals,
+            "tokens": tokens | {"total": sum(t["prompt"] + t["completion"]
+                                             for t in tokens.values())},
+            "latency_s": latency}
 
 
-def _maze_summary(records: list[dict], rc: RunConfig) -> dict:
-    from jaxcollab.llm.maze import bootstrap_success, calibration_by_round
-
-    n_mazes = max(r["episode"] for r in records) // rc.rollouts + 1
-    grid = np.full((n_mazes, rc.rollouts), np.nan)
-    for r in records:
-        grid[r["episode"] // rc.rollouts, r["episode"] % rc.rollouts] = r["success"]
-    full = grid[~np.isnan(grid).any(1)]
-    summary = {"setting": rc.setting, "rounds": rc.rounds, "mazes": int(len(full)),
-               "rollouts": rc.rollouts}
-    if len(full):
-        summary["success"] = bootstrap_success(full)
-    n_rounds = 1 if rc.setting == "solo" else rc.rounds
-    per_rollout = []
-    for k in range(rc.rollouts):  # pool moves of every maze within one rollout index
-        recs = [r for r in records if r["episode"] % rc.rollouts == k]
-        rounds, labels = [], {}
-        for j, r in enumerate(recs):
-            rounds += [x | {"step": (j, x["step"])} for x in r["data"].get("rounds", [])]
-            labels |= {(j, s): m for s, m in enumerate(r["data"]["labels"])}
-        if rounds:
-            per_rollout.append(calibration_by_round(rounds, labels, n_rounds))
-    cal = np.array([[np.nan if v is None else v for v in row] for row in per_rollout], float)
-    summary["calibration_loss_by_round"] = [
-        None if np.all(np.isnan(col)) else float(np.nanmean(col)) for col in cal.T
-    ] if len(cal) else []
-    return summary
-
-
-def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=None) -> dict:
-    """Check the endpoint, play every unfinished episode, write and return ``results.json``.
+def run_team(env: str, team_options: Mapping[str, Any], spec: Spec, out_dir,
+             progress=None) -> dict:
+    """Play the LLM team on ``env`` (a name or group) through its family's evaluation; the
+    family's results plus the LLM keys. ``spec.options`` is ``team_options`` (the run config).
 
     Raises:
         LLMError: unreachable endpoint or unknown model (before any episode).
         KeyError / ValueError: unknown environment or bad option (names the value).
     """
-    names = jaxcollab.resolve(rc.env)
+    names = jaxcollab.resolve(env)
+    family = jaxcollab.family(names[0])
+    team = LLMTeam(family, team_options, out_dir, progress)
+    results = family.evaluate(names, team, spec)
+    return {**results, **team.results(names)}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A library-level LLM run (what ``eval/rollout.py agent=llm`` configures from the command
+    line); see ``configs/rollout.yaml`` for every option and its default. ``batch`` is the
+    chunk (episodes kept per finished chunk); ``turn_order`` a permutation of the roles or
+    ``"cycle"``."""
+
+    env: str
+    episodes: int = 9
+    seed: int = 0
+    batch: int = 16_384
+    tools: str = "text"
+    hint: str = "weak"
+    turn_order: tuple[str, ...] | str = ("deaf", "mute", "blind")
+    solo: bool = False
+    mode: str = "sync"
+    reflection: bool = True
+    ruleset: str = "vanilla"
+    ruleset_seed: int = 0
+    setting: str = "action"
+    rounds: int = 4
+    samples: int = 5
+    calibration_dir: str | None = None
+
+    def options(self, llm: LLMConfig, cache_path=None) -> dict:
+        """The run config this stands for (the keys ``eval/rollout.py`` reads)."""
+        order = self.turn_order if isinstance(self.turn_order, str) else list(self.turn_order)
+        block = dataclasses.asdict(llm)
+        block.pop("extra_body")
+        return {"env": self.env, "agent": "llm", "episodes": self.episodes, "seed": self.seed,
+                "chunk": self.batch, "bank": False, "turn_order": order,
+                "ruleset": self.ruleset, "ruleset_seed": self.ruleset_seed,
+                "llm": block | {"tools": self.tools,
+                                "cache": None if cache_path is None else str(cache_path)},
+                "bomb": {"hint": self.hint, "solo_player": self.solo},
+                "ktane": {"mode": self.mode, "reflection": self.reflection},
+                "maze": {"setting": self.setting, "rounds": self.rounds,
+                         "samples": self.samples, "calibration_dir": self.calibration_dir}}
+
+
+def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=None) -> dict:
+    """Library entry: play ``rc`` with the model of ``cfg``, write and return ``results.json``
+    (the keys of ``eval/rollout.py agent=llm``, without its collision guard). Finished chunks
+    are kept in ``out_dir/episodes`` and transcripts appended, so a rerun resumes.
+
+    Raises:
+        LLMError: unreachable endpoint or unknown model (before any episode).
+        KeyError / ValueError: unknown environment or bad option (names the value).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    client = ChatClient(cfg, cache_path if cache_path is not None else out / "cache.jsonl")
-    client.check()
-    for name in names:
-        play_env(name, rc, client, out, progress)
-    records = [r for name in names for r in _read(transcript_path(out, name))]
-    results = {"env": rc.env, "model": cfg.model, "base_url": cfg.base_url,
-               **summarize(records, rc)}
+    options = rc.options(cfg, cache_path)
+    spec = Spec(rc.episodes, rc.seed, rc.batch, out / "episodes", options)
+    family = jaxcollab.family(rc.env)
+    family.check(jaxcollab.resolve(rc.env), options)
+    results = {"env": rc.env, **run_team(rc.env, options, spec, out, progress)}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
+
+
+__all__ = ["LLMTeam", "RunConfig", "evaluate", "llm_config", "llm_results", "read_transcripts",
+           "run_team", "transcript_path"]

@@ -1,22 +1,32 @@
-"""Scripted bomb teams and their evaluation (``python eval/rollout.py env=bomb/all agent=oracle``),
-played through the generic rollout :func:`jaxcollab.core.rollout.rollout`.
+"""Scripted bomb teams, their evaluation and the bomb family's plug-in (:data:`FAMILY`):
+``python eval/rollout.py env=bomb/all agent=oracle``, played through the generic rollout
+:func:`jaxcollab.core.rollout.rollout`.
 
 Teams: ``oracle`` (privileged), ``random``, ``solo``, and the protocol teams ``onebit``,
-``symbol``, ``counting`` (see :mod:`jaxcollab.agents.bomb.teams`).
+``symbol``, ``counting`` (see :mod:`jaxcollab.agents.bomb.teams`); any other
+:class:`~jaxcollab.core.family.Team` (an LLM team) plays through the same :func:`evaluate`
+and :func:`~jaxcollab.agents.bomb.bank.rollout_bank`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jax
 import numpy as np
 
-from jaxcollab.agents.bomb.bank import rollout_bank
+from jaxcollab.agents.bomb.bank import PinnedInstances, PinnedParams, rollout_bank
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
-from jaxcollab.core.registry import make
-from jaxcollab.core.rollout import rollout
+from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.core.registry import make, register_family
+from jaxcollab.core.rollout import Policy, episode_keys, rollout
+from jaxcollab.envs.bomb import export_instances
 from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
 from jaxcollab.envs.bomb.env import BombEnv, ending_counts
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.state import BombState
@@ -25,18 +35,29 @@ from jaxcollab.scale import preempt
 CHUNK = 16_384  # episodes per compiled batch
 
 
-def _batch(env_names: list[str], episodes: int, seed: int):
-    """Keys and stacked params for ``episodes`` per variant, cycling the six turn orders."""
+def turn_orders(episodes: int, turn_order="cycle") -> np.ndarray:
+    """Index into :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS` of episodes
+    ``0..episodes-1``: ``e % 6`` under ``"cycle"``, else the one permutation given
+    (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`)."""
+    order = parse_turn_order(turn_order)
+    if order == CYCLE:
+        return np.arange(episodes) % len(TURN_ORDERS)
+    return np.full(episodes, TURN_ORDERS.tolist().index(list(order)))
+
+
+def _batch(env_names: Sequence[str], episodes: int, seed: int, turn_order="cycle"):
+    """Keys, stacked params, variant index and episode index of ``episodes`` per variant:
+    episode ``e`` has key ``episode_keys(seed, episodes)[e]`` and turn order
+    :func:`turn_orders` ``[e]`` (every team and the exporter alike)."""
     variants = [T.variant(name) for name in env_names]
     n_orders = len(TURN_ORDERS)
     table = stack_params([make_params(v, order) for v in variants for order in TURN_ORDERS])
     idx = np.repeat(np.arange(len(variants)), episodes)
     ep = np.tile(np.arange(episodes), len(variants))
-    params = jax.tree.map(lambda x: x[idx * n_orders + ep % n_orders], table)
-    root = jax.random.PRNGKey(seed)
-    keys = jax.vmap(lambda v, e: jax.random.fold_in(jax.random.fold_in(root, v), e))(
-        np.array([T.VARIANTS.index(v) for v in variants])[idx], ep)
-    return keys, params, idx
+    params = jax.tree.map(lambda x: x[idx * n_orders + turn_orders(episodes, turn_order)[ep]],
+                          table)
+    keys = np.asarray(episode_keys(seed, episodes))[ep]
+    return keys, params, idx, ep
 
 
 def _summary(final: dict[str, np.ndarray], mask: np.ndarray) -> dict:
@@ -59,6 +80,34 @@ def rounds_used(state: BombState) -> jax.Array:
     return state.round + (state.turn > 0)
 
 
+def _unpinned_act(act, key, obs, policy_state, state, params):
+    return act(key, obs, policy_state, state, params.params)
+
+
+def _policy(name: str, env) -> Policy:
+    """Team ``name``'s policy for ``env`` (a privileged one reads the variant's params, not the
+    bank's pinned ones, on :class:`~jaxcollab.agents.bomb.bank.PinnedInstances`)."""
+    policy = team_policy(name, env.layout)
+    if policy.privileged and isinstance(env, PinnedInstances):
+        policy = _pinned_oracle(policy)
+    return policy
+
+
+@functools.cache
+def _pinned_oracle(policy: Policy) -> Policy:
+    return dataclasses.replace(policy, act=functools.partial(_unpinned_act, policy.act))
+
+
+def scripted(name: str) -> ScriptedTeam:
+    """Team ``name`` as a :class:`~jaxcollab.core.family.Team`.
+
+    Raises:
+        KeyError: unknown team; the message lists the valid ones.
+    """
+    team(name)
+    return ScriptedTeam(name, functools.partial(_policy, name))
+
+
 def play(env: BombEnv, agent: str, keys: jax.Array, params) -> BombState:
     """Play one episode per key ``[B]`` (params ``[B]``, any variants with ``env``'s caps) with
     team ``agent`` to its end; the final states. A while-loop over turns stops once every
@@ -67,12 +116,15 @@ def play(env: BombEnv, agent: str, keys: jax.Array, params) -> BombState:
                    max_steps=env.max_episode_steps, until_done=True).state
 
 
-def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: int = CHUNK,
-             save_dir: str | Path | None = None) -> dict:
-    """Play ``episodes`` episodes of each variant in ``env_names`` with team ``agent``.
+def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: int,
+             chunk: int = CHUNK, save_dir: str | Path | None = None,
+             turn_order="cycle") -> dict:
+    """Play ``episodes`` episodes of each variant in ``env_names`` with team ``agent`` (a
+    team name, or any :class:`~jaxcollab.core.family.Team`, e.g. an LLM team).
 
-    Episode ``e`` of a variant uses turn order ``TURN_ORDERS[e % 6]`` and the episode key
-    ``fold_in(fold_in(PRNGKey(seed), variant_index), e)`` (the exporter's instance ``e``).
+    Episode ``e`` of every variant has the key ``episode_keys(seed, episodes)[e]`` (the
+    exporter's instance ``e``) and turn order ``TURN_ORDERS[e % 6]`` (``turn_order="cycle"``)
+    or the one permutation ``turn_order`` names.
     Episodes are played ``chunk`` at a time (one compiled batch); with ``save_dir`` each
     finished chunk is kept there, a SIGTERM / SIGINT stops after the current chunk, and a rerun
     loads the finished chunks and plays the rest
@@ -86,7 +138,8 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: 
         ``rejected_acts`` (mean act attempts by Deaf or Mute per episode), ``never_acted``
         (episodes where Blind never tried to act), ``wrong_round`` (episodes ended by a cut that
         matched an earlier round's light), ``episodes_per_second`` (wall time of the chunks
-        played in this call after a compiling warm-up; None if all were loaded), ``devices``,
+        played in this call after a compiling warm-up; None if all were loaded or the team is
+        not scripted, e.g. an LLM team), ``devices``,
         and ``variants.<name>`` with the same per-variant keys.
 
     Raises:
@@ -96,24 +149,98 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: 
     """
     if episodes < 1:
         raise ValueError(f"episodes must be positive, got {episodes!r}")
-    team(agent)
+    player = scripted(agent) if isinstance(agent, str) else agent
     env = make(env_names[0])
-    keys, params, idx = _batch(env_names, episodes, seed)
+    keys, params, idx, ep = _batch(env_names, episodes, seed, turn_order)
     total = len(idx)
 
     def run(rows: np.ndarray) -> dict:
-        state = play(env, agent, keys[rows], jax.tree.map(lambda x: x[rows], params))
-        return {"ending": state.ending, "rounds": rounds_used(state), "bounces": state.bounces,
-                "rejected": state.rejected, "acts": state.acts, "wrong_round": state.wrong_round}
+        ids = [(env_names[idx[r]], int(ep[r])) for r in rows]
+        state = player.play(env, keys[rows], jax.tree.map(lambda x: x[rows], params), ids,
+                            batched_params=True)
+        return {"ending": state.ending, "rounds": np.asarray(rounds_used(state)),
+                "bounces": state.bounces, "rejected": state.rejected, "acts": state.acts,
+                "wrong_round": state.wrong_round}
 
-    timer = preempt.ChunkTimer(run)
+    timer = preempt.ChunkTimer(run) if isinstance(player, ScriptedTeam) else run
     final = preempt.resumable_episodes(timer, np.arange(total), min(chunk, total), save_dir)
-    out = {"agent": agent, **_summary(final, np.ones(total, bool)),
-           "episodes_per_second": timer.episodes_per_second,
+    rate = timer.episodes_per_second if isinstance(player, ScriptedTeam) else None
+    out = {"agent": player.name, **_summary(final, np.ones(total, bool)),
+           "episodes_per_second": rate,
            "devices": [str(d) for d in jax.devices()]}
     out["variants"] = {name: _summary(final, idx == i) for i, name in enumerate(env_names)}
     return out
 
 
-__all__ = ["PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rollout_bank", "rounds_used", "team",
-           "team_policy"]
+def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
+    """The family's evaluation: :func:`evaluate`, or with ``bank=true`` the bank protocol
+    (:func:`~jaxcollab.agents.bomb.bank.rollout_bank`; ``solo`` a team name or the results
+    dict of an earlier bank run)."""
+    o = spec.options
+    if o.get("bank"):
+        solo = o.get("solo")
+        if solo is not None and solo not in TEAMS:
+            solo = json.loads(Path(solo).read_text())  # an earlier bank run's results
+        return rollout_bank(env_names, player, o.get("repeats", 3),
+                            turn_order=o.get("turn_order", CYCLE), seed=spec.seed,
+                            solo=solo, chunk=spec.chunk, save_dir=spec.save_dir,
+                            team_of=scripted)
+    return evaluate(env_names, player, spec.episodes, spec.seed, spec.chunk, spec.save_dir,
+                    o.get("turn_order", CYCLE))
+
+
+def _check(env_names: Sequence[str], options: Mapping) -> None:
+    from jaxcollab.io.schema import ConfigValueError
+
+    solo = options.get("solo")
+    if solo is not None and solo not in TEAMS and not Path(solo).is_file():
+        raise ConfigValueError("solo", solo, f"a team ({', '.join(TEAMS)}) or an existing bank "
+                               "results.json")
+    try:
+        parse_turn_order(options.get("turn_order", CYCLE))
+    except ValueError as e:
+        raise ConfigValueError("turn_order", options.get("turn_order"),
+                               "'cycle' or a permutation of deaf, mute, blind") from e
+    hint = options.get("bomb", {}).get("hint", "weak")
+    if hint not in ("none", "weak", "strong", "playbook"):
+        raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")
+
+
+def _llm_game(env_name: str, env, params, options: Mapping):
+    """:class:`~jaxcollab.llm.bomb.BombGame` of one episode: the variant's env, the episode's
+    turn order (its params), ``bomb.hint``, ``bomb.solo_player`` and ``llm.tools``."""
+    from jaxcollab.llm.bomb import BombGame
+
+    params = params.params if isinstance(params, PinnedParams) else params
+    block = options.get("bomb", {})
+    order = tuple(int(r) for r in np.asarray(params.turn_order))
+    return BombGame(_variant_env(env_name), block.get("hint", "weak"), order,
+                    block.get("solo_player", False),
+                    options.get("llm", {}).get("tools", "text") == "native")
+
+
+@functools.lru_cache(maxsize=32)
+def _variant_env(name: str) -> BombEnv:
+    return make(name)
+
+
+def _outcome(state) -> tuple[bool, str]:
+    ending = T.ENDING_NAMES[int(state.ending)]
+    return ending == "defused", ending
+
+
+#: The bomb family's plug-in (:mod:`jaxcollab.core.family`).
+FAMILY = Family(
+    name="bomb",
+    teams={name: functools.partial(lambda name, options: scripted(name), name) for name in TEAMS},
+    evaluate=_evaluate,
+    export=lambda name, n, seed, options: export_instances(name, n, seed),
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
+    config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None,
+            "bomb": {"hint": "weak", "solo_player": False}},
+    check=_check,
+)
+register_family(FAMILY)
+
+__all__ = ["FAMILY", "PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rollout_bank", "rounds_used",
+           "scripted", "team", "team_policy", "turn_orders"]

@@ -5,20 +5,20 @@ the trio-vs-solo gap (``python eval/rollout.py env=bomb/all bank=true repeats=3`
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import chex
 import jax
 import numpy as np
 
-from jaxcollab.agents.bomb.teams import team_policy
-from jaxcollab.core.rollout import Policy, rollout
+from jaxcollab.core.rollout import episode_keys
 from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.envs.bomb import bank
 from jaxcollab.envs.bomb.env import BombEnv
 from jaxcollab.envs.bomb.params import BombParams
+from jaxcollab.scale import preempt
 
 
 @chex.dataclass(frozen=True)
@@ -45,52 +45,53 @@ class PinnedInstances(Wrapper):
         return self.env.observe(state, params.params)
 
 
-def _unpinned_act(act, key, obs, policy_state, state, params):
-    return act(key, obs, policy_state, state, params.params)
-
-
 @functools.cache
-def _pinned(agent: str, speech_bytes: int, gesture_symbols: int
-            ) -> tuple[PinnedInstances, Policy]:
-    """The pinned env and team ``agent``'s policy for it (cached: one compile per process); a
-    privileged policy reads the variant's params, not the pinned ones."""
-    env = BombEnv("base-1", speech_bytes, gesture_symbols)  # variants ride in the params
-    policy = team_policy(agent, env.layout)
-    if policy.privileged:
-        policy = dataclasses.replace(policy, act=functools.partial(_unpinned_act, policy.act))
-    return PinnedInstances(env), policy
+def pinned_env(speech_bytes: int = 256, gesture_symbols: int = 32) -> PinnedInstances:
+    """The pinned bomb env (one per caps, so rollouts reuse their compile); the variants ride
+    in the params."""
+    return PinnedInstances(BombEnv("base-1", speech_bytes, gesture_symbols))
 
 
-def play_bank(episodes: bank.BankEpisodes, agent: str, seed: int,
-              speech_bytes: int = 256, gesture_symbols: int = 32) -> dict[str, np.ndarray]:
-    """Play every planned episode with team ``agent`` through the generic rollout
-    (:func:`~jaxcollab.core.rollout.rollout`). Episode ``e``'s key is
-    ``fold_in(PRNGKey(seed), e)``, so repeats of an instance get different policy keys.
+def play_bank(episodes: bank.BankEpisodes, team, seed: int, chunk: int = 16_384,
+              save_dir: str | Path | None = None) -> dict[str, np.ndarray]:
+    """Play every planned episode with ``team`` (a :class:`~jaxcollab.core.family.Team`),
+    ``chunk`` at a time (finished chunks kept in ``save_dir``, resumed on a rerun:
+    :func:`~jaxcollab.scale.preempt.resumable_episodes`). Episode ``e``'s key is
+    ``episode_keys(seed, N)[e]`` (the one convention), so repeats of an instance get different
+    policy keys while the pinned reset key fixes the board.
 
     Returns:
         Per-episode ``ending``, ``acts`` (Blind's action attempts) and ``bounces``
         (dead-channel calls), int ``[N]``.
-
-    Raises:
-        KeyError: unknown team (lists the valid ones).
     """
-    env, policy = _pinned(agent, int(speech_bytes), int(gesture_symbols))
-    root = jax.random.PRNGKey(int(seed))
-    keys = jax.vmap(lambda i: jax.random.fold_in(root, i))(np.arange(len(episodes.variant)))
-    params = PinnedParams(params=episodes.params, reset_key=episodes.instance_key)
-    final = rollout(env, policy, keys, params, max_steps=env.max_episode_steps,
-                    batched_params=True, until_done=True).state
-    return {k: np.asarray(getattr(final, k)) for k in ("ending", "acts", "bounces")}
+    env = pinned_env()
+    n = len(episodes.variant)
+    keys = np.asarray(episode_keys(seed, n))
+    params = PinnedParams(params=episodes.params, reset_key=np.asarray(episodes.instance_key))
+
+    def run(rows: np.ndarray) -> dict:
+        ids = [(str(episodes.variant[r]), int(r)) for r in rows]
+        final = team.play(env, keys[rows], jax.tree.map(lambda x: np.asarray(x)[rows], params),
+                          ids, batched_params=True)
+        return {k: np.asarray(getattr(final, k)) for k in ("ending", "acts", "bounces")}
+
+    return preempt.resumable_episodes(run, np.arange(n), min(chunk, n), save_dir)
 
 
-def rollout_bank(env_names: Sequence[str], agent: str, repeats: int = bank.REPEATS,
+def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
                  instances: int = bank.INSTANCES, turn_order="cycle", seed: int = 0,
-                 solo: str | dict | None = None) -> dict:
-    """Play the protocol (:func:`~jaxcollab.envs.bomb.bank.bank_episodes`) with team ``agent``.
+                 solo: str | dict | None = None, chunk: int = 16_384,
+                 save_dir: str | Path | None = None,
+                 team_of: Callable[[str], object] | None = None) -> dict:
+    """Play the protocol (:func:`~jaxcollab.envs.bomb.bank.bank_episodes`) with ``agent`` (a
+    team name or a :class:`~jaxcollab.core.family.Team`, e.g. an LLM team).
 
     Args:
         solo: optional solo baseline: a team name (played on the same episodes, e.g.
             ``"solo"``) or the results dict of an earlier bank run of it.
+        chunk, save_dir: episodes per played batch, and where finished chunks are kept
+            (``save_dir/bank``, and ``save_dir/solo`` for a solo team) so a stopped run resumes.
+        team_of: team name → Team (default: the scripted bomb teams).
 
     Returns:
         ``agent``, ``protocol`` (``instances``, ``repeats``, ``turn_order``, ``bank_seed``,
@@ -105,6 +106,9 @@ def rollout_bank(env_names: Sequence[str], agent: str, repeats: int = bank.REPEA
         KeyError: unknown team or variant. ValueError: bad ``repeats``, ``instances`` or
         ``turn_order``, or a solo results dict from a different protocol.
     """
+    if team_of is None:
+        from jaxcollab.agents.bomb import scripted as team_of
+    player = team_of(agent) if isinstance(agent, str) else agent
     plan = bank.bank_episodes(env_names, repeats, instances, turn_order)
     protocol = {"instances": int(instances), "repeats": int(repeats),
                 "turn_order": turn_order if isinstance(turn_order, str) else list(turn_order),
@@ -114,18 +118,20 @@ def rollout_bank(env_names: Sequence[str], agent: str, repeats: int = bank.REPEA
         if theirs != {k: v for k, v in protocol.items() if k != "seed"}:
             raise ValueError(f"solo results were played under protocol {theirs!r}, "
                              f"expected {protocol!r} (seed aside)")
-    out = {"agent": agent, "protocol": protocol, **_results(plan, agent, seed)}
+    sub = (lambda name: None) if save_dir is None else (lambda name: Path(save_dir) / name)
+    out = {"agent": player.name, "protocol": protocol,
+           **_results(plan, player, seed, chunk, sub("bank"))}
     if solo is not None:
-        solo_summary = _results(plan, solo, seed)["summary"] if isinstance(solo, str) else \
-            solo["summary"]
+        solo_summary = (_results(plan, team_of(solo), seed, chunk, sub("solo"))["summary"]
+                        if isinstance(solo, str) else solo["summary"])
         out["summary"]["solo"] = {k: v for k, v in solo_summary.items()
                                   if k not in ("solo", "gap")}
         out["summary"]["gap"] = bank.gap(out["summary"], solo_summary)
     return out
 
 
-def _results(plan: bank.BankEpisodes, agent: str, seed: int) -> dict:
-    final = play_bank(plan, agent, seed)
+def _results(plan: bank.BankEpisodes, player, seed: int, chunk: int, save_dir) -> dict:
+    final = play_bank(plan, player, seed, chunk, save_dir)
     ending, acts = final["ending"], final["acts"]
     summary = bank.summarise(plan.variant, ending, acts)
     names = list(dict.fromkeys(plan.variant.tolist()))
@@ -139,4 +145,4 @@ def _results(plan: bank.BankEpisodes, agent: str, seed: int) -> dict:
     }
 
 
-__all__ = ["play_bank", "rollout_bank"]
+__all__ = ["PinnedInstances", "PinnedParams", "pinned_env", "play_bank", "rollout_bank"]

@@ -1,8 +1,12 @@
-"""Scripted Keep-Talking teams and their rollouts (``eval/rollout.py env=ktane/...``), played
-through the generic rollout :func:`jaxcollab.core.rollout.rollout`."""
+"""Scripted Keep-Talking teams, their rollouts (``eval/rollout.py env=ktane/...``) and the
+family's plug-in (:data:`FAMILY`), played through the generic rollout
+:func:`jaxcollab.core.rollout.rollout`; any :class:`~jaxcollab.core.family.Team` (an LLM team)
+plays through the same :func:`evaluate`."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jax
@@ -10,15 +14,16 @@ import numpy as np
 
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
-from jaxcollab.core.registry import make
+from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.ruleset import RULESETS, Ruleset, make_ruleset, ruleset_info
 from jaxcollab.scale import preempt
 
-__all__ = ["RULESETS", "TEAMS", "export_instances", "oracle_team", "play", "random_team",
-           "evaluate", "run_env", "team"]
+__all__ = ["FAMILY", "RULESETS", "TEAMS", "export_instances", "oracle_team", "play",
+           "random_team", "evaluate", "run_env", "scripted", "team"]
 
 
 def play(env: KtaneEnv, agent: str, keys: jax.Array, rules: Ruleset | None = None):
@@ -63,22 +68,46 @@ def _summary(final: dict, episodes_per_second: float | None) -> dict:
     }
 
 
-def run_env(env: KtaneEnv, agent: str, episodes: int, seed: int, chunk: int = 16_384,
-            save_dir: str | Path | None = None, rules: Ruleset | None = None) -> dict:
-    """Roll out ``agent`` on ``env`` under ``rules`` (default vanilla) for ``episodes``
-    episodes (keys :func:`~jaxcollab.core.rollout.episode_keys`), ``chunk`` at a time;
-    ``save_dir`` keeps finished chunks so a run stopped by SIGTERM / SIGINT resumes
-    (:func:`jaxcollab.scale.preempt.resumable_episodes`). The first chunk played compiles
-    and is played twice, untimed then timed (``episodes_per_second``: played chunks only;
-    None when every chunk was loaded)."""
-    def run(keys: jax.Array) -> dict:
-        final = play(env, agent, keys, rules)
-        return {name: getattr(final, name) for name in FIELDS}
+def scripted(name: str, rules: Ruleset | None = None) -> ScriptedTeam:
+    """Team ``name`` under ``rules`` as a :class:`~jaxcollab.core.family.Team`.
 
-    timer = preempt.ChunkTimer(run)
-    final = preempt.resumable_episodes(timer, episode_keys(seed, episodes),
-                                       min(chunk, episodes), save_dir)
-    return _summary(final, timer.episodes_per_second)
+    Raises:
+        ValueError: unknown name; the message lists the valid ones.
+    """
+    if name not in TEAMS:
+        raise ValueError(f"unknown ktane agent {name!r}; valid: {', '.join(TEAMS)}")
+    return ScriptedTeam(name, functools.partial(_policy, name, rules))
+
+
+def _policy(name: str, rules: Ruleset | None, env: KtaneEnv):
+    return team(name, env, rules)
+
+
+def run_env(env: KtaneEnv, agent: str | Team, episodes: int, seed: int, chunk: int = 16_384,
+            save_dir: str | Path | None = None, rules: Ruleset | None = None,
+            name: str | None = None) -> dict:
+    """Roll out ``agent`` (a team name or a :class:`~jaxcollab.core.family.Team`) on ``env``
+    under ``rules`` (default vanilla) for ``episodes`` episodes (keys
+    :func:`~jaxcollab.core.rollout.episode_keys`), ``chunk`` at a time; ``save_dir`` keeps
+    finished chunks so a run stopped by SIGTERM / SIGINT resumes
+    (:func:`jaxcollab.scale.preempt.resumable_episodes`). A scripted team's first chunk played
+    compiles and is played twice, untimed then timed (``episodes_per_second``: played chunks
+    only; None when every chunk was loaded or the team is not scripted). ``name``: the
+    environment's registered name (episode ids of teams that keep transcripts)."""
+    player = scripted(agent, rules) if isinstance(agent, str) else agent
+    params = env.default_params if rules is None else env.ruleset_params(rules)
+    keys = np.asarray(episode_keys(seed, episodes))
+    label = name or env.name
+
+    def run(rows: np.ndarray) -> dict:
+        final = player.play(env, keys[rows], params, [(label, int(r)) for r in rows])
+        return {f: np.asarray(getattr(final, f)) for f in FIELDS}
+
+    timed = isinstance(player, ScriptedTeam)
+    timer = preempt.ChunkTimer(run) if timed else run
+    final = preempt.resumable_episodes(timer, np.arange(episodes), min(chunk, episodes),
+                                       save_dir)
+    return _summary(final, timer.episodes_per_second if timed else None)
 
 
 def _overall_rate(runs: list[dict]) -> float | None:
@@ -88,14 +117,16 @@ def _overall_rate(runs: list[dict]) -> float | None:
     return sum(n for n, _ in played) / sum(n / rate for n, rate in played) if played else None
 
 
-def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: int = 16_384,
+def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: int,
+             chunk: int = 16_384,
              save_dir: str | Path | None = None, ruleset: str = "vanilla",
              ruleset_seed: int = 0) -> dict:
     """Roll out a scripted team on each ``ktane/...`` environment under one ruleset.
 
     Args:
         env_names: registered Keep-Talking environment names (one or several).
-        agent: ``oracle``, ``random`` or ``talking`` (see :mod:`jaxcollab.agents.ktane.policies`).
+        agent: ``oracle``, ``random`` or ``talking`` (see :mod:`jaxcollab.agents.ktane.policies`),
+            or any :class:`~jaxcollab.core.family.Team` (e.g. an LLM team).
         episodes: episodes per environment; seed: base seed (episode ``i`` of each env uses
             ``episode_keys(seed, episodes)[i]``, as the exporter does).
         chunk, save_dir: episodes per compiled batch, and where each environment's finished
@@ -120,21 +151,20 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: 
         ValueError: unknown agent, ruleset or a bad ruleset seed, or a non-ktane environment;
             KeyError: unknown name.
     """
-    if agent not in TEAMS:
-        raise ValueError(f"unknown ktane agent {agent!r}; valid: {', '.join(TEAMS)}")
     rules = make_ruleset(ruleset, ruleset_seed)
+    player = scripted(agent, rules) if isinstance(agent, str) else agent
     runs = {}
     for name in env_names:
         env = make(name)
         if not isinstance(env, KtaneEnv):
             raise ValueError(f"{name!r} is not a ktane environment")
-        runs[name] = run_env(env, agent, episodes, seed, chunk,
+        runs[name] = run_env(env, player, episodes, seed, chunk,
                              None if save_dir is None else Path(save_dir) / name.replace("/", "-"),
-                             rules)
+                             rules, name)
     n = sum(r["episodes"] for r in runs.values())
     mean = lambda key: sum(r[key] * r["episodes"] for r in runs.values()) / n  # noqa: E731
     result = {
-        "agent": agent,
+        "agent": player.name,
         "seed": seed,
         "ruleset": ruleset_info(rules),
         "episodes": n,
@@ -152,3 +182,55 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: 
     if len(runs) > 1:
         result["per_module"] = runs
     return result
+
+
+def _rules(options: Mapping) -> Ruleset:
+    return make_ruleset(str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0))
+
+
+def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
+    o = spec.options
+    return evaluate(env_names, player, spec.episodes, spec.seed, spec.chunk, spec.save_dir,
+                    str(o.get("ruleset", "vanilla")), o.get("ruleset_seed", 0))
+
+
+def _llm_game(env_name: str, env, params, options: Mapping):
+    """:class:`~jaxcollab.llm.ktane.KtaneGame` under the run's ruleset, ``ktane.mode`` and
+    ``ktane.reflection``."""
+    from jaxcollab.llm.ktane import KtaneGame
+
+    block = options.get("ktane", {})
+    return KtaneGame(env, block.get("mode", "sync"), block.get("reflection", True),
+                     _rules(options))
+
+
+def _outcome(state) -> tuple[bool, str]:
+    outcome = T.OUTCOMES[int(state.outcome)]
+    return outcome == "solved", outcome
+
+
+def _check(env_names: Sequence[str], options: Mapping) -> None:
+    from jaxcollab.io.schema import ConfigValueError
+
+    mode = options.get("ktane", {}).get("mode", "sync")
+    if mode not in ("sync", "async"):
+        raise ConfigValueError("ktane.mode", mode, "sync or async")
+    for name in env_names:
+        if not isinstance(make(name), KtaneEnv):
+            raise ConfigValueError("env", name, "a Keep-Talking environment")
+
+
+#: The Keep-Talking family's plug-in (:mod:`jaxcollab.core.family`).
+FAMILY = Family(
+    name="ktane",
+    teams={name: functools.partial(lambda name, options: scripted(name, _rules(options)), name)
+           for name in TEAMS},
+    evaluate=_evaluate,
+    export=lambda name, n, seed, options: export_instances(
+        name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
+    config={"ruleset": "vanilla", "ruleset_seed": 0,
+            "ktane": {"mode": "sync", "reflection": True}},
+    check=_check,
+)
+register_family(FAMILY)

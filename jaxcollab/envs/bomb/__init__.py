@@ -28,11 +28,13 @@ def _state_record(state: BombState) -> dict:
     return {k: np.asarray(v).tolist() for k, v in state.items() if k not in skip}
 
 
-def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
-    """Instances of ``env_name`` as JSON-ready dicts, instance ``i`` the reset of the rollout
-    episode with key ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (variant index in the
-    table; reset key :func:`~jaxcollab.core.rollout.split_episode_key`), i.e. episode ``i`` of
-    that variant in :func:`jaxcollab.agents.bomb.evaluate` with the same seed.
+def export_instances(env_name: str, n: int, seed: int, turn_order="cycle") -> list[dict]:
+    """Instances of ``env_name`` as JSON-ready dicts, instance ``i`` the reset of episode ``i``
+    of a rollout with ``episode_keys(seed, n)`` (reset key
+    :func:`~jaxcollab.core.rollout.split_episode_key`), i.e. episode ``i`` of that variant in
+    :func:`jaxcollab.agents.bomb.evaluate` with the same seed, whichever team plays it;
+    ``text`` is rendered under that episode's turn order (``TURN_ORDERS[i % 6]`` under
+    ``turn_order="cycle"``, else the one permutation given).
 
     Schema (one dict per instance): ``env`` (name), ``variant`` (the variant-table row as a
     dict), ``seed``, ``index``, ``state`` (every :class:`BombState` field at reset as nested
@@ -40,14 +42,20 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
     the manual; ``key_seq`` the deciding manual entry per stage or cycle slot; ...),
     ``colours`` (colour names by id), ``plate_glyphs``, ``solution`` (0-based wire positions to
     cut, or key positions to press, in order; flashing: cut ``i`` lands in round ``i``) and
-    ``solution_kind`` (``"cut"`` or ``"press"``), and ``text`` (each role's rendered
-    observation at the start, keyed by role name).
+    ``solution_kind`` (``"cut"`` or ``"press"``), ``turn_order`` (role names in turn order),
+    and ``text`` (each role's rendered observation at the start, keyed by role name).
 
     Raises:
         KeyError: unknown variant (lists the valid ones).
     """
+    from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
+    from jaxcollab.envs.bomb.params import TURN_ORDERS
+
     env = BombEnv(env_name)
     params = env.default_params
+    order = parse_turn_order(turn_order)
+    orders = [TURN_ORDERS[i % len(TURN_ORDERS)] if order == CYCLE else np.asarray(order, np.int32)
+              for i in range(int(n))]
     keys = instance_keys(env.variant.name, n, seed)
     states = jax.device_get(reset_batch(keys, params, env.speech_bytes, env.gesture_symbols))
     records = []
@@ -58,7 +66,9 @@ def export_instances(env_name: str, n: int, seed: int) -> list[dict]:
             "state": _state_record(state), "colours": list(tables.COLOURS),
             "plate_glyphs": tables.PLATE_GLYPHS, "solution": env.solution(state, params),
             "solution_kind": "press" if env.variant.task == tables.TASK_CODE else "cut",
-            "text": {name: env.render_text(state, r) for r, name in enumerate(tables.ROLE_NAMES)},
+            "turn_order": [tables.ROLE_NAMES[r] for r in orders[i]],
+            "text": {name: env.render_text(state, r, params.replace(turn_order=orders[i]))
+                     for r, name in enumerate(tables.ROLE_NAMES)},
         })
     return records
 

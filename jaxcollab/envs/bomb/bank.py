@@ -16,7 +16,7 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from jaxcollab.core.rollout import split_episode_key
+from jaxcollab.core.rollout import episode_keys, split_episode_key
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.params import TURN_ORDERS, BombParams, make_params, stack_params
 
@@ -32,17 +32,15 @@ CYCLE = "cycle"
 
 def instance_keys(variant: str, n: int, seed: int = BANK_SEED) -> jax.Array:
     """Reset keys ``[n, 2]`` of instances ``0..n-1`` of ``variant`` (the bank when ``seed`` is
-    :data:`BANK_SEED`): instance ``i`` is the reset of the rollout episode with key
-    ``fold_in(fold_in(PRNGKey(seed), variant_index), i)`` (reset stream of
-    :func:`~jaxcollab.core.rollout.split_episode_key`).
+    :data:`BANK_SEED`): instance ``i`` is the reset of episode ``i`` of a rollout with
+    ``episode_keys(seed, n)`` (reset stream of :func:`~jaxcollab.core.rollout.split_episode_key`),
+    the one episode-key convention of every family and team.
 
     Raises:
         KeyError: unknown variant (lists the valid ones).
     """
-    base = jax.random.fold_in(jax.random.PRNGKey(int(seed)),
-                              T.VARIANTS.index(T.variant(variant)))
-    return jax.vmap(lambda i: split_episode_key(jax.random.fold_in(base, i))[0])(
-        np.arange(int(n)))
+    T.variant(variant)
+    return jax.vmap(lambda k: split_episode_key(k)[0])(episode_keys(int(seed), int(n)))
 
 
 def parse_turn_order(turn_order) -> str | tuple[int, int, int]:

@@ -1,0 +1,169 @@
+"""The maze family's plug-in (:data:`FAMILY`): the privileged ``oracle`` team, the evaluation
+shared by every team (oracle, LLM), the exporter and the LLM game.
+
+``python eval/rollout.py env=maze/split-6x6 agent=oracle episodes=N`` (or ``agent=llm``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.core.registry import make, register_family
+from jaxcollab.core.rollout import privileged_policy
+from jaxcollab.envs.maze import export_instances
+from jaxcollab.envs.maze.env import OUT_OF_STEPS, RUNNING, SUCCESS, WRONG_MOVE, MazeEnv
+from jaxcollab.scale import preempt
+
+ENDINGS = {RUNNING: "running", SUCCESS: "success", WRONG_MOVE: "wrong_move",
+           OUT_OF_STEPS: "truncated"}
+FIELDS = ("ending", "step", "n_moves")
+
+
+def maze_oracle(key, obs, policy_state, state, params):
+    """Both agents propose the true next move (reads the hidden path: a solver)."""
+    move = state.moves[jnp.clip(state.step, 0, state.moves.shape[0] - 1)]
+    return jnp.stack([move, move]).astype(jnp.int32), policy_state
+
+
+def scripted(name: str) -> ScriptedTeam:
+    """Team ``name`` (``oracle``) as a :class:`~jaxcollab.core.family.Team`.
+
+    Raises:
+        KeyError: unknown team.
+    """
+    if name != "oracle":
+        raise KeyError(f"unknown maze team {name!r}; valid: oracle")
+    return ScriptedTeam(name, lambda env: _ORACLE)
+
+
+_ORACLE = privileged_policy(maze_oracle)
+
+
+def summary(final: Mapping[str, np.ndarray]) -> dict:
+    """``episodes``, ``success_rate`` = ``maze_success`` (fraction of episodes reaching the
+    goal: every step decided right, Narrowing the Collaboration Gap §5), ``step_accuracy``
+    (steps decided right / steps decided) and ``endings`` counts."""
+    ending, step = np.asarray(final["ending"]), np.asarray(final["step"])
+    correct = step - (ending == WRONG_MOVE)
+    rate = float(np.mean(ending == SUCCESS))
+    return {"episodes": int(ending.size), "success_rate": rate, "maze_success": rate,
+            "step_accuracy": float(correct.sum() / max(step.sum(), 1)),
+            "endings": {name: int((ending == i).sum()) for i, name in ENDINGS.items()}}
+
+
+def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
+    """Play ``spec.episodes`` episodes of each maze environment with ``player`` (keys
+    ``episode_keys(seed, episodes)``), ``spec.chunk`` at a time (resumable,
+    :func:`~jaxcollab.scale.preempt.resumable_episodes`).
+
+    Returns:
+        ``agent``, the :func:`summary` keys over every environment, and ``per_env.<name>`` (the
+        same keys) when several environments are given.
+    """
+    keys = np.asarray(spec.keys())
+    finals = {}
+    for name in env_names:
+        env = make(name)
+
+        def run(rows, env=env, name=name):
+            final = player.play(env, keys[rows], env.default_params,
+                                [(name, int(r)) for r in rows])
+            return {f: np.asarray(getattr(final, f)) for f in FIELDS}
+
+        finals[name] = preempt.resumable_episodes(run, np.arange(spec.episodes),
+                                                  min(spec.chunk, spec.episodes),
+                                                  spec.env_dir(name))
+    pooled = {f: np.concatenate([x[f] for x in finals.values()]) for f in FIELDS}
+    out = {"agent": player.name, **summary(pooled)}
+    if len(finals) > 1:
+        out["per_env"] = {name: summary(x) for name, x in finals.items()}
+    return out
+
+
+def _llm_game(env_name: str, env, params, options: Mapping):
+    """:class:`~jaxcollab.llm.maze.MazeGame` with ``maze.setting``, ``maze.rounds``,
+    ``maze.samples`` (and the calibrator fitted on ``maze.calibration_dir``)."""
+    from jaxcollab.llm.maze import MazeGame
+
+    block = options.get("maze", {})
+    cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4)) \
+        if block.get("setting") == "verbalized_calibrated" else None
+    return MazeGame(env, block.get("setting", "action"), block.get("rounds", 4),
+                    block.get("samples", 5), cal)
+
+
+@functools.lru_cache(maxsize=4)
+def _calibrator(env_name: str, calibration_dir: str | None, rounds: int):
+    from jaxcollab.llm.maze import fit_conversation_calibrator
+    from jaxcollab.llm.run import read_transcripts, transcript_path
+
+    if not calibration_dir:
+        raise ValueError("maze.setting='verbalized_calibrated' needs maze.calibration_dir=DIR, "
+                         "a finished 'verbalized' run on other mazes (another seed)")
+    return fit_conversation_calibrator(
+        read_transcripts(transcript_path(calibration_dir, env_name)), rounds)
+
+
+def _outcome(state) -> tuple[bool, str]:
+    ending = int(state.ending)
+    return ending == SUCCESS, ENDINGS[ending]
+
+
+def _data(state) -> dict:
+    return {"labels": np.asarray(state.moves)[: int(state.n_moves)].tolist()}
+
+
+def _llm_summary(records: list[dict], options: Mapping) -> dict:
+    """``step_accuracy_by_round`` (round ``k``'s stated move equals the true move, over the
+    steps played), ``calibration_loss_by_round`` and the bootstrap interval of the success
+    rate (``success_interval``: mean, 90 % interval; paper §6)."""
+    from jaxcollab.llm.maze import bootstrap_success, calibration_by_round
+
+    block = options.get("maze", {})
+    n_rounds = 1 if block.get("setting") == "solo" else int(block.get("rounds", 4))
+    hits = np.zeros(n_rounds)
+    seen = np.zeros(n_rounds)
+    losses = []
+    for r in records:
+        labels = dict(enumerate(r["data"]["labels"]))
+        for x in r["data"].get("rounds", []):
+            if x["step"] in labels and x["round"] < n_rounds:
+                seen[x["round"]] += 1
+                hits[x["round"]] += x["probs"] is not None and \
+                    int(np.argmax(x["probs"])) == labels[x["step"]]
+        losses.append(calibration_by_round(r["data"].get("rounds", []), labels, n_rounds))
+    loss = np.array([[np.nan if v is None else v for v in row] for row in losses], float)
+    success = np.array([[r["success"]] for r in records], float)
+    return {"step_accuracy_by_round": [float(h / s) if s else None for h, s in zip(hits, seen)],
+            "calibration_loss_by_round": [None if np.all(np.isnan(c)) else float(np.nanmean(c))
+                                          for c in loss.T] if len(loss) else [],
+            "success_interval": bootstrap_success(success) if len(success) else None}
+
+
+def _check(env_names: Sequence[str], options: Mapping) -> None:
+    from jaxcollab.io.schema import ConfigValueError
+
+    for name in env_names:
+        if not isinstance(make(name), MazeEnv):
+            raise ConfigValueError("env", name, "a maze environment")
+
+
+#: The maze family's plug-in (:mod:`jaxcollab.core.family`).
+FAMILY = Family(
+    name="maze",
+    teams={"oracle": lambda options: scripted("oracle")},
+    evaluate=evaluate,
+    export=lambda name, n, seed, options: export_instances(name, n, seed),
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
+                data=_data, summary=_llm_summary),
+    config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None}},
+    check=_check,
+)
+register_family(FAMILY)
+
+__all__ = ["ENDINGS", "FAMILY", "evaluate", "maze_oracle", "scripted", "summary"]

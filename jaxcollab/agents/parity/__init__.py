@@ -1,0 +1,15 @@
+"""The chained-parity family's plug-in (:data:`FAMILY`): its exporter. Its teams are trained
+(``train/collab.py``), so it has no rollout team and no LLM game."""
+
+from __future__ import annotations
+
+from jaxcollab.core.family import Family
+from jaxcollab.core.registry import register_family
+from jaxcollab.envs.parity import export_instances
+
+#: The parity family's plug-in (:mod:`jaxcollab.core.family`).
+FAMILY = Family(name="parity",
+                export=lambda name, n, seed, options: export_instances(name, n, seed))
+register_family(FAMILY)
+
+__all__ = ["FAMILY"]

@@ -1,0 +1,146 @@
+"""Family plug-ins: everything an entry point needs to know about a family, in one object.
+
+A family (``bomb``, ``ktane``, ``maze``, ``parity``, or one a user adds) is a package of
+environments plus one :class:`Family`, registered with :func:`jaxcollab.register_family`. The
+entry points (``eval/rollout.py``, ``eval/export.py``, ``eval/protocols.py``, the LLM run) ask
+the plug-in and nothing else: its teams by name, its evaluation (the family's ``results.json``
+keys, documented by its ``evaluate``), its exporter, its LLM game and its config keys.
+
+**A team is a team.** Every team, scripted, privileged oracle or LLM, is a :class:`Team`: an
+object whose ``play(env, keys, params, ids)`` plays one episode per key to its end and returns
+the final environment states. A family's ``evaluate`` plays any team through the same chunking,
+preemption and summaries (:func:`jaxcollab.scale.preempt.resumable_episodes`).
+
+**One episode-key convention.** Episode ``i`` of seed ``s`` on any environment has the key
+``episode_keys(s, n)[i]`` (:func:`jaxcollab.core.rollout.episode_keys`; the same for every
+``n > i``), whoever plays it: an oracle, a scripted team, an LLM team or the exporter. What
+else makes the instance (the bomb's turn order ``TURN_ORDERS[i % 6]``, a Keep-Talking ruleset)
+is a function of ``i`` and the config only, built by the family for every team alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import jax
+
+from jaxcollab.core.env import Environment
+from jaxcollab.core.rollout import Policy, episode_keys, rollout
+
+#: An episode's identity in a run: ``(environment name, episode index)``.
+EpisodeId = tuple[str, int]
+
+
+class Team(Protocol):
+    """Anything that plays episodes: ``name`` for results, ``play`` for the rollout."""
+
+    name: str
+
+    def play(self, env: Environment, keys: jax.Array, params: Any, ids: Sequence[EpisodeId], *,
+             batched_params: bool = False) -> Any:
+        """Play one episode per key ``[B]`` (``params`` shared, or ``[B]`` with
+        ``batched_params``) to its end; the final environment states ``[B]`` (host arrays).
+        ``ids[b]`` names episode ``b`` (teams that keep transcripts use it)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ScriptedTeam:
+    """A team given by its policy: ``policy(env) -> Policy`` (oracle, scripted, learned),
+    played by the library rollout with ``until_done`` (one compile per env and batch size)."""
+
+    name: str
+    policy: Callable[[Environment], Policy]
+
+    def play(self, env, keys, params, ids=(), *, batched_params=False):
+        return jax.device_get(rollout(env, self.policy(env), keys, params,
+                                      batched_params=batched_params,
+                                      max_steps=env.max_episode_steps, until_done=True).state)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What to play: ``episodes`` per environment from ``seed``, ``chunk`` at a time, finished
+    chunks kept under ``save_dir`` (``None``: nothing kept), and ``options``, the run's config
+    (a plain mapping; a family reads its own keys, :attr:`Family.config`)."""
+
+    episodes: int
+    seed: int
+    chunk: int = 16_384
+    save_dir: Path | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def keys(self) -> jax.Array:
+        """The episode keys ``[episodes]`` (the one convention; module docstring)."""
+        return episode_keys(self.seed, self.episodes)
+
+    def env_dir(self, name: str) -> Path | None:
+        """Where ``name``'s finished chunks are kept (``save_dir/<name with / as ->``)."""
+        return None if self.save_dir is None else Path(self.save_dir) / name.replace("/", "-")
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMGame:
+    """A family's LLM side (:mod:`jaxcollab.llm`): how a language model plays one episode.
+
+    Attributes:
+        game: ``game(env_name, env, params, options) -> jaxcollab.llm.bridge.Game`` for one
+            episode, ``params`` that episode's params (prompts may depend on them, e.g. the
+            bomb's turn order), ``options`` the run config.
+        outcome: ``outcome(final_state) -> (success, ending name)`` of one episode.
+        temperature: the family's default sampling temperature (``llm.temperature=null``).
+        data: ``data(final_state) -> dict`` of extra transcript fields (e.g. maze labels).
+        summary: ``summary(records, options) -> dict`` of family-specific LLM keys computed
+            from the transcript records (e.g. the maze's per-round accuracy).
+    """
+
+    game: Callable[[str, Environment, Any, Mapping[str, Any]], Any]
+    outcome: Callable[[Any], tuple[bool, str]]
+    temperature: float = 0.6
+    data: Callable[[Any], dict] = lambda state: {}
+    summary: Callable[[list[dict], Mapping[str, Any]], dict] = lambda records, options: {}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One family's plug-in.
+
+    Attributes:
+        name: the prefix of its environment names (``bomb`` in ``bomb/base-1``).
+        teams: team name → ``factory(options) -> Team`` (scripted and privileged teams; the
+            LLM team is added by the LLM run for every family with an :attr:`llm` game).
+        evaluate: ``evaluate(env_names, team, spec) -> dict``, the family's ``results.json``
+            keys (documented in its docstring); plays ``team`` through
+            :func:`jaxcollab.scale.preempt.resumable_episodes`. ``None``: no team plays this
+            family by rollout (e.g. parity, whose teams are trained).
+        export: ``export(env_name, n, seed, options) -> list[dict]`` JSON-ready instances
+            ``0..n-1`` (records start as :func:`jaxcollab.core.export.record`); ``None``: none.
+        llm: the LLM game, or ``None`` when language models cannot play this family.
+        config: the run-config keys this family reads, with their defaults (its config block;
+            a run on another family refuses a non-default value of one of them).
+        check: ``check(env_names, options)`` raising ``ConfigValueError`` on a bad option.
+    """
+
+    name: str
+    teams: Mapping[str, Callable[[Mapping[str, Any]], Team]] = dataclasses.field(
+        default_factory=dict)
+    evaluate: Callable[[Sequence[str], Team, Spec], dict] | None = None
+    export: Callable[[str, int, int, Mapping[str, Any]], list[dict]] | None = None
+    llm: LLMGame | None = None
+    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    check: Callable[[Sequence[str], Mapping[str, Any]], None] = lambda names, options: None
+
+    def team(self, name: str, options: Mapping[str, Any]) -> Team:
+        """The scripted team ``name`` under ``options``.
+
+        Raises:
+            KeyError: not a team of this family (lists the valid ones).
+        """
+        if name not in self.teams:
+            raise KeyError(f"unknown {self.name} team {name!r}; valid: {', '.join(self.teams)}")
+        return self.teams[name](options)
+
+
+__all__ = ["EpisodeId", "Family", "LLMGame", "ScriptedTeam", "Spec", "Team"]
