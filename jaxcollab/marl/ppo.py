@@ -42,7 +42,9 @@ class PPOConfig:
             parameters for every role (the role is in the observation) or one per role.
         episodes: parallel episodes per seed; steps: turns per episode per update (auto-reset
             within); epochs, minibatches: PPO passes over each batch; the rest PPO/GAE/optimiser
-            settings. hidden/embed: GRU and embedding widths; symbols/alphabet: the view's
+            settings. wrong_penalty: the training reward of a wrong action is this times the
+            environment's -1 (1: the environment's reward; 0: a guess costs no more than a
+            time-out, so exploring cuts is not punished; success is always the env's ending). hidden/embed: GRU and embedding widths; symbols/alphabet: the view's
             messages. seeds: independent runs vmapped in one program.
     """
 
@@ -60,6 +62,7 @@ class PPOConfig:
     ent_coef: float = 0.01
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
+    wrong_penalty: float = 1.0
     hidden: int = 64
     embed: int = 4
     symbols: int = 1
@@ -160,9 +163,11 @@ class Trainer:
         obs2, env_state, reward, term, trunc, info = jax.vmap(self.env.step, (0, 0, 0, None))(
             env_keys, env_state, joint, self.params0)
         done = term | trunc
+        team = reward[:, 0]
+        team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
-                      reward=reward[:, 0], done=done, defused=done & (info["ending"] == T.DEFUSED))
+                      reward=team, done=done, defused=done & (info["ending"] == T.DEFUSED))
         return (env_state, obs2, new_hidden), record
 
     def _gae(self, traj, last_value):
