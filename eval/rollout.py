@@ -71,8 +71,15 @@ def check_config(cfg: DictConfig) -> None:
             family without rulesets, or a ``solo`` that is neither a team nor an existing
             results file.
     """
-    _, module = agents_of(cfg.env)
-    if cfg.agent not in module.TEAMS:
+    names, module = agents_of(cfg.env)
+    if cfg.agent == "learned":  # a team trained by train/marl.py (jaxcollab.marl)
+        if cfg.checkpoint is None or not Path(cfg.checkpoint).is_dir():
+            raise ConfigValueError("checkpoint", cfg.checkpoint, "the out_dir (or its team/) "
+                                   "of a train/marl.py run, for agent=learned")
+        if len(names) != 1 or cfg.bank:
+            raise ConfigValueError("env", cfg.env, "the one variant the learned team was trained "
+                                   "on (agent=learned, bank=false)")
+    elif cfg.agent not in module.TEAMS:
         raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {list(module.TEAMS)}")
     if cfg.bank and not hasattr(module, "rollout_bank"):
         raise ConfigValueError("bank", True, f"false: {cfg.env} has no instance bank (bomb has)")
@@ -104,7 +111,13 @@ def run(cfg: DictConfig) -> dict:
     else:
         rules = ({"ruleset": str(cfg.ruleset), "ruleset_seed": cfg.ruleset_seed}
                  if hasattr(module, "RULESETS") else {})
-        results = module.evaluate(names, cfg.agent, cfg.episodes, cfg.seed, cfg.chunk,
+        agent = cfg.agent
+        if agent == "learned":
+            from jaxcollab.core.registry import make
+            from jaxcollab.marl import learned_team
+
+            agent = learned_team(cfg.checkpoint, make(names[0]))
+        results = module.evaluate(names, agent, cfg.episodes, cfg.seed, cfg.chunk,
                                   job.out / "episodes", **rules)
     job.results.update({"env": cfg.env, **results})
     keys = ("success_rate", "episodes", "episodes_per_second")

@@ -8,7 +8,9 @@ curve: environment steps so far, the success rate of the episodes that ended dur
 (sampled actions), and the greedy success rate on held-out episodes (``eval_seed``). Rerunning
 with the same ``out_dir`` resumes after the last finished chunk; a changed config is refused.
 
-Writes into ``out_dir``: ``results.json``, ``learning_curve.png``, ``train_state/`` (resume),
+Writes into ``out_dir``: ``results.json``, ``learning_curve.png``, ``protocol.png`` (per role
+and channel, the learned code against its most informative perceived feature), ``train_state/``
+(resume),
 ``team/`` (seed 0's team: ``python eval/rollout.py agent=learned checkpoint=DIR/team``).
 
 ``results.json`` keys: ``config``, ``run``; ``curve`` (lists, one entry per chunk:
@@ -16,7 +18,8 @@ Writes into ``out_dir``: ``results.json``, ``learning_curve.png``, ``train_state
 ``seconds`` of training so far); ``env_steps_per_second`` (training throughput, all seeds,
 compile excluded); when finished, ``success_rate`` (seed 0's team on ``eval_episodes``
 held-out episodes through :func:`jaxcollab.rollout`, greedy), ``endings``, ``mean_rounds``,
-``bounces``, ``success_rate_per_seed`` (the in-training greedy evaluation of every seed) and
+``bounces``, ``protocol`` (:func:`jaxcollab.marl.protocol.protocol_tables` of seed 0's team
+on 256 held-out episodes), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed) and
 ``wall_seconds``.
 """
 
@@ -33,6 +36,7 @@ from jaxcollab.io.run import start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl.plots import curve_plot
 from jaxcollab.marl.ppo import PPOConfig, Trainer
+from jaxcollab.marl.protocol import protocol_plot, protocol_tables
 from jaxcollab.marl.team import save_team, team_policy
 from jaxcollab.scale.preempt import TrainState as Checkpoint
 
@@ -107,7 +111,10 @@ def train(cfg: DictConfig, job) -> dict:
                            step=done)
             bar(done, float(m["policy_loss"].mean()))
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
-    return {**heldout(trainer, ts.params, cfg),
+    tables = protocol_tables(team_policy(ppo, jax.tree.map(lambda p: p[0], ts.params),
+                                         trainer.view.env), trainer.view, 256, cfg.eval_seed)
+    protocol_plot(tables, job.out / "protocol.png")
+    return {**heldout(trainer, ts.params, cfg), "protocol": tables,
             "success_rate_per_seed": curve["heldout_success"][-1]}
 
 

@@ -331,6 +331,7 @@ class Rollout:
     solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
     ruleset_seed: int = count(0, 0)             # seed of ruleset=random
+    checkpoint: str | None = None  # agent=learned: a train/marl.py out_dir (or its team/)
     out_dir: str = MISSING
 
 

@@ -59,15 +59,16 @@ def rounds_used(state: BombState) -> jax.Array:
     return state.round + (state.turn > 0)
 
 
-def play(env: BombEnv, agent: str, keys: jax.Array, params) -> BombState:
+def play(env: BombEnv, agent, keys: jax.Array, params) -> BombState:
     """Play one episode per key ``[B]`` (params ``[B]``, any variants with ``env``'s caps) with
-    team ``agent`` to its end; the final states. A while-loop over turns stops once every
+    team ``agent`` (a name, or a rollout policy such as a learned team) to its end; the final states. A while-loop over turns stops once every
     episode has ended (:func:`~jaxcollab.core.rollout.rollout` with ``until_done``)."""
-    return rollout(env, team_policy(agent, env.layout), keys, params, batched_params=True,
+    policy = team_policy(agent, env.layout) if isinstance(agent, str) else agent
+    return rollout(env, policy, keys, params, batched_params=True,
                    max_steps=env.max_episode_steps, until_done=True).state
 
 
-def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: int = CHUNK,
+def evaluate(env_names: list[str], agent, episodes: int, seed: int, chunk: int = CHUNK,
              save_dir: str | Path | None = None) -> dict:
     """Play ``episodes`` episodes of each variant in ``env_names`` with team ``agent``.
 
@@ -96,7 +97,8 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: 
     """
     if episodes < 1:
         raise ValueError(f"episodes must be positive, got {episodes!r}")
-    team(agent)
+    if isinstance(agent, str):
+        team(agent)
     env = make(env_names[0])
     keys, params, idx = _batch(env_names, episodes, seed)
     total = len(idx)
@@ -108,7 +110,7 @@ def evaluate(env_names: list[str], agent: str, episodes: int, seed: int, chunk: 
 
     timer = preempt.ChunkTimer(run)
     final = preempt.resumable_episodes(timer, np.arange(total), min(chunk, total), save_dir)
-    out = {"agent": agent, **_summary(final, np.ones(total, bool)),
+    out = {"agent": agent if isinstance(agent, str) else agent.name, **_summary(final, np.ones(total, bool)),
            "episodes_per_second": timer.episodes_per_second,
            "devices": [str(d) for d in jax.devices()]}
     out["variants"] = {name: _summary(final, idx == i) for i, name in enumerate(env_names)}
