@@ -19,8 +19,8 @@ and channel, the learned code against its most informative perceived feature), `
 compile excluded); when finished, ``success_rate`` (seed 0's team on ``eval_episodes``
 held-out episodes through :func:`jaxcollab.rollout`, greedy), ``endings``, ``mean_rounds``,
 ``bounces``, ``protocol`` (:func:`jaxcollab.marl.protocol.protocol_tables` of seed 0's team
-on 256 held-out episodes), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed) and
-``wall_seconds``.
+on 256 held-out episodes), ``success_rate_per_seed`` (the in-training greedy evaluation of
+every seed) and ``wall_seconds``.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def heldout(trainer: Trainer, params, cfg: DictConfig) -> dict:
                             max_steps=T.N_AGENTS * env.variant.rounds, until_done=True)
     ending = np.asarray(out.state.ending)
     return {"success_rate": float((ending == T.DEFUSED).mean()),
-            "endings": ending_counts(ending), "mean_rounds": float(np.asarray(out.state.round).mean()),
+            "endings": ending_counts(ending),
+            "mean_rounds": float(np.asarray(out.state.round).mean()),
             "bounces": float(np.asarray(out.state.bounces).mean())}
 
 

@@ -44,8 +44,8 @@ class PPOConfig:
             within); epochs, minibatches: PPO passes over each batch; the rest PPO/GAE/optimiser
             settings. wrong_penalty: the training reward of a wrong action is this times the
             environment's -1 (1: the environment's reward; 0: a guess costs no more than a
-            time-out, so exploring cuts is not punished; success is always the env's ending). hidden/embed: GRU and embedding widths; symbols/alphabet: the view's
-            messages. seeds: independent runs vmapped in one program.
+            time-out, so exploring cuts is not punished; success is always the env's ending).
+            hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages. seeds: independent runs vmapped in one program.
     """
 
     env: str = "bomb/base-1"
@@ -109,8 +109,9 @@ class Trainer:
     def init_params(self, key) -> dict:
         v, c = self.view, self.cfg
         ka, kc = jax.random.split(key)
-        actor = jax.vmap(lambda k: nn.actor_init(k, v.vocab_size, v.obs_size, v.n_logits,
-                                                 c.hidden, c.embed))(jax.random.split(ka, self.roles))
+        actor = jax.vmap(lambda k: nn.actor_init(
+            k, v.vocab_size, v.obs_size, v.n_logits, c.hidden, c.embed))(
+            jax.random.split(ka, self.roles))
         params = {"actor": actor}
         if c.algo == "mappo":
             params["critic"] = nn.critic_init(kc, v.vocab_size, v.obs_size, T.N_AGENTS, c.hidden,

@@ -61,8 +61,8 @@ def rounds_used(state: BombState) -> jax.Array:
 
 def play(env: BombEnv, agent, keys: jax.Array, params) -> BombState:
     """Play one episode per key ``[B]`` (params ``[B]``, any variants with ``env``'s caps) with
-    team ``agent`` (a name, or a rollout policy such as a learned team) to its end; the final states. A while-loop over turns stops once every
-    episode has ended (:func:`~jaxcollab.core.rollout.rollout` with ``until_done``)."""
+    team ``agent`` (a name, or a rollout policy such as a learned team) to its end; the final
+    states. A while-loop over turns stops once every episode has ended (:func:`~jaxcollab.core.rollout.rollout` with ``until_done``)."""
     policy = team_policy(agent, env.layout) if isinstance(agent, str) else agent
     return rollout(env, policy, keys, params, batched_params=True,
                    max_steps=env.max_episode_steps, until_done=True).state
@@ -110,7 +110,8 @@ def evaluate(env_names: list[str], agent, episodes: int, seed: int, chunk: int =
 
     timer = preempt.ChunkTimer(run)
     final = preempt.resumable_episodes(timer, np.arange(total), min(chunk, total), save_dir)
-    out = {"agent": agent if isinstance(agent, str) else agent.name, **_summary(final, np.ones(total, bool)),
+    name = agent if isinstance(agent, str) else agent.name
+    out = {"agent": name, **_summary(final, np.ones(total, bool)),
            "episodes_per_second": timer.episodes_per_second,
            "devices": [str(d) for d in jax.devices()]}
     out["variants"] = {name: _summary(final, idx == i) for i, name in enumerate(env_names)}
