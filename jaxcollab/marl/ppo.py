@@ -45,7 +45,8 @@ class PPOConfig:
             settings. wrong_penalty: the training reward of a wrong action is this times the
             environment's -1 (1: the environment's reward; 0: a guess costs no more than a
             time-out, so exploring cuts is not punished; success is always the env's ending).
-            hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages. seeds: independent runs vmapped in one program.
+            hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
+            seeds: independent runs vmapped in one program.
     """
 
     env: str = "bomb/base-1"

@@ -62,7 +62,8 @@ def rounds_used(state: BombState) -> jax.Array:
 def play(env: BombEnv, agent, keys: jax.Array, params) -> BombState:
     """Play one episode per key ``[B]`` (params ``[B]``, any variants with ``env``'s caps) with
     team ``agent`` (a name, or a rollout policy such as a learned team) to its end; the final
-    states. A while-loop over turns stops once every episode has ended (:func:`~jaxcollab.core.rollout.rollout` with ``until_done``)."""
+    states. A while-loop over turns stops once every episode has ended
+    (:func:`~jaxcollab.core.rollout.rollout` with ``until_done``)."""
     policy = team_policy(agent, env.layout) if isinstance(agent, str) else agent
     return rollout(env, policy, keys, params, batched_params=True,
                    max_steps=env.max_episode_steps, until_done=True).state
