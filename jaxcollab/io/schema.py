@@ -401,6 +401,7 @@ class Rollout:
     bomb: BombBlock = field(default_factory=BombBlock)
     ktane: KtaneBlock = field(default_factory=KtaneBlock)
     maze: MazeBlock = field(default_factory=MazeBlock)
+    checkpoint: str | None = None  # agent=learned: a train/marl.py out_dir (or its team/)
     out_dir: str = MISSING
 
 
@@ -453,6 +454,57 @@ class Analyze:
     chunk: int = count(32)  # episodes per compiled replay
 
 
+class MarlAlgo(StrEnum):
+    ippo = "ippo"    # independent critics, one per acting agent's view
+    mappo = "mappo"  # one centralised critic over every agent's view
+
+
+@dataclass
+class MarlPPO:
+    """The trainer's settings (:class:`jaxcollab.marl.ppo.PPOConfig`, same names)."""
+
+    env: str = "${env}"
+    algo: MarlAlgo = MarlAlgo.ippo
+    shared: bool = True
+    episodes: int = count(256)
+    steps: int = count(32)
+    epochs: int = count(2)
+    minibatches: int = count(2)
+    lr: float = bounded(1e-3, gt=0.0)
+    gamma: float = bounded(0.99, ge=0.0, le=1.0)
+    gae_lambda: float = bounded(0.95, ge=0.0, le=1.0)
+    clip: float = bounded(0.2, gt=0.0)
+    ent_coef: float = bounded(0.01, ge=0.0)
+    vf_coef: float = bounded(0.5, ge=0.0)
+    max_grad_norm: float = bounded(0.5, gt=0.0)
+    wrong_penalty: float = bounded(1.0, ge=0.0)
+    hidden: int = count(64)
+    embed: int = count(4)
+    symbols: int = bounded(1, ge=1, le=4)
+    alphabet: int = bounded(8, ge=2, le=42)
+    seeds: int = count(1)
+
+    def check(self) -> None:
+        if self.episodes % self.minibatches:
+            raise ConfigValueError("ppo.episodes", self.episodes,
+                                   f"a multiple of ppo.minibatches={self.minibatches}")
+
+
+@dataclass
+class Marl:
+    """``configs/marl/marl.yaml``: ``train/marl.py`` (a team learns a bomb variant by
+    IPPO/MAPPO; sizes from the ``preset`` group in ``configs/marl/preset/``)."""
+
+    env: str = "bomb/base-1"
+    seed: int = count(0, 0)
+    updates: int = count(300)      # PPO updates in all
+    chunk: int = count(20)         # updates per compiled call (a checkpoint and a curve point)
+    eval_episodes: int = count(1024)
+    eval_seed: int = count(1_000_003, 0)  # held-out episodes: another seed than training's
+    ppo: MarlPPO = field(default_factory=MarlPPO)
+    out_dir: str = MISSING
+
+
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
@@ -483,6 +535,7 @@ class Report:
 SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
            "report": Report, "bounds": Bounds, "analyze": Analyze}
+           "marl": Marl}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

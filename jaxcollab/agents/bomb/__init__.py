@@ -201,9 +201,32 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     except ValueError as e:
         raise ConfigValueError("turn_order", options.get("turn_order"),
                                "'cycle' or a permutation of deaf, mute, blind") from e
+    if options.get("agent") == "learned":
+        checkpoint = options.get("checkpoint")
+        if checkpoint is None or not Path(checkpoint).is_dir():
+            raise ConfigValueError("checkpoint", checkpoint, "the out_dir (or its team/) of a "
+                                   "train/marl.py run, for agent=learned")
+        if len(env_names) != 1 or options.get("bank"):
+            raise ConfigValueError("env", ",".join(env_names), "the one variant the learned team "
+                                   "was trained on (agent=learned, bank=false)")
     hint = options.get("bomb", {}).get("hint", "weak")
     if hint not in ("none", "weak", "strong", "playbook"):
         raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")
+
+
+def learned(options: Mapping) -> ScriptedTeam:
+    """The team trained by ``train/marl.py`` at ``options["checkpoint"]``
+    (:func:`jaxcollab.marl.learned_team`), loaded once per environment."""
+    from jaxcollab.marl import learned_team
+
+    policies: dict = {}
+
+    def policy(env) -> Policy:
+        if env not in policies:
+            policies[env] = learned_team(options["checkpoint"], env)
+        return policies[env]
+
+    return ScriptedTeam("learned", policy)
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
@@ -232,11 +255,12 @@ def _outcome(state) -> tuple[bool, str]:
 #: The bomb family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="bomb",
-    teams={name: functools.partial(lambda name, options: scripted(name), name) for name in TEAMS},
+    teams={**{name: functools.partial(lambda name, options: scripted(name), name)
+              for name in TEAMS}, "learned": learned},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(name, n, seed),
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
-    config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None,
+    config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None, "checkpoint": None,
             "bomb": {"hint": "weak", "solo_player": False}},
     check=_check,
 )

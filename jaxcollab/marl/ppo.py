@@ -1,0 +1,298 @@
+"""IPPO and MAPPO with recurrent (GRU) policies on the RL view of a bomb variant, the whole
+update under one ``jit``: rollout through the environment's vmapped ``reset`` / ``step``
+(auto-reset), GAE, PPO epochs over minibatches of episodes, seeds vmapped.
+
+One environment step is one turn (only the acting role's row of the joint action is read by
+the environment), so each step runs the acting agent's policy on its own observation vector and
+advances that agent's GRU state; every agent keeps its own state, reset when the episode ends.
+The team reward drives one GAE over the team's turns (each agent's value estimates the team
+return from its own view, IPPO; or one centralised critic over all agents' views, MAPPO). PPO:
+Schulman et al. (2017), "Proximal Policy Optimization Algorithms", eq. 7 and 11; GAE: Schulman
+et al. (2016), "High-Dimensional Continuous Control Using Generalized Advantage Estimation";
+IPPO / MAPPO: Yu et al. (2022), "The Surprising Effectiveness of PPO in Cooperative
+Multi-Agent Games".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import chex
+import jax
+import jax.numpy as jnp
+import optax
+from jax.sharding import NamedSharding, PartitionSpec
+
+from jaxcollab.core.rollout import split_episode_key
+from jaxcollab.core.wrappers import AutoResetWrapper
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.marl import networks as nn
+from jaxcollab.marl.view import BombView, make_view
+from jaxcollab.scale.mesh import DATA, data_mesh
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Trainer settings (all static).
+
+    Attributes:
+        env: bomb variant name; algo: ``"ippo"`` or ``"mappo"``; shared: one set of actor
+            parameters for every role (the role is in the observation) or one per role.
+        episodes: parallel episodes per seed; steps: turns per episode per update (auto-reset
+            within); epochs, minibatches: PPO passes over each batch; the rest PPO/GAE/optimiser
+            settings. wrong_penalty: the training reward of a wrong action is this times the
+            environment's -1 (1: the environment's reward; 0: a guess costs no more than a
+            time-out, so exploring cuts is not punished; success is always the env's ending).
+            hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
+            seeds: independent runs vmapped in one program.
+    """
+
+    env: str = "bomb/base-1"
+    algo: str = "ippo"
+    shared: bool = True
+    episodes: int = 256
+    steps: int = 32
+    epochs: int = 2
+    minibatches: int = 2
+    lr: float = 1e-3
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    wrong_penalty: float = 1.0
+    hidden: int = 64
+    embed: int = 4
+    symbols: int = 1
+    alphabet: int = 8
+    seeds: int = 1
+
+    def __post_init__(self):
+        if self.algo not in ("ippo", "mappo"):
+            raise ValueError(f"algo={self.algo!r} must be 'ippo' or 'mappo'")
+        if self.episodes % self.minibatches:
+            raise ValueError(f"episodes={self.episodes} must be a multiple of "
+                             f"minibatches={self.minibatches}")
+
+
+@chex.dataclass
+class TrainState:
+    """Everything one seed's training carries (leading seed axis when vmapped)."""
+
+    params: Any
+    opt_state: Any
+    env_state: Any
+    obs: jax.Array        # int32 [B, 3, L] tokens
+    hidden: jax.Array     # float32 [B, 3, H]
+    key: jax.Array
+    update: jax.Array     # int32: updates done
+
+
+def _optimiser(cfg: PPOConfig):
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
+
+
+class Trainer:
+    """IPPO / MAPPO for one :class:`PPOConfig`; :meth:`train` is the jitted update loop."""
+
+    def __init__(self, cfg: PPOConfig, view: BombView | None = None):
+        self.cfg = cfg
+        self.view = view or make_view(cfg.env, cfg.symbols, cfg.alphabet)
+        self.env = AutoResetWrapper(self.view.env)
+        self.params0 = self.view.env.default_params
+        self.roles = 1 if cfg.shared else T.N_AGENTS
+
+    # ---- parameters and the acting agent ---------------------------------------------------
+
+    def init_params(self, key) -> dict:
+        v, c = self.view, self.cfg
+        ka, kc = jax.random.split(key)
+        actor = jax.vmap(lambda k: nn.actor_init(
+            k, v.vocab_size, v.obs_size, v.n_logits, c.hidden, c.embed))(
+            jax.random.split(ka, self.roles))
+        params = {"actor": actor}
+        if c.algo == "mappo":
+            params["critic"] = nn.critic_init(kc, v.vocab_size, v.obs_size, T.N_AGENTS, c.hidden,
+                                              c.embed)
+        return params
+
+    def act(self, params, enc, actor, hidden):
+        """Acting agent's forward pass for one episode: ``enc`` int32 ``[3, D]``, ``actor``
+        role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``)."""
+        x, h = enc[actor], hidden[actor]
+        if self.roles == 1:
+            logits, value, h_new = nn.actor_apply(jax.tree.map(lambda p: p[0], params["actor"]),
+                                                  x, h)
+        else:  # every role's network, then the actor's (fixed shapes, no parameter gather)
+            out = jax.vmap(nn.actor_apply, (0, None, None))(params["actor"], x, h)
+            logits, value, h_new = jax.tree.map(lambda a: a[actor], out)
+        if self.cfg.algo == "mappo":
+            value = nn.critic_apply(params["critic"], enc)
+        logp = nn.head_log_probs(logits, jnp.asarray(self.view.logit_mask)[actor],
+                                 self.view.head_sizes)
+        return logp, value, hidden.at[actor].set(h_new)
+
+    def joint(self, action, actor):
+        """The actor's discrete action ``[n_heads]`` as a joint env action (others idle)."""
+        rows = jnp.where(jnp.arange(T.N_AGENTS)[:, None] == actor, action, 0)
+        return self.view.to_env(rows)
+
+    # ---- rollout -------------------------------------------------------------------------
+
+    def init_state(self, key) -> TrainState:
+        kp, kr, key = jax.random.split(key, 3)
+        params = self.init_params(kp)
+        keys = jax.random.split(kr, self.cfg.episodes)
+        obs, env_state = jax.vmap(self.env.reset, (0, None))(keys, self.params0)
+        hidden = jnp.zeros((self.cfg.episodes, T.N_AGENTS, self.cfg.hidden), jnp.float32)
+        return TrainState(params=params, opt_state=_optimiser(self.cfg).init(params),
+                          env_state=env_state, obs=obs, hidden=hidden, key=key,
+                          update=jnp.int32(0))
+
+    def _env_step(self, params, carry, key):
+        env_state, obs, hidden = carry
+        enc = self.view.encode(obs)
+        actor = self.view.actor(obs)
+        k_act, k_env = jax.random.split(key)
+        logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
+        action = nn.sample(k_act, logp)
+        old_logp = nn.log_prob(logp, action, self.view.relevant(action))
+        joint = jax.vmap(self.joint)(action, actor)
+        env_keys = jax.random.split(k_env, obs.shape[0])
+        obs2, env_state, reward, term, trunc, info = jax.vmap(self.env.step, (0, 0, 0, None))(
+            env_keys, env_state, joint, self.params0)
+        done = term | trunc
+        team = reward[:, 0]
+        team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
+        new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
+        record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
+                      reward=team, done=done, defused=done & (info["ending"] == T.DEFUSED))
+        return (env_state, obs2, new_hidden), record
+
+    def _gae(self, traj, last_value):
+        c = self.cfg
+
+        def back(next_, t):
+            adv_next, v_next = next_
+            keep = 1.0 - t["done"]
+            delta = t["reward"] + c.gamma * v_next * keep - t["value"]
+            adv = delta + c.gamma * c.gae_lambda * keep * adv_next
+            return (adv, t["value"]), adv
+
+        _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True)
+        return adv, adv + traj["value"]
+
+    # ---- loss and update -----------------------------------------------------------------
+
+    def _replay(self, params, traj, hidden0):
+        """Recompute log-probs, values and entropies along a stored trajectory ``[T, b, ...]``
+        from its first GRU state ``hidden0`` ``[b, 3, H]`` (reset where episodes ended)."""
+
+        def step(hidden, t):
+            logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(
+                params, t["enc"], t["actor"], hidden)
+            rel = self.view.relevant(t["action"])
+            out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel))
+            return jnp.where(t["done"][:, None, None], 0.0, new_hidden), out
+
+        _, out = jax.lax.scan(step, hidden0, traj)
+        return out
+
+    def _loss(self, params, traj, hidden0, adv, target):
+        c = self.cfg
+        logp, value, ent = self._replay(params, traj, hidden0)
+        ratio = jnp.exp(logp - traj["logp"])
+        norm = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg = -jnp.minimum(ratio * norm, jnp.clip(ratio, 1 - c.clip, 1 + c.clip) * norm).mean()
+        vf = 0.5 * ((value - target) ** 2).mean()
+        ent = ent.mean()
+        return pg + c.vf_coef * vf - c.ent_coef * ent, dict(policy_loss=pg, value_loss=vf,
+                                                           entropy=ent)
+
+    def update(self, ts: TrainState) -> tuple[TrainState, dict]:
+        """One PPO update for one seed: ``steps`` turns of every episode, GAE, ``epochs`` x
+        ``minibatches`` gradient steps. Returns the new state and the update's metrics
+        (episodes ended and defused in this batch, losses)."""
+        c = self.cfg
+        key, k_roll, k_perm = jax.random.split(ts.key, 3)
+        carry, traj = jax.lax.scan(functools.partial(self._env_step, ts.params),
+                                   (ts.env_state, ts.obs, ts.hidden),
+                                   jax.random.split(k_roll, c.steps))
+        env_state, obs, hidden = carry
+        _, last_value, _ = jax.vmap(self.act, (None, 0, 0, 0))(
+            ts.params, self.view.encode(obs), self.view.actor(obs), hidden)
+        adv, target = self._gae(traj, last_value)
+        opt = _optimiser(c)
+        grad_fn = jax.value_and_grad(self._loss, has_aux=True)
+
+        def minibatch(state, idx):
+            params, opt_state = state
+            take = lambda x: x[:, idx]  # noqa: E731  (episode axis 1)
+            (_, aux), grads = grad_fn(params, jax.tree.map(take, traj), ts.hidden[idx], take(adv),
+                                      take(target))
+            updates, opt_state = opt.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), aux
+
+        def epoch(state, k):
+            perm = jax.random.permutation(k, c.episodes).reshape(c.minibatches, -1)
+            return jax.lax.scan(minibatch, state, perm)
+
+        (params, opt_state), aux = jax.lax.scan(epoch, (ts.params, ts.opt_state),
+                                                jax.random.split(k_perm, c.epochs))
+        metrics = {k: v.mean() for k, v in aux.items()}
+        metrics.update(ended=traj["done"].sum(), defused=traj["defused"].sum())
+        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=obs,
+                          hidden=hidden, key=key, update=ts.update + 1), metrics
+
+    @functools.partial(jax.jit, static_argnums=(0, 2))
+    def train(self, ts: TrainState, n_updates: int) -> tuple[TrainState, dict]:
+        """``n_updates`` updates of every seed (leading seed axis) under one ``jit``; metrics
+        ``[seeds, n_updates]``."""
+        return jax.vmap(lambda s: jax.lax.scan(lambda x, _: self.update(x), s, None,
+                                               n_updates))(ts)
+
+    def init(self, seed: int) -> TrainState:
+        """Training states of ``cfg.seeds`` seeds from ``seed`` (leading seed axis), the
+        episode axis sharded over the ``data`` mesh axis."""
+        keys = jax.random.split(jax.random.PRNGKey(seed), self.cfg.seeds)
+        ts = jax.jit(jax.vmap(self.init_state))(keys)
+        mesh = data_mesh()
+        if self.cfg.episodes % mesh.shape[DATA]:
+            return ts
+        episodes = NamedSharding(mesh, PartitionSpec(None, DATA))
+        replicated = NamedSharding(mesh, PartitionSpec())
+        return ts.replace(
+            env_state=jax.device_put(ts.env_state, episodes),
+            obs=jax.device_put(ts.obs, episodes), hidden=jax.device_put(ts.hidden, episodes),
+            params=jax.device_put(ts.params, replicated),
+            opt_state=jax.device_put(ts.opt_state, replicated))
+
+    # ---- greedy held-out evaluation --------------------------------------------------------
+
+    @functools.partial(jax.jit, static_argnums=(0,))
+    def evaluate(self, params, keys: jax.Array) -> jax.Array:
+        """Greedy play of one episode per key (reset key as in :func:`jaxcollab.rollout`), no
+        auto-reset: the fraction defused, per seed of ``params`` (leading seed axis)."""
+        env, p0, n_steps = self.view.env, self.params0, T.N_AGENTS * self.view.env.variant.rounds
+        reset_keys = jax.vmap(lambda k: split_episode_key(k)[0])(keys)
+
+        def one_seed(params):
+            obs, state = jax.vmap(env.reset, (0, None))(reset_keys, p0)
+            hidden = jnp.zeros((keys.shape[0], T.N_AGENTS, self.cfg.hidden), jnp.float32)
+
+            def step(carry, _):
+                obs, state, hidden = carry
+                enc, actor = self.view.encode(obs), self.view.actor(obs)
+                logp, _, hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
+                joint = jax.vmap(self.joint)(nn.greedy(logp), actor)
+                obs, state, *_ = jax.vmap(env.step, (None, 0, 0, None))(
+                    jax.random.PRNGKey(0), state, joint, p0)
+                return (obs, state, hidden), None
+
+            (_, state, _), _ = jax.lax.scan(step, (obs, state, hidden), None, n_steps)
+            return (state.ending == T.DEFUSED).mean()
+
+        return jax.vmap(one_seed)(params)

@@ -1,0 +1,169 @@
+"""The RL view of a bomb variant: per-agent observation vectors and a discrete joint action.
+
+Built on the environment's own ``observe`` / ``step`` (SANZARU, Table 1 delivery rules are the
+environment's; nothing here repeats a rule). An agent's **observation vector** is a fixed
+selection of its observation tokens (int32 ids below ``VOCAB_SIZE``, for an embedding): the
+header (role, round, budget, your-turn), the board, the manual entries the variant uses, the
+picks, this turn's inbox (the first ``symbols`` tokens of each sender's latest speech and
+gesture, with recipients) and the feedback flags. The light history and the chat window are
+left out: a recurrent policy carries its own memory of what it perceived (so in Flashback the
+window limits the text history, not what a recurrent agent remembers).
+
+An agent's **discrete action** is int32 ``[n_heads]``: ``act`` (wait / cut / press),
+``target`` (wire or key position 0..6), then per channel (speech, gesture) the recipient
+(0 = nobody, 1 + role) and ``symbols`` symbols from an alphabet of ``alphabet`` (symbol ``m``
+is gesture id ``m + 1`` or the speech byte ``'A' + m``). A role has only the channels it can
+send on (``CAN_SEND``); the others' recipient logits are masked to *nobody*. Sending to a role
+that cannot receive the channel is allowed: the environment bounces it, or delivers a gesture to
+Blind as blanks, and counts it as dead-channel use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcollab.envs.bomb import BombEnv
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.rules import BombAction
+
+ACT, TARGET = 0, 1
+NOBODY = 0  # recipient head value: send nothing
+_BOARD = ("header", "light", "display", "display2", "light2", "wires", "keys", "pressed",
+          "plate", "strip", "manual_mode")
+SPEECH_BYTE0 = ord("A")
+
+
+@dataclasses.dataclass(frozen=True)
+class BombView:
+    """The RL view of ``env`` (any message caps of at least ``symbols``).
+
+    Args:
+        env: a :class:`~jaxcollab.envs.bomb.BombEnv`.
+        symbols: symbols per message, 1..4 (at most each cap).
+        alphabet: distinct symbols, 2..42.
+
+    Raises:
+        ValueError: ``symbols`` or ``alphabet`` out of range, or above the env's caps.
+    """
+
+    env: BombEnv
+    symbols: int = 1
+    alphabet: int = 8
+
+    def __post_init__(self):
+        if not 1 <= self.symbols <= min(4, self.env.speech_bytes, self.env.gesture_symbols):
+            raise ValueError(f"symbols={self.symbols!r} must be in 1..4 (and within the caps)")
+        if not 2 <= self.alphabet <= T.N_SYMBOLS:
+            raise ValueError(f"alphabet={self.alphabet!r} must be in 2..{T.N_SYMBOLS}")
+
+    # ---- observations --------------------------------------------------------------------
+
+    @functools.cached_property
+    def positions(self) -> np.ndarray:
+        """int32 ``[obs_size]``: the observation-token positions the view keeps."""
+        sl = self.env.layout.slices()
+        v, k = self.env.variant, self.symbols
+        pick = [np.arange(sl[n].start, sl[n].stop) for n in _BOARD]
+        pick.append(np.arange(sl["manual"].start, sl["manual"].start + 4 * v.rows * v.cols))
+        pick.append(np.arange(sl["picks"].start, sl["picks"].stop))
+        for channel, cap in (("speech", self.env.speech_bytes),
+                             ("gesture", self.env.gesture_symbols)):
+            pick.append(np.arange(sl[f"{channel}_meta"].start, sl[f"{channel}_meta"].stop))
+            starts = sl[channel].start + cap * np.arange(T.N_AGENTS)
+            pick.append((starts[:, None] + np.arange(k)).reshape(-1))
+        pick.append(np.arange(sl["feedback"].start, sl["feedback"].stop))
+        return np.concatenate(pick).astype(np.int32)
+
+    @property
+    def obs_size(self) -> int:
+        return int(self.positions.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        return T.VOCAB_SIZE
+
+    def encode(self, obs: jax.Array) -> jax.Array:
+        """Observation tokens int32 ``[..., 3, L]`` → observation vectors int32
+        ``[..., 3, obs_size]``."""
+        return jnp.take(obs, jnp.asarray(self.positions), axis=-1)
+
+    @staticmethod
+    def actor(obs: jax.Array) -> jax.Array:
+        """The role whose turn it is, from the your-turn flags of ``obs`` ``[..., 3, L]``."""
+        return jnp.argmax(obs[..., :, 3] == T.YES, axis=-1)
+
+    # ---- actions -------------------------------------------------------------------------
+
+    @property
+    def head_sizes(self) -> tuple[int, ...]:
+        """Sizes of the action heads: act, target, then per channel recipient and symbols."""
+        channel = (1 + T.N_AGENTS,) + (self.alphabet,) * self.symbols
+        return (len(T.ACT_NAMES), T.MAX_WIRES) + channel * 2
+
+    @property
+    def n_logits(self) -> int:
+        return sum(self.head_sizes)
+
+    def recipient_head(self, channel: int) -> int:
+        return 2 + channel * (1 + self.symbols)
+
+    @functools.cached_property
+    def logit_mask(self) -> np.ndarray:
+        """bool ``[3, n_logits]``: the logits each role may pick (recipients on channels the
+        role cannot send on are fixed to nobody; SANZARU Table 1 ``CAN_SEND``)."""
+        mask = np.ones((T.N_AGENTS, self.n_logits), bool)
+        offsets = np.cumsum((0,) + self.head_sizes)
+        for role in range(T.N_AGENTS):
+            for ch in range(2):
+                if not T.CAN_SEND[role, ch]:
+                    start = offsets[self.recipient_head(ch)]
+                    mask[role, start + 1:start + 1 + T.N_AGENTS] = False
+        return mask
+
+    def relevant(self, action: jax.Array) -> jax.Array:
+        """bool ``[..., n_heads]``: heads that change what the environment does (the target
+        only when acting, symbols only when sent): the factors of the action's probability."""
+        always = jnp.ones(action.shape[:-1], bool)
+        heads = [always, action[..., ACT] != T.WAIT]
+        for ch in range(2):
+            heads += [always] + [action[..., self.recipient_head(ch)] != NOBODY] * self.symbols
+        return jnp.stack(heads, -1)
+
+    def to_env(self, action: jax.Array) -> BombAction:
+        """int32 ``[3, n_heads]`` (one episode) → the environment's joint :class:`BombAction`
+        (symbols padded with zeros to the env's caps)."""
+        k = self.symbols
+        fields = {"act": action[:, ACT], "arg": action[:, TARGET]}
+        for ch, (to_f, body_f, cap, base) in enumerate((
+                ("speak_to", "speech", self.env.speech_bytes, SPEECH_BYTE0),
+                ("gesture_to", "gesture", self.env.gesture_symbols, 1))):
+            h = self.recipient_head(ch)
+            fields[to_f] = action[:, h] - 1  # NOBODY → NO_TARGET (-1)
+            body = (action[:, h + 1:h + 1 + k] + base).astype(jnp.uint8)
+            fields[body_f] = jnp.pad(body, ((0, 0), (0, cap - k)))
+        return BombAction(**{n: v.astype(jnp.int32) if v.dtype != jnp.uint8 else v
+                             for n, v in fields.items()})
+
+    def symbols_sent(self, action: BombAction) -> jax.Array:
+        """Inverse of :meth:`to_env` on the symbols: int32 ``[3, 2, symbols]`` (-1 = none)."""
+        k = self.symbols
+        speech = action.speech[:, :k].astype(jnp.int32) - SPEECH_BYTE0
+        gesture = action.gesture[:, :k].astype(jnp.int32) - 1
+        out = jnp.stack([speech, gesture], 1)
+        to = jnp.stack([action.speak_to, action.gesture_to], 1)
+        return jnp.where(to[..., None] >= 0, out, -1)
+
+
+def make_view(name: str, symbols: int = 1, alphabet: int = 8) -> BombView:
+    """The RL view of bomb variant ``name`` on an env with the smallest message caps that hold
+    ``symbols`` (4 bytes / 4 symbols: same rules, smaller buffers).
+
+    Raises:
+        KeyError: unknown variant (lists the valid ones); ValueError: see :class:`BombView`.
+    """
+    return BombView(BombEnv(name, speech_bytes=4, gesture_symbols=4), symbols, alphabet)

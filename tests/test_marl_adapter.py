@@ -1,0 +1,68 @@
+"""JaxMARL's own wrappers run over the bomb variants exposed as a JaxMARL MultiAgentEnv."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxmarl.wrappers.baselines import LogWrapper
+
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.marl.adapter import JaxMARLBomb
+from jaxcollab.marl.view import make_view
+
+ENV = JaxMARLBomb(make_view("bomb/base-1"))
+AGENTS = ("deaf", "mute", "blind")
+
+
+def _idle(**rows):
+    a = {n: jnp.zeros(len(ENV.view.head_sizes), jnp.int32) for n in AGENTS}
+    return {**a, **rows}
+
+
+def test_interface_is_jaxmarls():
+    obs, _ = ENV.reset(jax.random.PRNGKey(0))
+    assert ENV.agents == list(AGENTS) and ENV.num_agents == 3
+    assert set(obs) == {*AGENTS, "world_state"}
+    assert obs["deaf"].shape == ENV.observation_space("deaf").shape
+    assert obs["world_state"].shape == (3 * ENV.view.obs_size,)
+    assert ENV.action_space("blind").shape == (len(ENV.view.head_sizes),)
+    avail = ENV.get_avail_actions(None)
+    assert avail["mute"].sum() < avail["deaf"].sum()   # Mute cannot speak
+
+
+def test_log_wrapper_over_random_play():
+    env = LogWrapper(ENV)
+
+    def episode(key):
+        obs, state = env.reset(key)
+
+        def step(carry, k):
+            state = carry
+            ks = jax.random.split(k, 4)
+            actions = {a: env.action_space(a).sample(ks[i]) for i, a in enumerate(AGENTS)}
+            obs, state, reward, dones, info = env.step(ks[3], state, actions)
+            return state, (reward["blind"], dones["__all__"], info["returned_episode_returns"])
+
+        return jax.lax.scan(step, state, jax.random.split(key, 30))[1]
+
+    reward, done, returned = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.PRNGKey(1), 64))
+    reward, done, returned = map(np.asarray, (reward, done, returned))
+    assert done.any()
+    # at each episode end the logged return is that episode's summed team reward
+    for b, t in zip(*np.nonzero(done), strict=True):
+        start = np.nonzero(done[b, :t])[0]
+        first = start[-1] + 1 if len(start) else 0
+        assert returned[b, t, 0] == reward[b, first:t + 1].sum()
+    assert set(np.unique(reward)) <= {-1.0, 0.0, 1.0}
+
+
+def test_a_right_cut_defuses_and_resets():
+    obs, state = ENV.reset(jax.random.PRNGKey(3))
+    right = ENV.env.solution(state)[0]
+    step = jax.jit(ENV.step)
+    for _ in range(2):  # Deaf and Mute wait
+        obs, state, reward, dones, info = step(jax.random.PRNGKey(0), state, _idle())
+    cut = jnp.zeros(len(ENV.view.head_sizes), jnp.int32).at[0].set(T.CUT).at[1].set(right)
+    obs, state, reward, dones, info = step(jax.random.PRNGKey(0), state, _idle(blind=cut))
+    assert bool(dones["__all__"]) and float(reward["deaf"]) == 1.0
+    assert int(info["ending"]) == T.DEFUSED and int(info["actor"]) == T.BLIND
+    assert int(state.round) == 0 and int(state.ending) == T.RUNNING   # auto-reset by JaxMARL

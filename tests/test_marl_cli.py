@@ -1,0 +1,38 @@
+"""The MARL command lines as subprocesses: train/marl.py (tiny preset, then a resuming rerun)
+and eval/rollout.py agent=learned on the team it wrote."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow  # three processes, each compiling the env inside a training loop
+
+
+def _run(*args, cwd):
+    out = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                         env=os.environ, timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+def test_train_resume_and_play_the_learned_team(tmp_path, request):
+    root = request.config.rootpath
+    out = tmp_path / "run"
+    _run("train/marl.py", "env=bomb/base-1", "preset=tiny", f"out_dir={out}", cwd=root)
+    res = json.loads((out / "results.json").read_text())
+    assert res["curve"]["updates"] == [1, 2]
+    assert len(res["curve"]["heldout_success"][0]) == 2          # two seeds vmapped
+    assert 0.0 <= res["success_rate"] <= 1.0
+    assert sum(res["endings"].values()) == res["config"]["eval_episodes"]
+    assert (out / "learning_curve.png").stat().st_size > 0
+    _run("train/marl.py", "env=bomb/base-1", "preset=tiny", f"out_dir={out}", cwd=root)
+    again = json.loads((out / "results.json").read_text())
+    assert again["curve"] == res["curve"] and again["success_rate"] == res["success_rate"]
+    played = tmp_path / "played"
+    _run("eval/rollout.py", "env=bomb/base-1", "agent=learned", f"checkpoint={out}/team",
+         "episodes=12", f"out_dir={played}", cwd=root)
+    rolled = json.loads((played / "results.json").read_text())
+    assert rolled["agent"] == "learned" and rolled["episodes"] == 12

@@ -1,0 +1,119 @@
+"""The RL view of the bomb variants: observation vectors are the env's own tokens, the discrete
+joint action goes through the env's own step with its delivery rules."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.marl.view import NOBODY, BombView, make_view
+
+VIEW = make_view("bomb/base-1", symbols=2, alphabet=8)
+ENV = VIEW.env
+STEP, RESET = jax.jit(ENV.step), jax.jit(ENV.reset)
+
+
+def _action(view: BombView, role: int, act=T.WAIT, target=0, speech=None, gesture=None):
+    """One episode's discrete joint action: ``role`` does the turn, the others idle."""
+    a = np.zeros((T.N_AGENTS, len(view.head_sizes)), np.int32)
+    a[role, 0], a[role, 1] = act, target
+    for ch, msg in enumerate((speech, gesture)):
+        if msg is not None:
+            to, symbols = msg
+            h = view.recipient_head(ch)
+            a[role, h] = 1 + to
+            a[role, h + 1:h + 1 + len(symbols)] = symbols
+    return view.to_env(jnp.asarray(a))
+
+
+def _play(turns):
+    """Reset base-1 (turn order Deaf, Mute, Blind) and play ``turns``; the last obs and info."""
+    obs, state = RESET(jax.random.PRNGKey(3), ENV.default_params)
+    info = None
+    for a in turns:
+        obs, state, _, _, _, info = STEP(jax.random.PRNGKey(0), state, a)
+    return obs, state, info
+
+
+def _section(enc_row, name):
+    """The view's tokens that come from observation section ``name``."""
+    sl = ENV.layout.slices()[name]
+    keep = (VIEW.positions >= sl.start) & (VIEW.positions < sl.stop)
+    return np.asarray(enc_row)[keep]
+
+
+def test_view_is_a_selection_of_the_env_tokens():
+    obs, _, _ = _play([])
+    enc = VIEW.encode(obs)
+    assert enc.shape == (T.N_AGENTS, VIEW.obs_size) and enc.dtype == jnp.int32
+    np.testing.assert_array_equal(enc, np.asarray(obs)[:, VIEW.positions])
+    # base-1: 3 manual rows x 4 tokens are kept, the 17 unused entries are not
+    assert len(_section(enc[T.MUTE], "manual")) == 12
+    assert (_section(enc[T.MUTE], "wires") == T.HIDDEN).all()   # Mute never sees the board
+    assert (_section(enc[T.BLIND], "light") == T.UNREADABLE).all()
+    assert int(VIEW.actor(obs)) == T.DEAF
+
+
+def test_channels_a_role_lacks_are_masked_to_nobody():
+    mask = VIEW.logit_mask
+    offsets = np.cumsum((0,) + VIEW.head_sizes)
+    speech, gesture = (offsets[VIEW.recipient_head(ch)] for ch in (0, 1))
+    assert mask[T.MUTE, speech + NOBODY] and not mask[T.MUTE, speech + 1:speech + 4].any()
+    assert mask[T.BLIND, speech + 1:speech + 4].all()
+    assert not mask[T.BLIND, gesture + 1:gesture + 4].any()
+    assert mask[T.DEAF].all()
+
+
+def test_speech_reaches_blind_and_gestures_reach_blind_as_blanks():
+    # Deaf speaks [3, 5] to Blind; Mute gestures [1, 2] to Blind; Blind reads its inbox.
+    obs, state, _ = _play([_action(VIEW, T.DEAF, speech=(T.BLIND, [3, 5])),
+                           _action(VIEW, T.MUTE, gesture=(T.BLIND, [1, 2]))])
+    enc = VIEW.encode(obs)[T.BLIND]
+    speech = _section(enc, "speech").reshape(T.N_AGENTS, 2)
+    assert (speech[T.DEAF] - T.BYTE_TOK == np.array([ord("A") + 3, ord("A") + 5])).all()
+    gesture = _section(enc, "gesture").reshape(T.N_AGENTS, 2)
+    assert (gesture[T.MUTE] == T.BLANK).all()        # a gesture reaches Blind as blanks
+    assert int(state.bounces) == 1                     # ... and counts as dead-channel use
+    assert int(VIEW.actor(obs)) == T.BLIND
+
+
+def test_speech_to_deaf_bounces():
+    # Blind (third in base-1's order) speaks to Deaf: bounced, flagged, counted.
+    quiet = _action(VIEW, T.DEAF)
+    obs, state, _ = _play([quiet, _action(VIEW, T.MUTE),
+                           _action(VIEW, T.BLIND, speech=(T.DEAF, [1, 1]))])
+    enc = VIEW.encode(obs)
+    assert (_section(enc[T.DEAF], "speech") == T.PAD).all()
+    assert _section(enc[T.BLIND], "feedback")[0] == T.YES
+    assert int(state.bounces) == 1
+
+
+def test_cut_through_the_view_ends_the_episode_as_the_env_rules():
+    obs, state = RESET(jax.random.PRNGKey(3), ENV.default_params)
+    right = ENV.solution(state)[0]
+    for target, ending in ((right, T.DEFUSED), ((right + 1) % 3, T.WRONG_ACTION)):
+        _, s, _ = _play([_action(VIEW, T.DEAF), _action(VIEW, T.MUTE),
+                         _action(VIEW, T.BLIND, T.CUT, target)])
+        assert int(s.ending) == ending
+
+
+def test_symbols_round_trip_through_the_env_action():
+    a = _action(VIEW, T.DEAF, speech=(T.BLIND, [7, 2]), gesture=(T.MUTE, [0, 4]))
+    sent = np.asarray(VIEW.symbols_sent(a))
+    assert sent[T.DEAF].tolist() == [[7, 2], [0, 4]]
+    assert (sent[T.MUTE] == -1).all()
+
+
+def test_bad_view_sizes_are_refused():
+    with pytest.raises(ValueError, match="symbols=5"):
+        BombView(ENV, symbols=5)
+    with pytest.raises(ValueError, match="alphabet=50"):
+        BombView(ENV, alphabet=50)
+
+
+def test_every_variant_has_a_view():
+    for v in T.VARIANTS:
+        view = make_view(v.name)
+        assert view.obs_size == len(view.positions) > 0
+        assert view.positions.max() < view.env.layout.length

@@ -1,0 +1,134 @@
+"""A team learns a bomb variant from scratch by multi-agent PPO:
+``python train/marl.py env=bomb/base-1 preset=cpu out_dir=DIR``.
+
+IPPO or MAPPO with recurrent GRU policies on the RL view of the variant
+(:mod:`jaxcollab.marl`): ``chunk`` updates per compiled call, every seed vmapped in it. After
+each chunk the training state is checkpointed (orbax) and a point is added to the learning
+curve: environment steps so far, the success rate of the episodes that ended during the chunk
+(sampled actions), and the greedy success rate on held-out episodes (``eval_seed``). Rerunning
+with the same ``out_dir`` resumes after the last finished chunk; a changed config is refused.
+
+Writes into ``out_dir``: ``results.json``, ``learning_curve.png``, ``protocol.png`` (per role
+and channel, the learned code against its most informative perceived feature), ``train_state/``
+(resume),
+``team/`` (seed 0's team: ``python eval/rollout.py agent=learned checkpoint=DIR/team``).
+
+``results.json`` keys: ``config``, ``run``; ``curve`` (lists, one entry per chunk:
+``updates``, ``env_steps`` per seed, ``train_success`` and ``heldout_success`` per seed,
+``seconds`` of training so far); ``env_steps_per_second`` (training throughput, all seeds,
+compile excluded); when finished, ``success_rate`` (seed 0's team on ``eval_episodes``
+held-out episodes through :func:`jaxcollab.rollout`, greedy), ``endings``, ``mean_rounds``,
+``bounces``, ``protocol`` (:func:`jaxcollab.marl.protocol.protocol_tables` of seed 0's team
+on 256 held-out episodes), ``success_rate_per_seed`` (the in-training greedy evaluation of
+every seed) and ``wall_seconds``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import hydra
+import jax
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.marl.plots import curve_plot
+from jaxcollab.marl.ppo import PPOConfig, Trainer
+from jaxcollab.marl.protocol import protocol_plot, protocol_tables
+from jaxcollab.marl.team import save_team, team_policy
+from jaxcollab.scale.preempt import TrainState as Checkpoint
+
+FROZEN = ("env", "seed", "updates", "chunk", "eval_episodes", "eval_seed", "ppo")
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Marl`).
+
+    Raises:
+        ConfigValueError: not a bomb variant.
+    """
+    if not str(cfg.env).startswith("bomb/") or cfg.env.count("/") != 1:
+        raise ConfigValueError("env", cfg.env, "one bomb variant, e.g. bomb/base-1 (the RL "
+                               "view covers the bomb families)")
+
+
+def heldout(trainer: Trainer, params, cfg: DictConfig) -> dict:
+    """Seed 0's greedy team on the held-out episodes, through :func:`jaxcollab.rollout`."""
+    import jaxcollab
+    from jaxcollab.envs.bomb import ending_counts
+    from jaxcollab.envs.bomb import tables as T
+
+    env = jaxcollab.make(cfg.env)
+    team = team_policy(trainer.cfg, jax.tree.map(lambda p: p[0], params), env)
+    out = jaxcollab.rollout(env, team, jaxcollab.episode_keys(cfg.eval_seed, cfg.eval_episodes),
+                            max_steps=T.N_AGENTS * env.variant.rounds, until_done=True)
+    ending = np.asarray(out.state.ending)
+    return {"success_rate": float((ending == T.DEFUSED).mean()),
+            "endings": ending_counts(ending),
+            "mean_rounds": float(np.asarray(out.state.round).mean()),
+            "bounces": float(np.asarray(out.state.bounces).mean())}
+
+
+def train(cfg: DictConfig, job) -> dict:
+    ppo = PPOConfig(**OmegaConf.to_container(cfg.ppo))
+    trainer = Trainer(ppo)
+    ckpt = Checkpoint(job.out / "train_state")
+    ts = trainer.init(cfg.seed)
+    if ckpt.exists():
+        ts = ckpt.restore(ts)
+    curve = job.results.data.get("curve") or {k: [] for k in (
+        "updates", "env_steps", "train_success", "heldout_success", "seconds")}
+    eval_keys = jax.random.split(jax.random.PRNGKey(cfg.eval_seed), cfg.eval_episodes)
+    done = int(np.asarray(ts.update)[0])
+    timed = {"steps": 0, "seconds": 0.0}
+    with job.logger.progress(f"{cfg.env} {ppo.algo}", cfg.updates) as bar:
+        bar(done, float("nan"))
+        while done < cfg.updates:
+            n = min(cfg.chunk, cfg.updates - done)
+            start = time.perf_counter()
+            ts, m = trainer.train(ts, n)
+            jax.block_until_ready(ts)
+            seconds = time.perf_counter() - start
+            if curve["updates"]:  # the first call of a process compiles: not timed
+                timed["steps"] += n * ppo.episodes * ppo.steps * ppo.seeds
+                timed["seconds"] += seconds
+            done += n
+            m = jax.tree.map(np.asarray, m)
+            success = m["defused"].sum(1) / np.maximum(m["ended"].sum(1), 1)
+            curve["updates"].append(done)
+            curve["env_steps"].append(done * ppo.episodes * ppo.steps)
+            curve["train_success"].append(success.tolist())
+            curve["heldout_success"].append(
+                np.asarray(trainer.evaluate(ts.params, eval_keys)).tolist())
+            curve["seconds"].append((curve["seconds"][-1] if curve["seconds"] else 0) + seconds)
+            ckpt.save(ts)
+            job.results.update({"curve": curve})
+            if timed["seconds"]:
+                job.results.update({"env_steps_per_second": timed["steps"] / timed["seconds"]})
+            job.logger.log({"train_success": float(success.mean()),
+                            "heldout_success": float(np.mean(curve["heldout_success"][-1]))},
+                           step=done)
+            bar(done, float(m["policy_loss"].mean()))
+    save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
+    tables = protocol_tables(team_policy(ppo, jax.tree.map(lambda p: p[0], ts.params),
+                                         trainer.view.env), trainer.view, 256, cfg.eval_seed)
+    protocol_plot(tables, job.out / "protocol.png")
+    return {**heldout(trainer, ts.params, cfg), "protocol": tables,
+            "success_rate_per_seed": curve["heldout_success"][-1]}
+
+
+@hydra.main(config_path="../configs/marl", config_name="marl", version_base=None)
+def main(cfg: DictConfig) -> None:
+    job = start_run(cfg, frozen=FROZEN, check=check_config)
+    start = time.time()
+    final = train(job.cfg, job)
+    job.results.update({**final, "wall_seconds": time.time() - start})
+    curve_plot(job.results.data, job.out / "learning_curve.png")
+    print(f"success_rate {final['success_rate']:.3f}; wrote {job.results.path}")
+    job.finish()
+
+
+if __name__ == "__main__":
+    main()
