@@ -163,7 +163,7 @@ def decode_calls(parsed: Parsed) -> tuple[dict, Parsed]:
                 if not 1 <= pos <= T.MAX_WIRES:
                     return {}, parsed.with_errors("out_of_bounds")
                 turn |= {"act": c["op"], "arg": pos - 1}
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # e.g. "position": 1e999
         return {}, parsed.with_errors("invalid_action")
     return turn, parsed
 
