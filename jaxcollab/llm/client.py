@@ -14,17 +14,27 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import random
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import httpx
 
+from jaxcollab.llm import jsonl
+
+log = logging.getLogger(__name__)
+
 #: Status codes retried with backoff (rate limit, server errors); timeouts and dropped
 #: connections are retried too.
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+#: Substrings of a 4xx error body that mark a prompt longer than the model's context (OpenAI's
+#: ``context_length_exceeded``, vLLM's "maximum context length", llama.cpp's "exceeds the
+#: available context size").
+CONTEXT_MARKERS = ("context_length", "context length", "context size", "context window",
+                   "maximum context", "exceed_context")
 #: Substrings of a 4xx error body that mark a content-policy refusal (GPTNT appendix "Guardrail
 #: violations": the provider answers a 4XX instead of a reply).
 REFUSAL_MARKERS = ("content_filter", "content_policy", "content policy", "safety", "refus")
@@ -47,8 +57,9 @@ class LLMConfig:
         reasoning_effort: passed through as ``reasoning_effort`` when set (hosted reasoning models).
         thinking_budget: passed through as ``thinking_budget`` (with ``chat_template_kwargs``
             ``enable_thinking``) when set (vLLM / Qwen-style servers); 0 disables thinking.
-        timeout_s: per-request timeout in seconds.
-        concurrency: requests in flight at once.
+        timeout_s: per-request timeout in seconds, counted from when every request sent
+            before it has been answered (so waiting in a serial server's queue is not timed).
+        concurrency: the most requests in flight at once (the client adapts below it).
         max_retries: retries after the first attempt on 429/5xx/timeouts.
         backoff_s: base of the exponential backoff in seconds (full jitter).
         extra_body: further JSON fields merged into every request.
@@ -91,8 +102,12 @@ class Request:
 @dataclasses.dataclass(frozen=True)
 class Reply:
     """A reply: ``text``, native ``tool_calls`` (OpenAI format), ``finish_reason``, token counts,
-    measured ``latency_s`` (replayed from the cache on reruns) and ``refused`` (HTTP 4xx
-    content-policy refusal; ``text`` then holds the error message)."""
+    ``latency_s`` (the server's service time: its own reported timings where it sends them, as
+    llama.cpp does, else seconds from sending to the answer; replayed from the cache on reruns),
+    ``queue_s`` (seconds the request waited in this client before it was sent), ``refused``
+    (HTTP 4xx content-policy refusal; ``text`` then holds the error message) and ``failure``
+    (``"context_length"``: the server refused the prompt as longer than its context; never
+    cached)."""
 
     text: str
     tool_calls: tuple[dict, ...] = ()
@@ -101,18 +116,35 @@ class Reply:
     completion_tokens: int = 0
     latency_s: float = 0.0
     refused: bool = False
+    queue_s: float = 0.0
+    failure: str = ""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self) | {"tool_calls": list(self.tool_calls)}
 
     @staticmethod
     def from_json(d: dict) -> Reply:
-        return Reply(**(d | {"tool_calls": tuple(d.get("tool_calls", ()))}))
+        """A reply from its cache row.
+
+        Raises:
+            ValueError: the row is not a reply (a field of the wrong type).
+        """
+        if not isinstance(d, dict) or not isinstance(d.get("text"), str):
+            raise ValueError(f"not a cached reply: {str(d)[:80]}")
+        fields = {f.name for f in dataclasses.fields(Reply)}
+        reply = Reply(**{k: v for k, v in d.items() if k in fields})
+        calls = reply.tool_calls
+        if not isinstance(calls, list | tuple) or not all(isinstance(c, dict) for c in calls):
+            raise ValueError(f"not a cached reply: tool_calls {str(calls)[:80]}")
+        for name in ("prompt_tokens", "completion_tokens", "latency_s", "queue_s"):
+            float(getattr(reply, name))  # raises on a non-number
+        return dataclasses.replace(reply, tool_calls=tuple(calls))
 
 
 @dataclasses.dataclass
 class Usage:
-    """Per-agent totals: calls sent, cache hits, tokens, summed latency (s), refusals."""
+    """Per-agent totals: calls sent, cache hits, tokens, summed service latency and queueing
+    (s), refusals."""
 
     calls: int = 0
     cached: int = 0
@@ -120,19 +152,26 @@ class Usage:
     completion_tokens: int = 0
     latency_s: float = 0.0
     refusals: int = 0
+    queue_s: float = 0.0
 
 
 class ReplyCache:
-    """Append-only JSONL map from request hash to :class:`Reply` (``path=None``: in memory)."""
+    """Append-only JSONL map from request hash to :class:`Reply` (``path=None``: in memory).
+
+    A torn row (a write killed halfway) or a row that is not a reply is skipped, so its request
+    is simply sent again; each reply is appended whole (:func:`~jaxcollab.llm.jsonl.append`).
+    """
 
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
         self.entries: dict[str, dict] = {}
-        if self.path is not None and self.path.exists():
-            for line in self.path.read_text().splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    self.entries[row["key"]] = row["reply"]
+        self.skipped = 0
+        for row in ([] if self.path is None else jsonl.read(self.path)):
+            try:
+                Reply.from_json(row["reply"])
+                self.entries[str(row["key"])] = row["reply"]
+            except (KeyError, TypeError, ValueError):
+                self.skipped += 1
 
     def get(self, key: str) -> Reply | None:
         row = self.entries.get(key)
@@ -141,9 +180,7 @@ class ReplyCache:
     def put(self, key: str, reply: Reply) -> None:
         self.entries[key] = reply.to_json()
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as f:
-                f.write(json.dumps({"key": key, "reply": reply.to_json()}) + "\n")
+            jsonl.append(self.path, [{"key": key, "reply": reply.to_json()}])
 
 
 class ChatClient:
@@ -158,6 +195,14 @@ class ChatClient:
         self.cfg = cfg
         self.cache = ReplyCache(cache_path)
         self.usage: dict[str, Usage] = defaultdict(Usage)
+        #: retries by class (``rate_limited``, ``server_error``, ``malformed``, ``timeout``,
+        #: ``connection``), for ``results.json``
+        self.retries: Counter = Counter()
+        #: requests in flight at once, adapted to the server (:class:`_Flight`)
+        self.window = int(cfg.concurrency)
+        #: the model's context length as the server reports it (after :meth:`check`), or None
+        self.served_context: int | None = None
+        self.checked = False
         self._url = cfg.base_url.rstrip("/")
 
     # --- request building ------------------------------------------------------------------
@@ -191,22 +236,33 @@ class ChatClient:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.cfg.timeout_s, headers=self._headers())
+        # no read timeout here: :meth:`_post` times a request from when it is served
+        timeout = httpx.Timeout(None, connect=min(float(self.cfg.timeout_s), 30.0))
+        return httpx.AsyncClient(timeout=timeout, headers=self._headers())
 
     # --- preflight -------------------------------------------------------------------------
 
     def check(self) -> None:
-        """Fail fast, before any episode: the endpoint answers and serves ``cfg.model``.
+        """Fail fast, before the first request is sent: the endpoint answers and serves
+        ``cfg.model``. Runs once, on the first request the cache cannot answer (a run replayed
+        wholly from the cache needs no server).
 
-        Lists ``GET /models``; a server without that route is probed with a 1-token chat.
+        Lists ``GET /models``; a server without that route is probed with a 1-token chat. A
+        server that accepts the connection but does not answer within ``min(timeout_s, 30)`` s
+        is *busy* (one that generates one request at a time answers only after its current
+        generation): that is logged and the run goes on (the first request then names an
+        unknown model). The model's context length, where ``/models`` reports one
+        (``max_model_len``, ``context_length``), is kept in :attr:`served_context`.
 
         Raises:
-            LLMError: unreachable URL, HTTP error, or the model is not served (names both).
+            LLMError: nothing answers at the URL (says *unreachable*), an HTTP error, or the
+                model is not served (names both).
         """
+        self.checked = True
         url = f"{self._url}/models"
+        wait = min(float(self.cfg.timeout_s), 30.0)
         try:
-            with httpx.Client(timeout=min(self.cfg.timeout_s, 30.0),
-                              headers=self._headers()) as http:
+            with httpx.Client(timeout=wait, headers=self._headers()) as http:
                 r = http.get(url)
                 if r.status_code == 404:
                     r = http.post(f"{self._url}/chat/completions", json={
@@ -216,33 +272,53 @@ class ChatClient:
                         raise LLMError(f"{self._url}: model {self.cfg.model!r} failed a probe "
                                        f"request (HTTP {r.status_code}: {r.text[:200]})")
                     return
+        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            raise LLMError(f"the LLM endpoint {url} is unreachable: nothing accepted the "
+                           f"connection ({e!r}); is the server running there?") from None
+        except httpx.TimeoutException:
+            log.warning("the LLM server at %s is busy: it accepted the connection but did not "
+                        "answer GET /models within %.0f s (it may be generating for someone "
+                        "else); going on, requests wait their turn", self._url, wait)
+            return
         except httpx.HTTPError as e:
-            raise LLMError(f"cannot reach the LLM endpoint {url}: {e!r}") from None
+            raise LLMError(f"the LLM endpoint {url} failed: {e!r}") from None
         if r.status_code >= 400:
             raise LLMError(f"{url} answered HTTP {r.status_code}: {r.text[:200]}")
-        served = [m.get("id") for m in r.json().get("data", [])]
+        try:
+            models = [m for m in r.json().get("data", []) if isinstance(m, dict)]
+        except (ValueError, AttributeError):
+            raise LLMError(f"{url} answered a body that is not a model list: "
+                           f"{r.text[:200]!r}") from None
+        served = {m.get("id"): m for m in models}
         if self.cfg.model not in served:
             raise LLMError(f"model {self.cfg.model!r} is not served at {self._url}; "
                            f"served: {', '.join(map(str, served)) or 'none'}")
+        info = served[self.cfg.model]
+        limit = next((info[k] for k in ("max_model_len", "context_length", "context_window")
+                      if isinstance(info.get(k), int) and info[k] > 0), None)
+        self.served_context = limit
 
     # --- completion ------------------------------------------------------------------------
 
     def complete_many(self, reqs: list[Request]) -> list[Reply]:
-        """All replies, in order; cached ones replayed, the rest sent concurrently
-        (at most ``cfg.concurrency`` in flight).
+        """All replies, in order; cached ones replayed, the rest sent concurrently (at most
+        :attr:`window` in flight, adapted to the server) and each cached as it arrives.
 
         Raises:
-            LLMError: a non-retryable HTTP error other than a refusal, or retries exhausted.
+            LLMError: a non-retryable HTTP error other than a refusal or a context-length
+                error, or retries exhausted (after every other request of the batch finished,
+                its reply cached).
         """
         keys = [self.key(r) for r in reqs]
         replies: list[Reply | None] = [self.cache.get(k) for k in keys]
         todo = [i for i, r in enumerate(replies) if r is None]
-        fresh_set = set(todo)
         if todo:
-            fresh = asyncio.run(self._send_all([reqs[i] for i in todo]))
+            if not self.checked:
+                self.check()
+            fresh = asyncio.run(self._send_all([reqs[i] for i in todo], [keys[i] for i in todo]))
             for i, reply in zip(todo, fresh):
-                self.cache.put(keys[i], reply)
                 replies[i] = reply
+        fresh_set = set(todo)
         for i, (req, reply) in enumerate(zip(reqs, replies)):
             u = self.usage[req.agent]
             u.calls += 1
@@ -250,45 +326,117 @@ class ChatClient:
             u.prompt_tokens += reply.prompt_tokens
             u.completion_tokens += reply.completion_tokens
             u.latency_s += reply.latency_s
+            u.queue_s += reply.queue_s
             u.refusals += reply.refused
         return replies  # type: ignore[return-value]
 
-    async def _send_all(self, reqs: list[Request]) -> list[Reply]:
-        gate = asyncio.Semaphore(int(self.cfg.concurrency))
+    async def _send_all(self, reqs: list[Request], keys: list[str]) -> list[Reply]:
+        flight = _Flight(self)
         async with self._client() as http:
-            return await asyncio.gather(*(self._send(http, gate, r) for r in reqs))
+            out = await asyncio.gather(*(self._send(http, flight, r, k)
+                                         for r, k in zip(reqs, keys)), return_exceptions=True)
+        for o in out:
+            if isinstance(o, BaseException):
+                raise o
+        return out
 
-    async def _send(self, http: httpx.AsyncClient, gate: asyncio.Semaphore, req: Request
+    async def _post(self, http: httpx.AsyncClient, flight: _Flight, seq: int, body: dict
+                    ) -> tuple[httpx.Response | None, str]:
+        """One attempt: ``(response, "")`` or ``(None, error class)``. The timeout counts from
+        when every request sent before this one has been answered, so a request queued behind
+        others on a server that serves one at a time is never abandoned (and re-sent) while
+        it is still waiting its turn."""
+        post = asyncio.ensure_future(http.post(f"{self._url}/chat/completions", json=body))
+        head = asyncio.ensure_future(flight.at_head(seq))
+        try:
+            await asyncio.wait({post, head}, return_when=asyncio.FIRST_COMPLETED)
+            return await asyncio.wait_for(post, float(self.cfg.timeout_s)), ""
+        except (TimeoutError, httpx.TimeoutException):
+            return None, "timeout"
+        except httpx.TransportError:
+            return None, "connection"
+        finally:
+            head.cancel()
+            post.cancel()
+
+    async def _send(self, http: httpx.AsyncClient, flight: _Flight, req: Request, key: str
                     ) -> Reply:
+        body, created = self.body(req), time.perf_counter()
         url = f"{self._url}/chat/completions"
-        body = self.body(req)
         for attempt in range(int(self.cfg.max_retries) + 1):
-            last = attempt == int(self.cfg.max_retries)
-            async with gate:
-                start = time.perf_counter()
-                try:
-                    r = await http.post(url, json=body)
-                except (httpx.TimeoutException, httpx.TransportError) as e:
-                    if last:
-                        raise LLMError(f"{url}: {e!r} after {attempt + 1} attempts") from None
-                    r = None
-                latency = time.perf_counter() - start
-            if r is not None and r.status_code < 400:
-                return _reply(r.json(), latency)
-            if r is not None and r.status_code not in RETRY_STATUS:
-                if _is_refusal(r):
-                    return Reply(text=r.text[:500], finish_reason="refused", latency_s=latency,
-                                 refused=True)
+            seq = await flight.enter()
+            sent = time.perf_counter()
+            try:
+                r, cls = await self._post(http, flight, seq, body)
+            finally:
+                await flight.leave(seq)
+            done = time.perf_counter()
+            reply = None
+            if r is not None:
+                reply, cls = _outcome(r, sent, done)
+            if reply is not None:
+                flight.success()
+                reply = dataclasses.replace(
+                    reply, queue_s=round(max(done - created - reply.latency_s, 0.0), 6))
+                if not reply.failure:
+                    self.cache.put(key, reply)  # at once: a later failure cannot lose it
+                return reply
+            if cls == "fatal":
                 raise LLMError(f"{url} answered HTTP {r.status_code} for model "
                                f"{self.cfg.model!r}: {r.text[:300]}")
-            if last:
-                raise LLMError(f"{url}: HTTP {r.status_code} after {attempt + 1} attempts")
+            if cls in ("timeout", "rate_limited"):
+                flight.congested()
+            if attempt == int(self.cfg.max_retries):
+                detail = f"HTTP {r.status_code}: {r.text[:200]}" if r is not None else cls
+                raise LLMError(f"{url}: {detail} ({cls}) after {attempt + 1} attempts")
+            self.retries[cls] += 1
             await asyncio.sleep(_backoff(self.cfg.backoff_s, attempt, r))
         raise AssertionError("unreachable")
 
     def usage_json(self) -> dict:
         """Per-agent usage as plain dicts (results.json ``tokens`` / ``latency_s`` source)."""
         return {a: dataclasses.asdict(u) for a, u in sorted(self.usage.items())}
+
+
+class _Flight:
+    """The requests of one batch in flight: an adaptive concurrency window and their order.
+
+    The window (kept on the client, so it carries over between batches) halves on every 429 or
+    timeout, never below 1, and grows by one after as many successes in a row as its size, up to
+    ``cfg.concurrency`` (additive increase, multiplicative decrease).
+    """
+
+    def __init__(self, client: ChatClient):
+        self.client, self.cond = client, asyncio.Condition()
+        self.active: list[int] = []
+        self.seq = self.streak = 0
+
+    async def enter(self) -> int:
+        async with self.cond:
+            await self.cond.wait_for(lambda: len(self.active) < self.client.window)
+            self.seq += 1
+            self.active.append(self.seq)
+            return self.seq
+
+    async def leave(self, seq: int) -> None:
+        async with self.cond:
+            self.active.remove(seq)
+            self.cond.notify_all()
+
+    async def at_head(self, seq: int) -> None:
+        """Returns once ``seq`` is the oldest request in flight."""
+        async with self.cond:
+            await self.cond.wait_for(lambda: self.active[:1] == [seq])
+
+    def success(self) -> None:
+        self.streak += 1
+        if self.streak >= self.client.window < int(self.client.cfg.concurrency):
+            self.client.window += 1
+            self.streak = 0
+
+    def congested(self) -> None:
+        self.client.window = max(1, self.client.window // 2)
+        self.streak = 0
 
 
 def _backoff(base: float, attempt: int, r: httpx.Response | None) -> float:
@@ -304,16 +452,71 @@ def _is_refusal(r: httpx.Response) -> bool:
     return 400 <= r.status_code < 500 and any(m in text for m in REFUSAL_MARKERS)
 
 
-def _reply(data: dict, latency: float) -> Reply:
-    """A :class:`Reply` from a chat-completions JSON response."""
+def _is_context_error(r: httpx.Response) -> bool:
+    text = r.text.lower()
+    return r.status_code in (400, 413, 422) and any(m in text for m in CONTEXT_MARKERS)
+
+
+def _outcome(r: httpx.Response, sent: float, done: float) -> tuple[Reply | None, str]:
+    """``(reply, "")`` for an answer (a reply, a refusal, a context-length failure) or
+    ``(None, error class)``: ``rate_limited`` (429), ``server_error`` (5xx, 408, 409),
+    ``malformed`` (a 200 whose body is not a completion: truncated JSON, no ``choices``, an
+    error object) — all retried — or ``fatal``."""
+    wall = round(done - sent, 6)
+    if r.status_code < 400:
+        try:
+            return _reply(r.json(), wall), ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            return None, "malformed"
+    if r.status_code == 429:
+        return None, "rate_limited"
+    if r.status_code in RETRY_STATUS:
+        return None, "server_error"
+    if _is_context_error(r):
+        return Reply(text="", finish_reason="context_length", latency_s=wall,
+                     failure="context_length"), ""
+    if _is_refusal(r):
+        return Reply(text=r.text[:500], finish_reason="refused", latency_s=wall,
+                     refused=True), ""
+    return None, "fatal"
+
+
+def _text(content) -> str:
+    """Message content as text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, list):
+        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    text = "" if content is None else str(content)
+    return text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates → "?"
+
+
+def _reply(data: dict, wall: float) -> Reply:
+    """A :class:`Reply` from a chat-completions JSON response.
+
+    ``latency_s`` is the server's own service time where it reports one (llama.cpp's
+    ``timings``: prompt plus generation milliseconds), else ``wall`` (seconds from sending).
+
+    Raises:
+        KeyError / IndexError / TypeError / ValueError: not a completion (no ``choices``, an
+            error object, a choice without a message).
+    """
+    if data.get("error") and not data.get("choices"):
+        raise ValueError(f"error object in a 200 reply: {str(data['error'])[:200]}")
     choice = data["choices"][0]
-    msg = choice.get("message") or {}
+    msg = choice["message"]
+    if not isinstance(msg, dict):
+        raise TypeError("a choice without a message")
+    calls = msg.get("tool_calls") or ()
+    if not isinstance(calls, list | tuple):
+        raise TypeError("tool_calls is not a list")
     usage = data.get("usage") or {}
+    timings = data.get("timings") or {}
+    served = (float(timings.get("prompt_ms") or 0) + float(timings.get("predicted_ms") or 0)
+              ) / 1000 if isinstance(timings, dict) else 0.0
     return Reply(
-        text=msg.get("content") or "",
-        tool_calls=tuple(msg.get("tool_calls") or ()),
-        finish_reason=choice.get("finish_reason") or "stop",
+        text=_text(msg.get("content")),
+        tool_calls=tuple(c for c in calls if isinstance(c, dict)),
+        finish_reason=str(choice.get("finish_reason") or "stop"),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
-        latency_s=round(latency, 6),
+        latency_s=round(served if 0 < served <= wall else wall, 6),
     )

@@ -1,9 +1,10 @@
 """An LLM evaluation run: episodes of one environment (or group) against one endpoint.
 
-:func:`evaluate` checks the endpoint first (an unreachable URL or unknown model fails before any
-episode), plays the episodes in chunks through the library-style rollout with the LLM policy,
-appends each finished chunk's episodes to ``<env>.jsonl`` in ``out_dir`` (a rerun skips them; a
-run killed halfway loses no finished chunk, and the request cache replays any half-finished one
+:func:`evaluate` checks the endpoint before its first request (an unreachable URL or unknown
+model fails before any episode is written; a run the cache answers wholly needs no server), plays
+the episodes in chunks through the library-style rollout with the LLM policy, appends each
+finished chunk's episodes to ``<env>.jsonl`` in ``out_dir`` (a rerun skips them; a run killed
+halfway loses no finished chunk, and the request cache replays any half-finished one
 for free), and writes ``results.json`` from every transcript record.
 
 Transcript records (one JSON object per episode, keys sorted): ``env``, ``episode``, ``success``,
@@ -26,6 +27,7 @@ import jax
 import numpy as np
 
 import jaxcollab
+from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import EndedFlag, Host, make_policy
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.parse import REFUSAL
@@ -160,9 +162,7 @@ def transcript_path(out_dir, env_name: str) -> Path:
 
 
 def _read(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return jsonl.read(path)  # a torn last record (a killed write) is skipped and replayed
 
 
 def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress=None) -> None:
@@ -210,12 +210,10 @@ def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress
         ret, steps = out.episode_return, out.state["length"]
         pick = functools.partial(_row, out.state["env"])
         host.finish({i: _outcome(family, pick(b), ret[b])[1] for b, i in enumerate(ids)})
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as f:
-            for b, i in enumerate(ids):
-                rec = _record(env_name, family, host, i, pick(b), ret[b], steps[b])
-                f.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
-                host.episodes.pop(i)
+        jsonl.append(path, [_record(env_name, family, host, i, pick(b), ret[b], steps[b])
+                            for b, i in enumerate(ids)], sort_keys=True)
+        for i in ids:
+            host.episodes.pop(i)
         if progress is not None:
             progress.update(len(ids))
 
@@ -296,11 +294,10 @@ def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=N
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     client = ChatClient(cfg, cache_path if cache_path is not None else out / "cache.jsonl")
-    client.check()
     for name in names:
         play_env(name, rc, client, out, progress)
     records = [r for name in names for r in _read(transcript_path(out, name))]
     results = {"env": rc.env, "model": cfg.model, "base_url": cfg.base_url,
-               **summarize(records, rc)}
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+               **summarize(records, rc), "retries": dict(sorted(client.retries.items()))}
+    jsonl.write_atomic(out / "results.json", json.dumps(results, indent=2) + "\n")
     return results
