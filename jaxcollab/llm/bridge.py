@@ -34,7 +34,7 @@ import numpy as np
 from jaxcollab.core.rollout import Policy, split_episode_key
 from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.llm.client import ChatClient, Reply, Request
-from jaxcollab.llm.parse import REFUSAL, Parsed
+from jaxcollab.llm.parse import CONTEXT, REFUSAL, Parsed
 
 #: A game's per-step generator: yields request batches, receives replies, returns the action.
 Turn = Generator[list[Request], list[Reply], Any]
@@ -57,6 +57,18 @@ class Episode:
     notes: dict[str, str]
     errors: Counter = dataclasses.field(default_factory=Counter)
     data: dict = dataclasses.field(default_factory=dict)
+    usage: dict[str, dict] = dataclasses.field(default_factory=dict)
+
+    def charge(self, req: Request, reply: Reply) -> None:
+        """Add one exchange's cost to its agent's totals (every request counts: turns,
+        rephrase exchanges, samples, reflections): tokens, service ``latency_s``, ``queue_s``."""
+        u = self.usage.setdefault(req.agent, {"requests": 0, "prompt": 0, "completion": 0,
+                                              "latency_s": 0.0, "queue_s": 0.0})
+        u["requests"] += 1
+        u["prompt"] += reply.prompt_tokens
+        u["completion"] += reply.completion_tokens
+        u["latency_s"] = round(u["latency_s"] + reply.latency_s, 6)
+        u["queue_s"] = round(u["queue_s"] + reply.queue_s, 6)
 
     def record(self, role: str, step: int, req: Request, reply: Reply, parsed: Parsed,
                **extra) -> None:
@@ -99,10 +111,52 @@ class Game:
         return
         yield  # pragma: no cover  (makes this a generator)
 
+    #: The prompt-token budget of one request (set by :class:`Host` from the client:
+    #: ``llm.context_tokens`` or the server's reported context, less ``max_tokens``), or None.
+    budget: int | None = None
+
     @staticmethod
     def refusal(reply: Reply) -> Parsed:
-        """A refused request: no action, class ``refusal``."""
-        return Parsed(None).with_errors(REFUSAL)
+        """A refused request (content policy: ``refusal``) or one the server could not take
+        (``context_length``): no action."""
+        return Parsed(None).with_errors(CONTEXT if reply.failure == CONTEXT else REFUSAL)
+
+    def fit(self, ep: Episode, messages: list[dict]) -> tuple[dict, ...]:
+        """``messages`` kept within the context: the oldest exchanges after the system prompt
+        are dropped (a user/assistant pair at a time) until the estimate
+        (:func:`estimate_tokens`) is within :attr:`budget` or the episode's learned cap (80 %
+        of a prompt the server refused as too long); the current turn is always kept."""
+        caps = [c for c in (self.budget, ep.data.get("context_cap")) if c]
+        if not caps:
+            return tuple(messages)
+        head, body = messages[:1], list(messages[1:])
+        while len(body) > 2 and estimate_tokens(head + body) > min(caps):
+            body = body[2:]
+        return tuple(head + body)
+
+    @staticmethod
+    def overflowed(ep: Episode, req: Request, reply: Reply) -> None:
+        """After a context-length failure: later prompts of ``ep`` stay below 80 % of it."""
+        if reply.failure == CONTEXT:
+            cap = int(0.8 * estimate_tokens(req.messages))
+            ep.data["context_cap"] = min(cap, ep.data.get("context_cap") or cap)
+
+
+#: Longest reply text fed back into a later prompt (history, a partner's message): twice
+#: GPTNT's 1000-token reply budget at ~4 characters a token. Transcripts keep the whole reply.
+MAX_FEEDBACK_CHARS = 8000
+
+
+def clip(text: str, limit: int = MAX_FEEDBACK_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked ``[… N characters cut]`` when cut."""
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]} [… {len(text) - limit} characters cut]"
+
+
+def estimate_tokens(messages) -> int:
+    """A conservative token count of chat ``messages`` without a tokenizer: 3 characters a
+    token (English prose runs ~4, JSON and numbers fewer) plus 4 per message."""
+    return sum(len(str(m.get("content") or "")) // 3 + 4 for m in messages)
 
 
 class Host:
@@ -118,17 +172,22 @@ class Host:
         self.game, self.client, self.on_step = game, client, on_step
         self.episodes: dict[int, Episode] = {}
         self.ids: dict[bytes, int] = {}
+        #: what stopped the current rollout (an error, or KeyboardInterrupt on SIGINT/SIGTERM):
+        #: once set, every further callback answers no-ops at once, so the rollout ends within
+        #: moments; :meth:`reraise` raises it after the rollout
+        self.error: BaseException | None = None
 
     def episode(self, index: int) -> Episode:
         if index not in self.episodes:
             self.episodes[index] = Episode(index, {r: [] for r in self.game.roles}, {})
         return self.episodes[index]
 
-    def drive(self, turns: list[Turn]) -> list[Any]:
-        """Run generators in lockstep, one concurrent request batch per round; their results."""
-        results: list[Any] = [None] * len(turns)
+    def drive(self, jobs: list[tuple[Episode, Turn]]) -> list[Any]:
+        """Run each episode's generator in lockstep, one concurrent request batch per round;
+        their results. Every reply is charged to its episode (:meth:`Episode.charge`)."""
+        results: list[Any] = [None] * len(jobs)
         pending = {}
-        for i, g in enumerate(turns):
+        for i, (_, g) in enumerate(jobs):
             try:
                 pending[i] = (g, next(g))
             except StopIteration as stop:
@@ -141,6 +200,8 @@ class Host:
             for i in order:
                 g, reqs = pending[i]
                 chunk, at = replies[at: at + len(reqs)], at + len(reqs)
+                for req, reply in zip(reqs, chunk):
+                    jobs[i][0].charge(req, reply)
                 try:
                     nxt[i] = (g, g.send(chunk))
                 except StopIteration as stop:
@@ -166,8 +227,15 @@ class Host:
         episode = [self.ids.get(_key_id(k), -1) for k in key]
         ended = obs[:, 0, -1] != 0
         live = [b for b in range(len(step)) if episode[b] >= 0 and not ended[b]]
-        acts = self.drive([self.game.turn(self.episode(episode[b]), int(step[b]),
-                                          obs[b, :, :-1]) for b in live])
+        acts = []
+        self.game.budget = self.client.prompt_budget()  # the server's limit, once checked
+        if self.error is None:
+            try:
+                acts = self.drive([(self.episode(episode[b]), self.game.turn(
+                    self.episode(episode[b]), int(step[b]), obs[b, :, :-1])) for b in live])
+            except BaseException as e:  # noqa: BLE001  (re-raised after the rollout: reraise)
+                self.error = e
+                acts = []
         out = [self.game.noop() for _ in range(len(step))]
         for b, a in zip(live, acts):
             out[b] = a
@@ -178,7 +246,15 @@ class Host:
 
     def finish(self, outcomes: dict[int, str]) -> None:
         """End-of-game exchanges for the given episodes (``{index: outcome name}``)."""
-        self.drive([self.game.finish(self.episode(i), o) for i, o in outcomes.items()])
+        self.drive([(self.episode(i), self.game.finish(self.episode(i), o))
+                    for i, o in outcomes.items()])
+
+    def reraise(self) -> None:
+        """Raise what stopped the last rollout, if anything did (its episodes are unfinished:
+        the caller keeps only earlier chunks; the cache replays this one's replies)."""
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
 
 
 def _typed(key) -> bool:

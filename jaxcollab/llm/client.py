@@ -63,6 +63,8 @@ class LLMConfig:
         max_retries: retries after the first attempt on 429/5xx/timeouts.
         backoff_s: base of the exponential backoff in seconds (full jitter).
         extra_body: further JSON fields merged into every request.
+        context_tokens: the model's context length in tokens (None: the server's reported
+            one, if any); prompts are kept within it less ``max_tokens``.
     """
 
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -77,6 +79,7 @@ class LLMConfig:
     max_retries: int = 6
     backoff_s: float = 1.0
     extra_body: dict = dataclasses.field(default_factory=dict)
+    context_tokens: int | None = None
 
     def __post_init__(self):
         if not str(self.base_url).startswith(("http://", "https://")):
@@ -204,6 +207,13 @@ class ChatClient:
         self.served_context: int | None = None
         self.checked = False
         self._url = cfg.base_url.rstrip("/")
+
+    def prompt_budget(self) -> int | None:
+        """Prompt tokens one request may use: the smaller of ``cfg.context_tokens`` and the
+        server's reported context (:attr:`served_context`), less ``cfg.max_tokens``; None when
+        neither is known."""
+        limits = [c for c in (self.cfg.context_tokens, self.served_context) if c]
+        return max(min(limits) - int(self.cfg.max_tokens), 1) if limits else None
 
     # --- request building ------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.envs.maze.env import state_from_maze
 from jaxcollab.envs.maze.generator import MOVE_CHARS
 from jaxcollab.envs.maze.text import make_mazes
-from jaxcollab.llm.bridge import Episode, Game, Turn
+from jaxcollab.llm.bridge import Episode, Game, Turn, clip
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed
 
@@ -209,7 +209,7 @@ class MazeGame(Game):
             parsed_all = [parse_move(r.text, self.setting.startswith("verbalized"))
                           for r in replies]
             for req, reply, (_, _, parsed) in zip(reqs, replies, parsed_all):
-                parsed = self.refusal(reply) if reply.refused else parsed
+                parsed = self.refusal(reply) if reply.refused or reply.failure else parsed
                 ep.record(speaker, step, req, reply, parsed, round=k)
             move, probs = self._round_result(parsed_all)
             raw = probs
@@ -221,7 +221,7 @@ class MazeGame(Game):
             ep.data.setdefault("rounds", []).append(
                 {"step": step, "round": k, "probs": None if probs is None else probs.tolist(),
                  "raw": None if raw is None else raw.tolist()})
-            last_msg = self._message(replies[0].text, move, probs)
+            last_msg = self._message(clip(replies[0].text), move, probs)
         move = 0 if team_move is None else team_move  # no valid move at all: "d" (documented)
         ep.data["moves"] = taken + MOVE_CHARS[move]
         return np.full(2, move, np.int32)

@@ -27,7 +27,10 @@ STRUCTURAL = ("no_action", "multiple_actions", "unparseable", "truncated_unrecov
 SEMANTIC = ("invalid_action", "invalid_label", "out_of_bounds")
 #: A provider's content-policy refusal (GPTNT appendix "Guardrail violations").
 REFUSAL = "refusal"
-ERROR_CLASSES = (*SOFT, *STRUCTURAL, *SEMANTIC, REFUSAL)
+#: The server refused the prompt as longer than the model's context (ours: the turn is a wait,
+#: and later prompts of the episode are kept shorter).
+CONTEXT = "context_length"
+ERROR_CLASSES = (*SOFT, *STRUCTURAL, *SEMANTIC, REFUSAL, CONTEXT)
 
 _REASONS = {
     "missing_thoughts": "it had no <thoughts> block",
@@ -44,6 +47,7 @@ _REASONS = {
     "invalid_label": "its action named a label that was not in view",
     "out_of_bounds": "its action named a position that does not exist",
     "refusal": "the request was refused by the provider",
+    "context_length": "the conversation had grown longer than the model's context",
 }
 
 _THOUGHTS = re.compile(r"<thoughts?>(.*?)</thoughts?>", re.S | re.I)
@@ -70,7 +74,7 @@ class Parsed:
     def ok(self) -> bool:
         """Whether an action is carried out (no unsalvageable class)."""
         return self.action is not None and not set(self.errors) & {*STRUCTURAL, *SEMANTIC,
-                                                                   REFUSAL}
+                                                                   REFUSAL, CONTEXT}
 
     def with_errors(self, *classes: str) -> Parsed:
         """A copy with ``classes`` added (kept unique, in :data:`ERROR_CLASSES` order)."""

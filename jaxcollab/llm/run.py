@@ -17,9 +17,13 @@ Transcript records (one JSON object per episode, keys sorted): ``env``, ``episod
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
+import signal
+import sys
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -125,19 +129,19 @@ def _outcome(family: str, state, ret) -> tuple[bool, str]:
 def _record(env_name, family, host, index, state, ret, steps) -> dict:
     ep = host.episode(index)
     success, ending = _outcome(family, state, ret)
-    tokens, latency = {}, {}
-    for agent, turns in ep.history.items():
-        if turns:
-            tokens[agent] = {"prompt": sum(t["prompt_tokens"] for t in turns),
-                             "completion": sum(t["completion_tokens"] for t in turns)}
-            latency[agent] = round(sum(t["latency_s"] for t in turns), 6)
+    # every request of the episode (turns, rephrase exchanges, samples, reflections)
+    tokens = {a: {"prompt": u["prompt"], "completion": u["completion"]}
+              for a, u in sorted(ep.usage.items())}
+    latency = {a: u["latency_s"] for a, u in sorted(ep.usage.items())}
+    queue = {a: u["queue_s"] for a, u in sorted(ep.usage.items())}
     data = {k: v for k, v in ep.data.items() if k != "ktane"}
     if family == "maze":
         data["labels"] = np.asarray(state.moves)[: int(state.n_moves)].tolist()
     return {"env": env_name, "episode": index, "success": success, "ending": ending,
             "steps": int(steps), "returns": np.asarray(ret).tolist(),
             "parse_errors": dict(sorted(ep.errors.items())), "tokens": tokens,
-            "latency_s": latency, "agents": {a: t for a, t in ep.history.items() if t},
+            "latency_s": latency, "queue_s": queue,
+            "agents": {a: t for a, t in ep.history.items() if t},
             "data": data}
 
 
@@ -180,8 +184,10 @@ def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress
     todo = [i for i in range(int(n)) if i not in done]
     if progress is not None:
         progress.update(len(done))
-    on_step = None if progress is None else (
-        lambda _: progress.set_postfix(tokens=total_tokens(client), refresh=False))
+    on_step = None if progress is None else (  # moves on every agent turn, not per chunk
+        lambda _: progress.set_postfix(
+            requests=sum(u.calls for u in client.usage.values()),
+            tokens=total_tokens(client)))
     host = Host(game, client, on_step=on_step)
     policy = make_policy(host)
     played = env
@@ -207,6 +213,7 @@ def play_env(env_name: str, rc: RunConfig, client: ChatClient, out_dir, progress
         out = jax.device_get(jaxcollab.rollout(
             played, policy, keys, params, max_steps=_max_steps(env, family),
             batched_params=batched, until_done=True))
+        host.reraise()  # stopped (signal) or failed mid-chunk: keep only finished chunks
         ret, steps = out.episode_return, out.state["length"]
         pick = functools.partial(_row, out.state["env"])
         host.finish({i: _outcome(family, pick(b), ret[b])[1] for b, i in enumerate(ids)})
@@ -227,7 +234,7 @@ def summarize(records: list[dict], rc: RunConfig) -> dict:
     family = records[0]["env"].split("/")[0] if records else ""
     key = "outcomes" if family == "ktane" else "endings"
     out[key] = dict(sorted(Counter(r["ending"] for r in records).items()))
-    errors, tokens, latency = Counter(), {}, {}
+    errors, tokens, latency, queue = Counter(), {}, {}, {}
     for r in records:
         errors.update(r["parse_errors"])
         for a, t in r["tokens"].items():
@@ -236,11 +243,14 @@ def summarize(records: list[dict], rc: RunConfig) -> dict:
             acc["completion"] += t["completion"]
         for a, s in r["latency_s"].items():
             latency[a] = round(latency.get(a, 0.0) + s, 6)
+        for a, s in r.get("queue_s", {}).items():
+            queue[a] = round(queue.get(a, 0.0) + s, 6)
     out["refusals"] = errors.pop(REFUSAL, 0)
     out["parse_errors"] = dict(sorted(errors.items()))
     out["tokens"] = tokens | {"total": sum(t["prompt"] + t["completion"]
                                            for t in tokens.values())}
-    out["latency_s"] = latency
+    out["latency_s"] = latency  # server service time
+    out["queue_s"] = queue  # time requests waited (client window, backoff, server queue)
     if family == "bomb":
         by = {}
         for r in records:
@@ -294,10 +304,38 @@ def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=N
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     client = ChatClient(cfg, cache_path if cache_path is not None else out / "cache.jsonl")
-    for name in names:
-        play_env(name, rc, client, out, progress)
-    records = [r for name in names for r in _read(transcript_path(out, name))]
-    results = {"env": rc.env, "model": cfg.model, "base_url": cfg.base_url,
-               **summarize(records, rc), "retries": dict(sorted(client.retries.items()))}
-    jsonl.write_atomic(out / "results.json", json.dumps(results, indent=2) + "\n")
+    stopped = False
+    try:
+        with stop_on_sigterm():
+            for name in names:
+                play_env(name, rc, client, out, progress)
+    except KeyboardInterrupt:  # SIGINT / SIGTERM: results of what finished, then stop
+        stopped = True
+        raise
+    finally:
+        if stopped or sys.exc_info()[0] is None:
+            records = [r for name in names for r in _read(transcript_path(out, name))]
+            results = {"env": rc.env, "model": cfg.model, "base_url": cfg.base_url,
+                       **summarize(records, rc), "retries": dict(sorted(client.retries.items()))}
+            results |= {"stopped": True} if stopped else {}
+            jsonl.write_atomic(out / "results.json", json.dumps(results, indent=2) + "\n")
     return results
+
+
+@contextlib.contextmanager
+def stop_on_sigterm():
+    """SIGTERM raises ``KeyboardInterrupt`` as SIGINT does (in the main thread only), so both
+    stop an LLM run at the next safe point: the host callback turns it into no-ops for the
+    rest of the chunk and :meth:`~jaxcollab.llm.bridge.Host.reraise` ends the run there."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

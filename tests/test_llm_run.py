@@ -1,0 +1,134 @@
+"""LLM runs against a misbehaving local server: context limits, accounting that adds up, long
+replies clipped, torn transcripts, and SIGTERM stopping a run at the next safe point."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+from llm_server import LLMServer, good_reply
+
+from jaxcollab.llm import jsonl
+from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game
+from jaxcollab.llm.client import LLMConfig
+from jaxcollab.llm.ktane import OMITTED
+from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer() as srv:
+        yield srv
+
+
+def cfg(server, model="good", **kw) -> LLMConfig:
+    return LLMConfig(base_url=server.url, model=model, backoff_s=0.01, **kw)
+
+
+def records(out, env):
+    return jsonl.read(transcript_path(out, env))
+
+
+def test_fit_drops_the_oldest_turns():
+    game, ep = Game(), Episode(0, {}, {})
+    msgs = [{"role": "system", "content": "s" * 30}] + [
+        {"role": r, "content": f"{i}" * 300} for i in range(4) for r in ("user", "assistant")]
+    msgs.append({"role": "user", "content": "now"})
+    assert game.fit(ep, msgs) == tuple(msgs)  # no limit known
+    game.budget = 250  # tokens: system + the last exchange + the current turn
+    kept = game.fit(ep, msgs)
+    assert kept[0] == msgs[0] and kept[1:] == tuple(msgs[-3:])
+
+
+def test_ktane_context_limit_is_a_counted_event_and_old_views_leave(server, tmp_path):
+    """The ``context`` model refuses prompts over 3,000 words; the Expert's manual alone is
+    longer, so each Expert turn is a counted ``context_length`` wait, the run goes on, and the
+    episode is written. The Defuser's history keeps only the previous view (GPTNT)."""
+    results = evaluate(cfg(server, "context"), RunConfig(env="ktane/wires", episodes=1,
+                                                         reflection=False), tmp_path)
+    (rec,) = records(tmp_path, "ktane/wires")
+    assert rec["parse_errors"]["context_length"] == len(rec["agents"]["expert"]) > 0
+    assert results["parse_errors"]["context_length"] == rec["parse_errors"]["context_length"]
+    third = [m["content"] for m in rec["agents"]["defuser"][2]["prompt"]]
+    assert third[1].startswith(OMITTED) and not third[3].startswith(OMITTED)
+
+
+def test_tokens_count_every_request(server, tmp_path):
+    n = len(server.requests)
+    results = evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1), tmp_path)
+    sent = server.requests[n:]
+    assert any("Reflect on the game" in b["messages"][-1]["content"] for b in sent)
+    expect = sum(sum(len(str(m["content"]).split()) for m in b["messages"])
+                 + len(good_reply(b["messages"]).split()) for b in sent)
+    assert results["tokens"]["total"] == expect
+    assert set(results["queue_s"]) == {"defuser", "expert"}
+
+
+def test_long_replies_are_clipped_in_later_prompts(server, tmp_path):
+    evaluate(cfg(server, "long"), RunConfig(env="ktane/wires", episodes=1, reflection=False),
+             tmp_path)
+    rec = records(tmp_path, "ktane/wires")[0]
+    turns = [t for turns in rec["agents"].values() for t in turns]
+    assert max(len(t["reply"]) for t in turns) > 100_000  # the transcript keeps the reply
+    fed = [m["content"] for t in turns for m in t["prompt"] if m["role"] == "assistant"]
+    assert fed and max(map(len, fed)) <= MAX_FEEDBACK_CHARS + 40
+
+
+def test_torn_transcript_line_is_replayed(server, tmp_path):
+    rc = RunConfig(env="bomb/base-1", episodes=2, batch=2)
+    evaluate(cfg(server), rc, tmp_path)
+    path = transcript_path(tmp_path, "bomb/base-1")
+    whole = path.read_text()
+    path.write_text(whole[: len(whole) - 200])  # the second record torn
+    assert len(records(tmp_path, "bomb/base-1")) == 1
+    n = len(server.requests)
+    again = evaluate(cfg(server), rc, tmp_path)
+    assert len(server.requests) == n and again["episodes"] == 2  # replayed from the cache
+    assert [r["episode"] for r in records(tmp_path, "bomb/base-1")] == [0, 1]
+
+
+def test_sigterm_stops_at_the_next_safe_point(server, tmp_path):
+    rc = RunConfig(env="bomb/base-1", episodes=6, batch=2)
+    path = transcript_path(tmp_path, "bomb/base-1")
+
+    def stop_after_first_chunk():
+        while not (path.exists() and path.read_text().count("\n") >= 2):
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    watcher = threading.Thread(target=stop_after_first_chunk, daemon=True)
+    watcher.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(cfg(server, "slow"), rc, tmp_path)
+    assert time.perf_counter() - start < 30
+    kept = records(tmp_path, "bomb/base-1")
+    assert len(kept) in (2, 4)  # whole chunks only
+    stopped = json.loads((tmp_path / "results.json").read_text())
+    assert stopped["stopped"] is True and stopped["episodes"] == len(kept)
+    done = evaluate(cfg(server, "slow"), rc, tmp_path)  # the rerun finishes the rest
+    assert done["episodes"] == 6 and "stopped" not in done
+    assert [r["episode"] for r in records(tmp_path, "bomb/base-1")] == list(range(6))
+
+
+def test_progress_moves_every_agent_turn(server, tmp_path):
+    class Bar:
+        def __init__(self):
+            self.postfix, self.done = [], 0
+
+        def update(self, n):
+            self.done += n
+
+        def set_postfix(self, **kw):
+            self.postfix.append((self.done, kw))
+
+    bar = Bar()
+    evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1, reflection=False), tmp_path,
+             progress=bar)
+    during = [kw for done, kw in bar.postfix if done == 0]  # before the episode finished
+    assert len(during) >= 3 and [kw["requests"] for kw in during] == sorted(
+        kw["requests"] for kw in during) and during[-1]["tokens"] > during[0]["tokens"] > 0
