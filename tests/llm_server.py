@@ -22,6 +22,8 @@ The served model name picks the strategy:
   :data:`CONTEXT_WORDS` words (its ``/models`` entry reports that as ``max_model_len``), else
   ``good``.
 * ``long``: ``good`` followed by :data:`LONG_CHARS` characters of rambling.
+* ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
+  short client timeout), later attempts at once; both ``good``.
 
 Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server).
 Any other model name is unknown (``GET /v1/models`` lists those above).
@@ -37,11 +39,12 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
-          "context", "long")
+          "context", "long", "late")
 SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
 LONG_CHARS = 100_000
+LATE_S = 1.0
 #: The broken 200 bodies of ``malformed``, by attempt.
 MALFORMED = (b'{"id": "chatcmpl-test", "choices": [{"index": 0, "mess',
              json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode(),
@@ -101,11 +104,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: dict | bytes) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on this request (a timeout): nobody to answer
 
     def do_GET(self):
         if self.path.rstrip("/") == "/v1/models":
@@ -141,6 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
                 f"length is {CONTEXT_WORDS} tokens; your prompt has {n_prompt}."}})
         if model == "slow":
             time.sleep(SLOW_S)
+        if model == "late" and self.server.first_attempt(body):
+            time.sleep(LATE_S)
         timings = {}
         if model == "serial":
             with self.server.slot:  # one generation at a time

@@ -8,7 +8,7 @@ import json
 import logging
 
 import pytest
-from llm_server import CONTEXT_WORDS, SERIAL_S, LLMServer
+from llm_server import CONTEXT_WORDS, LATE_S, SERIAL_S, LLMServer
 
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, ReplyCache, Request
@@ -69,6 +69,15 @@ def test_rate_limits_shrink_the_window(server):
     client = ChatClient(cfg(server.url, "flaky", concurrency=8))
     client.complete_many(reqs(8, extra="window"))
     assert client.retries == {"rate_limited": 8} and client.window < 8
+
+
+def test_a_late_reply_times_out_once_and_is_retried(server):
+    """A request alone in flight that outlives its timeout is abandoned and sent again (the
+    server never answers it), counted as ``timeout``, and the window halves."""
+    client = ChatClient(cfg(server.url, "late", timeout_s=0.3, concurrency=4))
+    (reply,) = client.complete_many(reqs(1, extra="late"))
+    assert reply.text.startswith("I move down") and reply.latency_s < LATE_S
+    assert client.retries == {"timeout": 1} and client.window == 2
 
 
 def test_context_length_error_is_a_classified_reply(server, tmp_path):

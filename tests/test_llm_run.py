@@ -9,12 +9,14 @@ import signal
 import threading
 import time
 
+import jax
+import numpy as np
 import pytest
 from llm_server import LLMServer, good_reply
 
 from jaxcollab.llm import jsonl
-from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game
-from jaxcollab.llm.client import LLMConfig
+from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game, Host
+from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.ktane import OMITTED
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 
@@ -132,3 +134,38 @@ def test_progress_moves_every_agent_turn(server, tmp_path):
     during = [kw for done, kw in bar.postfix if done == 0]  # before the episode finished
     assert len(during) >= 3 and [kw["requests"] for kw in during] == sorted(
         kw["requests"] for kw in during) and during[-1]["tokens"] > during[0]["tokens"] > 0
+
+
+class _Interrupted(Game):
+    """A game whose turn is interrupted by a real SIGINT while it waits (as during a request)."""
+
+    roles = ("a",)
+    turns = 0
+
+    def action_struct(self):
+        return jax.ShapeDtypeStruct((1,), np.int32)
+
+    def noop(self):
+        return np.zeros(1, np.int32)
+
+    def turn(self, ep, step, obs):
+        type(self).turns += 1
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the default handler raises KeyboardInterrupt here
+        yield []
+
+
+def test_sigint_in_the_host_callback_is_not_swallowed():
+    host = Host(_Interrupted(), ChatClient(LLMConfig()))
+    key = np.zeros((1, 2), np.uint32)
+    host.ids = {key[0].tobytes(): 0}
+    obs, step = np.zeros((1, 1, 3), np.int32), np.zeros(1, np.int32)
+    start = time.perf_counter()
+    out = host.callback(obs, key, step)
+    assert time.perf_counter() - start < 4 and out.tolist() == [[0]]
+    assert isinstance(host.error, KeyboardInterrupt)
+    host.callback(obs, key, step + 1)  # the rest of the rollout: no-ops, no more turns
+    assert _Interrupted.turns == 1
+    with pytest.raises(KeyboardInterrupt):
+        host.reraise()
+    assert host.error is None
