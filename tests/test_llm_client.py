@@ -128,7 +128,7 @@ def test_jsonl_append_is_whole_lines(tmp_path):
     path = tmp_path / "t.jsonl"
     jsonl.append(path, [{"a": 1}, {"b": "é"}])
     path.write_bytes(path.read_bytes() + b'{"c": ')
-    jsonl.append(path, [{"d": 2}])
-    assert jsonl.read(path) == [{"a": 1}, {"b": "é"}, {"d": 2}]
+    jsonl.append(path, [{"d": 2}, {"e": "\ud800"}])
+    assert jsonl.read(path) == [{"a": 1}, {"b": "é"}, {"d": 2}, {"e": "?"}]
     jsonl.write_atomic(tmp_path / "r.json", "{}\n")
     assert (tmp_path / "r.json").read_text() == "{}\n" and not list(tmp_path.glob(".*tmp"))

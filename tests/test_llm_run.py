@@ -16,7 +16,7 @@ from llm_server import LLMServer, good_reply
 
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game, Host
-from jaxcollab.llm.client import ChatClient, LLMConfig
+from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError
 from jaxcollab.llm.ktane import OMITTED
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 
@@ -169,3 +169,11 @@ def test_sigint_in_the_host_callback_is_not_swallowed():
     with pytest.raises(KeyboardInterrupt):
         host.reraise()
     assert host.error is None
+
+
+def test_unreachable_endpoint_fails_before_anything_is_written(tmp_path):
+    with pytest.raises(LLMError, match="unreachable"):
+        evaluate(LLMConfig(base_url="http://127.0.0.1:9/v1", timeout_s=2),
+                 RunConfig(env="bomb/base-1", episodes=2, batch=2), tmp_path)
+    assert not transcript_path(tmp_path, "bomb/base-1").exists()
+    assert not (tmp_path / "results.json").exists()

@@ -39,7 +39,8 @@ def append(path: str | Path, rows: Iterable[dict], **dumps) -> None:
     torn gets a newline first, so the torn fragment stays a single unreadable row.
     """
     path = Path(path)
-    data = "".join(json.dumps(r, ensure_ascii=False, **dumps) + "\n" for r in rows).encode()
+    text = "".join(json.dumps(r, ensure_ascii=False, **dumps) + "\n" for r in rows)
+    data = text.encode("utf-8", "replace")  # a lone surrogate becomes "?", never an error
     if not data:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
