@@ -18,6 +18,14 @@ A game's :meth:`Game.turn` is a generator: it yields lists of :class:`~.client.R
 per conversation round) and receives the replies, then returns the joint action. This lets one step
 hold several rounds (the maze protocol's K rounds, sampled responses) while still batching every
 episode's requests together.
+
+Stopping: the callback runs in the main thread, so Ctrl-C (and SIGTERM, mapped to it by the run)
+raises inside it. The host keeps that exception (or any error) instead of letting it become an
+opaque runtime error of the compiled rollout, answers no-ops for the rest of the rollout (which
+then ends within moments) and :meth:`Host.reraise` raises it after; the run keeps every chunk
+finished before. Every reply is charged to its episode (:meth:`Episode.charge`), so tokens and
+latency count all requests, and games keep prompts within the model's context
+(:meth:`Game.fit`) and feed long replies back clipped (:func:`clip`).
 """
 
 from __future__ import annotations

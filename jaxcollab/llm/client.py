@@ -1,11 +1,22 @@
-"""OpenAI-compatible chat-completions client: concurrency limit, retries, request cache, usage.
+"""OpenAI-compatible chat-completions client: adaptive concurrency, retries, request cache, usage.
 
 Any server that speaks ``POST {base_url}/chat/completions`` works (vLLM, SGLang, llama.cpp,
 hosted APIs). Requests are cached by the SHA-256 of their content (model, messages, sampling
 settings and a caller ``nonce`` that tells apart independent samples of the same prompt), in an
 append-only JSONL file, so a rerun replays every reply, its token counts and its measured latency
-exactly and sends nothing. The API key is read from the environment variable named by
-``api_key_env`` at call time and is never stored, logged or cached.
+exactly and sends nothing; each reply is cached the moment it arrives, so a request that fails
+later in the same batch loses none of the others. The API key is read from the environment
+variable named by ``api_key_env`` at call time and is never stored, logged or cached.
+
+Every answer is a reply or a classified failure. Retried with full-jitter backoff and counted by
+class in :attr:`ChatClient.retries`: ``rate_limited`` (429), ``server_error`` (5xx, 408, 409),
+``malformed`` (a 200 whose body is not a completion: truncated JSON, an empty ``choices``, an
+error object), ``timeout`` and ``connection``. Returned as replies: content-policy refusals
+(``refused``) and context-length errors (``failure="context_length"``). Anything else (a bad key,
+an unknown model) raises :class:`LLMError`. A request's timeout counts from when every request
+sent before it has been answered, and 429s and timeouts halve the number in flight (growing back
+by one per window of successes), so a server that generates one request at a time is neither
+flooded nor sent the same prompt again while it still waits in its queue.
 """
 
 from __future__ import annotations

@@ -17,10 +17,11 @@ reaches the Defuser's queue only once ``L`` seconds of game time have passed; la
 measured ones (replayed from the cache on reruns), so slow models lose time. At the end, each
 player is asked for a reflection on the game (GPTNT's end-of-game reflection request).
 
-Context (GPTNT appendix on context management: each forward pass gets the current observation
-and the immediately preceding one, everything older discarded): the Defuser's older turns keep
-their messages and feedback but not their view of the bomb; beyond that, the oldest turns are
-dropped to stay within the model's context (:meth:`~jaxcollab.llm.bridge.Game.fit`).
+Context (GPTNT appendix D.4 "Observation Context Management": each forward pass gets the
+current observation and the immediately preceding one, everything older discarded): the
+Defuser's older turns keep their messages and feedback but not their view of the bomb; beyond
+that, the oldest turns are dropped to stay within the model's context
+(:meth:`~jaxcollab.llm.bridge.Game.fit`).
 """
 
 from __future__ import annotations
@@ -191,10 +192,11 @@ class KtaneGame(Game):
             "busy_until": {r: 0.0 for r in ROLE_NAMES}})
 
     def _conversation(self, ep: Episode, name: str) -> list[dict]:
-        """The system prompt and ``name``'s past exchanges. As GPTNT (appendix "Context
-        management") passes only the current and the immediately preceding observation, older
-        turns keep their messages and feedback but not the view (:data:`OMITTED` in its place);
-        refused exchanges leave the context. Replies are fed back clipped (:func:`clip`)."""
+        """The system prompt and ``name``'s past exchanges. As GPTNT (appendix D.4
+        "Observation Context Management") passes only the current and the immediately preceding
+        observation, older turns keep their messages and feedback but not the view
+        (:data:`OMITTED` in its place); refused exchanges leave the context. Replies are fed
+        back clipped (:func:`~jaxcollab.llm.bridge.clip`)."""
         role = ROLE_NAMES.index(name)
         turns = [h for h in ep.history[name] if not h["refused"]]
         messages = [{"role": "system", "content": self.systems[role]}]
