@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -177,3 +180,27 @@ def test_unreachable_endpoint_fails_before_anything_is_written(tmp_path):
                  RunConfig(env="bomb/base-1", episodes=2, batch=2), tmp_path)
     assert not transcript_path(tmp_path, "bomb/base-1").exists()
     assert not (tmp_path / "results.json").exists()
+
+
+@pytest.mark.slow  # a subprocess compiles its own rollout
+def test_ctrl_c_stops_the_cli(server, tmp_path):
+    """``eval/llm.py`` (the README command) as a subprocess: SIGINT after the first chunk ends
+    the run within seconds, keeping that chunk and a results.json marked ``stopped``."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "eval/llm.py", "env=bomb/base-1", f"llm.base_url={server.url}",
+         "llm.model=slow", "llm.backoff_s=0.01", "episodes=8", "batch=2", f"out_dir={out}"],
+        cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    path = transcript_path(out, "bomb/base-1")
+    deadline = time.perf_counter() + 240
+    while not (path.exists() and len(jsonl.read(path)) >= 2) and proc.poll() is None:
+        assert time.perf_counter() < deadline, "no chunk finished"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    proc.communicate(timeout=60)
+    assert time.perf_counter() - sent < 20 and proc.returncode != 0
+    kept = jsonl.read(path)
+    assert 2 <= len(kept) < 8 and len(kept) % 2 == 0  # whole chunks only
+    results = json.loads((out / "results.json").read_text())
+    assert results["stopped"] is True and results["episodes"] == len(kept)
