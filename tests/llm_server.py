@@ -175,6 +175,7 @@ class LLMServer(ThreadingHTTPServer):
     """The server; ``url`` is its ``/v1`` base URL, ``requests`` the bodies received."""
 
     daemon_threads = True
+    request_queue_size = 128  # a real server's listen backlog: 16 clients connect at once
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), _Handler)

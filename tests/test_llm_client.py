@@ -48,18 +48,19 @@ def test_a_failed_request_keeps_the_replies_of_its_batch(server, tmp_path):
 
 
 def test_serial_server_is_not_flooded(server):
-    """Six requests at once on a one-slot server, each generation 0.2 s, timeout 0.5 s: timed
-    from sending, the last three would time out and be generated again; timed from their turn,
-    each prompt is generated once, and latency is service time, queueing apart."""
-    batch = reqs(6, extra="serial")
-    client = ChatClient(cfg(server.url, "serial", concurrency=6, timeout_s=0.5))
+    """Ten requests at once on a one-slot server (served in no particular order), each
+    generation 0.2 s, timeout 0.5 s: timed from sending, most would time out and be generated
+    again (the old client failed with 32+ generations for 16 prompts); timed by the server's
+    progress, each prompt is generated once, and latency is service time, queueing apart."""
+    batch = reqs(10, extra="serial")
+    client = ChatClient(cfg(server.url, "serial", concurrency=10, timeout_s=0.5))
     replies = client.complete_many(batch)
     assert client.retries == {}
     keys = [json.dumps(list(r.messages)) for r in batch]
-    assert [server.generated[k] for k in keys] == [1] * 6
+    assert [server.generated[k] for k in keys] == [1] * 10
     assert all(SERIAL_S * 0.9 <= r.latency_s < SERIAL_S * 2 for r in replies)
     waits = sorted(r.queue_s for r in replies)
-    assert waits[-1] >= 4 * SERIAL_S  # the last one waited behind five generations
+    assert waits[-1] >= 8 * SERIAL_S  # the last one served waited behind nine generations
     totals = client.usage_json()
     assert sum(u["latency_s"] for u in totals.values()) == pytest.approx(
         sum(r.latency_s for r in replies))

@@ -13,10 +13,10 @@ class in :attr:`ChatClient.retries`: ``rate_limited`` (429), ``server_error`` (5
 ``malformed`` (a 200 whose body is not a completion: truncated JSON, an empty ``choices``, an
 error object), ``timeout`` and ``connection``. Returned as replies: content-policy refusals
 (``refused``) and context-length errors (``failure="context_length"``). Anything else (a bad key,
-an unknown model) raises :class:`LLMError`. A request's timeout counts from when every request
-sent before it has been answered, and 429s and timeouts halve the number in flight (growing back
-by one per window of successes), so a server that generates one request at a time is neither
-flooded nor sent the same prompt again while it still waits in its queue.
+an unknown model) raises :class:`LLMError`. A request times out only after ``timeout_s`` in which
+the server answered none of the batch's requests, and 429s and timeouts halve the number in
+flight (growing back by one per window of successes), so a server that generates one request at
+a time is neither flooded nor sent the same prompt again while it still waits in its queue.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class LLMConfig:
         reasoning_effort: passed through as ``reasoning_effort`` when set (hosted reasoning models).
         thinking_budget: passed through as ``thinking_budget`` (with ``chat_template_kwargs``
             ``enable_thinking``) when set (vLLM / Qwen-style servers); 0 disables thinking.
-        timeout_s: per-request timeout in seconds, counted from when every request sent
-            before it has been answered (so waiting in a serial server's queue is not timed).
+        timeout_s: seconds a request may go unanswered while the server answers none of the
+            batch's requests either (waiting in a serial server's queue is not timed out).
         concurrency: the most requests in flight at once (the client adapts below it).
         max_retries: retries after the first attempt on 429/5xx/timeouts.
         backoff_s: base of the exponential backoff in seconds (full jitter).
@@ -257,8 +257,9 @@ class ChatClient:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _client(self) -> httpx.AsyncClient:
-        # no read timeout here: :meth:`_post` times a request from when it is served
-        timeout = httpx.Timeout(None, connect=min(float(self.cfg.timeout_s), 30.0))
+        # no read timeout here: :meth:`_post` times requests by the server's progress; a busy
+        # server still accepts connections at once (an unreachable one refuses them at once)
+        timeout = httpx.Timeout(None, connect=30.0)
         return httpx.AsyncClient(timeout=timeout, headers=self._headers())
 
     # --- preflight -------------------------------------------------------------------------
@@ -361,23 +362,29 @@ class ChatClient:
                 raise o
         return out
 
-    async def _post(self, http: httpx.AsyncClient, flight: _Flight, seq: int, body: dict
+    async def _post(self, http: httpx.AsyncClient, flight: _Flight, body: dict
                     ) -> tuple[httpx.Response | None, str]:
-        """One attempt: ``(response, "")`` or ``(None, error class)``. The timeout counts from
-        when every request sent before this one has been answered, so a request queued behind
-        others on a server that serves one at a time is never abandoned (and re-sent) while
-        it is still waiting its turn."""
+        """One attempt: ``(response, "")`` or ``(None, error class)``. It times out only once
+        ``timeout_s`` has passed since it was sent *and* since the server last answered any
+        request of the batch: a request waiting its turn behind others on a server that serves
+        one at a time (in whatever order) is never abandoned, and sent again, while the server
+        is still working through the queue."""
+        sent = time.perf_counter()
         post = asyncio.ensure_future(http.post(f"{self._url}/chat/completions", json=body))
-        head = asyncio.ensure_future(flight.at_head(seq))
+        timeout = float(self.cfg.timeout_s)
         try:
-            await asyncio.wait({post, head}, return_when=asyncio.FIRST_COMPLETED)
-            return await asyncio.wait_for(post, float(self.cfg.timeout_s)), ""
-        except (TimeoutError, httpx.TimeoutException):
+            while True:
+                idle = time.perf_counter() - max(sent, flight.progress)
+                done, _ = await asyncio.wait({post}, timeout=max(timeout - idle, 0.0))
+                if done:
+                    return post.result(), ""
+                if time.perf_counter() - max(sent, flight.progress) >= timeout:
+                    return None, "timeout"
+        except httpx.TimeoutException:
             return None, "timeout"
         except httpx.TransportError:
             return None, "connection"
         finally:
-            head.cancel()
             post.cancel()
 
     async def _send(self, http: httpx.AsyncClient, flight: _Flight, req: Request, key: str
@@ -385,12 +392,13 @@ class ChatClient:
         body, created = self.body(req), time.perf_counter()
         url = f"{self._url}/chat/completions"
         for attempt in range(int(self.cfg.max_retries) + 1):
-            seq = await flight.enter()
+            await flight.enter()
             sent = time.perf_counter()
+            r, cls = None, "connection"
             try:
-                r, cls = await self._post(http, flight, seq, body)
+                r, cls = await self._post(http, flight, body)
             finally:
-                await flight.leave(seq)
+                await flight.leave(answered=r is not None)
             done = time.perf_counter()
             reply = None
             if r is not None:
@@ -420,7 +428,8 @@ class ChatClient:
 
 
 class _Flight:
-    """The requests of one batch in flight: an adaptive concurrency window and their order.
+    """The requests of one batch in flight: an adaptive concurrency window and the time the
+    server last answered one of them (:meth:`ChatClient._post` times requests from it).
 
     The window (kept on the client, so it carries over between batches) halves on every 429 or
     timeout, never below 1, and grows by one after as many successes in a row as its size, up to
@@ -429,25 +438,20 @@ class _Flight:
 
     def __init__(self, client: ChatClient):
         self.client, self.cond = client, asyncio.Condition()
-        self.active: list[int] = []
-        self.seq = self.streak = 0
+        self.active = self.streak = 0
+        self.progress = 0.0
 
-    async def enter(self) -> int:
+    async def enter(self) -> None:
         async with self.cond:
-            await self.cond.wait_for(lambda: len(self.active) < self.client.window)
-            self.seq += 1
-            self.active.append(self.seq)
-            return self.seq
+            await self.cond.wait_for(lambda: self.active < self.client.window)
+            self.active += 1
 
-    async def leave(self, seq: int) -> None:
+    async def leave(self, answered: bool) -> None:
         async with self.cond:
-            self.active.remove(seq)
+            self.active -= 1
+            if answered:
+                self.progress = time.perf_counter()
             self.cond.notify_all()
-
-    async def at_head(self, seq: int) -> None:
-        """Returns once ``seq`` is the oldest request in flight."""
-        async with self.cond:
-            await self.cond.wait_for(lambda: self.active[:1] == [seq])
 
     def success(self) -> None:
         self.streak += 1
