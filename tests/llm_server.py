@@ -44,7 +44,7 @@ SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
 LONG_CHARS = 100_000
-LATE_S = 1.0
+LATE_S = 3.0
 #: The broken 200 bodies of ``malformed``, by attempt.
 MALFORMED = (b'{"id": "chatcmpl-test", "choices": [{"index": 0, "mess',
              json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode(),
