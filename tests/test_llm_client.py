@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+import threading
+import time
 
 import pytest
 from llm_server import CONTEXT_WORDS, LATE_S, SERIAL_S, LLMServer
 
-from jaxcollab.llm import jsonl
+from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, ReplyCache, Request
 
 
@@ -133,3 +137,26 @@ def test_jsonl_append_is_whole_lines(tmp_path):
     assert jsonl.read(path) == [{"a": 1}, {"b": "é"}, {"d": 2}, {"e": "?"}]
     jsonl.write_atomic(tmp_path / "r.json", "{}\n")
     assert (tmp_path / "r.json").read_text() == "{}\n" and not list(tmp_path.glob(".*tmp"))
+
+
+def test_a_signal_cancels_requests_on_another_thread(server):
+    """XLA may run the host callback off the main thread, where no Python signal handler runs:
+    a SIGINT still stops the requests there within moments (the 3-s reply is not awaited)."""
+    client, caught = ChatClient(cfg(server.url, "late")), []
+
+    def worker():
+        try:
+            client.complete_many(reqs(1, extra="signal"))
+        except KeyboardInterrupt as e:
+            caught.append(e)
+
+    with signals.watch():
+        thread = threading.Thread(target=worker)
+        start = time.perf_counter()
+        thread.start()
+        time.sleep(0.3)
+        with pytest.raises(KeyboardInterrupt):  # the main thread's own handler
+            os.kill(os.getpid(), signal.SIGINT)
+            thread.join()
+        thread.join()
+    assert caught and time.perf_counter() - start < LATE_S - 1

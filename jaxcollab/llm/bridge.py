@@ -19,8 +19,9 @@ per conversation round) and receives the replies, then returns the joint action.
 hold several rounds (the maze protocol's K rounds, sampled responses) while still batching every
 episode's requests together.
 
-Stopping: the callback runs in the main thread, so Ctrl-C (and SIGTERM, mapped to it by the run)
-raises inside it. The host keeps that exception (or any error) instead of letting it become an
+Stopping: Ctrl-C (and SIGTERM, mapped to it by the run) raises inside the callback when it runs
+on the main thread, and is seen through :mod:`~jaxcollab.llm.signals` when XLA runs it on a
+thread of its own. The host keeps that stop (or any error) instead of letting it become an
 opaque runtime error of the compiled rollout, answers no-ops for the rest of the rollout (which
 then ends within moments) and :meth:`Host.reraise` raises it after; the run keeps every chunk
 finished before. Every reply is charged to its episode (:meth:`Episode.charge`), so tokens and
@@ -41,6 +42,7 @@ import numpy as np
 
 from jaxcollab.core.rollout import Policy, split_episode_key
 from jaxcollab.core.wrappers import Wrapper
+from jaxcollab.llm import signals
 from jaxcollab.llm.client import ChatClient, Reply, Request
 from jaxcollab.llm.parse import CONTEXT, REFUSAL, Parsed
 
@@ -237,6 +239,8 @@ class Host:
         live = [b for b in range(len(step)) if episode[b] >= 0 and not ended[b]]
         acts = []
         self.game.budget = self.client.prompt_budget()  # the server's limit, once checked
+        if self.error is None and signals.interrupted():  # this may not be the main thread
+            self.error = KeyboardInterrupt("stopped by a signal")
         if self.error is None:
             try:
                 acts = self.drive([(self.episode(episode[b]), self.game.turn(

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import httpx
 
-from jaxcollab.llm import jsonl
+from jaxcollab.llm import jsonl, signals
 
 log = logging.getLogger(__name__)
 
@@ -330,6 +330,9 @@ class ChatClient:
             LLMError: a non-retryable HTTP error other than a refusal or a context-length
                 error, or retries exhausted (after every other request of the batch finished,
                 its reply cached).
+            KeyboardInterrupt: SIGINT or SIGTERM arrived (inside
+                :func:`~jaxcollab.llm.signals.watch`) while requests were in flight; the replies
+                that had arrived are cached.
         """
         keys = [self.key(r) for r in reqs]
         replies: list[Reply | None] = [self.cache.get(k) for k in keys]
@@ -337,7 +340,11 @@ class ChatClient:
         if todo:
             if not self.checked:
                 self.check()
-            fresh = asyncio.run(self._send_all([reqs[i] for i in todo], [keys[i] for i in todo]))
+            try:
+                fresh = asyncio.run(self._send_all([reqs[i] for i in todo],
+                                                   [keys[i] for i in todo]))
+            except _Interrupted:
+                raise KeyboardInterrupt("stopped by a signal") from None
             for i, reply in zip(todo, fresh):
                 replies[i] = reply
         fresh_set = set(todo)
@@ -355,8 +362,16 @@ class ChatClient:
     async def _send_all(self, reqs: list[Request], keys: list[str]) -> list[Reply]:
         flight = _Flight(self)
         async with self._client() as http:
-            out = await asyncio.gather(*(self._send(http, flight, r, k)
-                                         for r, k in zip(reqs, keys)), return_exceptions=True)
+            sends = asyncio.gather(*(self._send(http, flight, r, k)
+                                     for r, k in zip(reqs, keys)), return_exceptions=True)
+            stop = asyncio.ensure_future(_until_interrupted())
+            await asyncio.wait({sends, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not sends.done():  # SIGINT/SIGTERM: what arrived is cached, the rest dropped
+                sends.cancel()
+                await asyncio.gather(sends, return_exceptions=True)
+                raise _Interrupted
+            out = sends.result()
         for o in out:
             if isinstance(o, BaseException):
                 raise o
@@ -425,6 +440,17 @@ class ChatClient:
     def usage_json(self) -> dict:
         """Per-agent usage as plain dicts (results.json ``tokens`` / ``latency_s`` source)."""
         return {a: dataclasses.asdict(u) for a, u in sorted(self.usage.items())}
+
+
+class _Interrupted(Exception):
+    """A stop signal arrived while requests were in flight (raised as KeyboardInterrupt)."""
+
+
+async def _until_interrupted(poll_s: float = 0.1) -> None:
+    """Returns once SIGINT or SIGTERM has arrived (:func:`jaxcollab.llm.signals.interrupted`:
+    seen from this thread even when it is not the main one)."""
+    while not signals.interrupted():
+        await asyncio.sleep(poll_s)
 
 
 class _Flight:

@@ -17,13 +17,10 @@ Transcript records (one JSON object per episode, keys sorted): ``env``, ``episod
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import json
-import signal
 import sys
-import threading
 from collections import Counter
 from pathlib import Path
 
@@ -31,7 +28,7 @@ import jax
 import numpy as np
 
 import jaxcollab
-from jaxcollab.llm import jsonl
+from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.bridge import EndedFlag, Host, make_policy
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.parse import REFUSAL
@@ -306,7 +303,7 @@ def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=N
     client = ChatClient(cfg, cache_path if cache_path is not None else out / "cache.jsonl")
     stopped = False
     try:
-        with stop_on_sigterm():
+        with signals.watch():  # Ctrl-C / SIGTERM reach the host callback's thread too
             for name in names:
                 play_env(name, rc, client, out, progress)
     except KeyboardInterrupt:  # SIGINT / SIGTERM: results of what finished, then stop
@@ -321,21 +318,3 @@ def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=N
             jsonl.write_atomic(out / "results.json", json.dumps(results, indent=2) + "\n")
     return results
 
-
-@contextlib.contextmanager
-def stop_on_sigterm():
-    """SIGTERM raises ``KeyboardInterrupt`` as SIGINT does (in the main thread only), so both
-    stop an LLM run at the next safe point: the host callback turns it into no-ops for the
-    rest of the chunk and :meth:`~jaxcollab.llm.bridge.Host.reraise` ends the run there."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
