@@ -13,7 +13,8 @@ evaluation and adding ``model``, ``base_url``, ``parse_errors``, ``refusals``, `
 keep their defaults), refuses an ``out_dir`` holding a run with another config (naming the
 differing key; the ``llm`` pacing keys ``concurrency``, ``timeout_s``, ``max_retries``,
 ``backoff_s`` may change on a rerun), runs it and writes ``results.json`` (the results plus
-``env``, ``config`` and ``run``).
+``env``, ``config`` and ``run``; an LLM run stopped by a signal also writes the results of its
+finished chunks there, marked ``"stopped": true``).
 
 Episodes are played ``chunk`` at a time and each finished chunk is kept in
 ``out_dir/episodes/``. SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) stops the run after
@@ -119,8 +120,14 @@ def run(cfg: DictConfig) -> dict:
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request else
         with Progress() as bar:
             task = bar.add_task("episodes", total=None)
-            results = run_team(cfg.env, options, spec, job.out,
-                               lambda n: bar.advance(task, n))
+
+            def progress(n: int, **postfix: int) -> None:  # postfix: requests, tokens so far
+                text = ", ".join(f"{v} {k}" for k, v in postfix.items())
+                bar.update(task, advance=n, **({"description": f"episodes ({text})"}
+                                               if text else {}))
+
+            results = run_team(cfg.env, options, spec, job.out, progress)
+        job.results.data.pop("stopped", None)  # the stop of an earlier command is resumed
     else:
         results = family.evaluate(names, family.team(cfg.agent, options), spec)
     job.results.update({"env": cfg.env, **results})

@@ -11,8 +11,22 @@ The served model name picks the strategy:
 * ``refuse``: answers HTTP 400 with a content-policy error.
 * ``slow``: ``good`` after sleeping :data:`SLOW_S` seconds.
 * ``flaky``: HTTP 429 on every first attempt of a prompt, then ``good``.
+* ``serial``: ``good``, generated one request at a time (:data:`SERIAL_S` seconds each, like a
+  single-slot llama.cpp server), with llama.cpp-style ``timings`` of the generation alone;
+  :attr:`LLMServer.generated` counts generations per prompt.
+* ``malformed``: a broken 200 body on the first three attempts of a prompt (truncated JSON, an
+  empty ``choices`` list, an error object), then ``good``.
+* ``partial``: HTTP 400 (not retryable) for a prompt containing ``FAIL`` after
+  :data:`SLOW_S` seconds, ``good`` for every other prompt at once.
+* ``context``: HTTP 400 ``context_length_exceeded`` for a prompt longer than
+  :data:`CONTEXT_WORDS` words (its ``/models`` entry reports that as ``max_model_len``), else
+  ``good``.
+* ``long``: ``good`` followed by :data:`LONG_CHARS` characters of rambling.
+* ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
+  short client timeout), later attempts at once; both ``good``.
 
-Any other model name is unknown (``GET /v1/models`` lists the five). ``LLMServer(latency=f)``
+Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server).
+Any other model name is unknown (``GET /v1/models`` lists those above). ``LLMServer(latency=f)``
 sleeps ``f(body)`` seconds before every chat reply (:func:`fixed_latency`,
 :func:`heavy_tailed_latency`), so runs can be timed against a server's pace.
 """
@@ -24,10 +38,20 @@ import json
 import re
 import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MODELS = ("good", "garbage", "refuse", "slow", "flaky")
+MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
+          "context", "long", "late")
 SLOW_S = 0.3
+SERIAL_S = 0.2
+CONTEXT_WORDS = 3000
+LONG_CHARS = 100_000
+LATE_S = 3.0
+#: The broken 200 bodies of ``malformed``, by attempt.
+MALFORMED = (b'{"id": "chatcmpl-test", "choices": [{"index": 0, "mess',
+             json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode(),
+             json.dumps({"error": {"message": "internal: slot unavailable"}}).encode())
 
 
 def fixed_latency(seconds: float):
@@ -95,18 +119,23 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output quiet
         pass
 
-    def _send(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def _send(self, status: int, body: dict | bytes) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up on this request (a timeout): nobody to answer
 
     def do_GET(self):
         if self.path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": m, "object": "model"}
-                                                        for m in MODELS]})
+            time.sleep(self.server.models_delay)
+            self._send(200, {"object": "list", "data": [
+                {"id": m, "object": "model"} | ({"max_model_len": CONTEXT_WORDS}
+                                                if m == "context" else {}) for m in MODELS]})
         else:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -121,16 +150,39 @@ class _Handler(BaseHTTPRequestHandler):
                                               "The prompt was flagged by our content policy."}})
         if model == "flaky" and self.server.first_attempt(body):
             return self._send(429, {"error": {"message": "rate limited"}})
+        n_prompt = sum(len(str(m["content"]).split()) for m in messages)
+        if model == "malformed":
+            attempt = self.server.attempt(body)
+            if attempt < len(MALFORMED):
+                return self._send(200, MALFORMED[attempt])
+        if model == "partial" and any("FAIL" in str(m["content"]) for m in messages):
+            time.sleep(SLOW_S)
+            return self._send(400, {"error": {"message": "invalid request"}})
+        if model == "context" and n_prompt > CONTEXT_WORDS:
+            return self._send(400, {"error": {
+                "code": "context_length_exceeded", "message": f"This model's maximum context "
+                f"length is {CONTEXT_WORDS} tokens; your prompt has {n_prompt}."}})
         if model == "slow":
             time.sleep(SLOW_S)
         if self.server.latency is not None:
             time.sleep(self.server.latency(body))
+        if model == "late" and self.server.first_attempt(body):
+            time.sleep(LATE_S)
+        timings = {}
+        if model == "serial":
+            with self.server.slot:  # one generation at a time
+                started = time.perf_counter()
+                time.sleep(SERIAL_S)
+                timings = {"timings": {"prompt_ms": 0.0,
+                                       "predicted_ms": 1000 * (time.perf_counter() - started)}}
+                self.server.generated[json.dumps(messages)] += 1
         text = "Let me think about the bomb." if model == "garbage" else good_reply(messages)
+        if model == "long":
+            text += " And so on." * (LONG_CHARS // 11)
         message: dict = {"role": "assistant", "content": text}
         if body.get("tools") and model != "garbage":
             message = {"role": "assistant", "content": None, "tool_calls": _tool_calls(text)}
-        n_prompt = sum(len(str(m["content"]).split()) for m in messages)
-        self._send(200, {
+        self._send(200, timings | {
             "id": "chatcmpl-test", "object": "chat.completion", "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(text.split()),
@@ -148,7 +200,10 @@ class LLMServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.latency = latency
         self.requests: list[dict] = []
-        self._seen: set[str] = set()
+        self.models_delay = 0.0
+        self.generated: Counter = Counter()
+        self.slot = threading.Lock()
+        self._seen: Counter = Counter()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -160,12 +215,15 @@ class LLMServer(ThreadingHTTPServer):
         with self._lock:
             self.requests.append(body)
 
-    def first_attempt(self, body: dict) -> bool:
+    def attempt(self, body: dict) -> int:
+        """How many times this exact body was received before (0 on the first attempt)."""
         key = json.dumps(body, sort_keys=True)
         with self._lock:
-            first = key not in self._seen
-            self._seen.add(key)
-        return first
+            self._seen[key] += 1
+            return self._seen[key] - 1
+
+    def first_attempt(self, body: dict) -> bool:
+        return self.attempt(body) == 0
 
     def __enter__(self):
         self._thread.start()

@@ -202,7 +202,7 @@ def test_ktane_async_latency_costs_slots():
     gen = game.turn(ep, 0, obs)
     next(gen)
     with pytest.raises(StopIteration) as stop:  # 7 s of thinking: lands two 3-s slots later
-        gen.send([Reply(act, latency_s=7.0)])
+        gen.send([Reply(act, latency_s=7.0, queue_s=30.0)])  # waiting in a queue costs nothing
     assert not stop.value.value.any()
     for step, expect in ((2, [0, 0]), (4, [2, 0])):  # clock 3 s: wait; 6 s: SELECT 0
         with pytest.raises(StopIteration) as stop:

@@ -348,7 +348,8 @@ class LLMBlock:
     max_tokens: int = count(1000)
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
-    timeout_s: float = bounded(120.0, gt=0)
+    timeout_s: float = bounded(120.0, gt=0)  # with no reply to any request of its batch
+    context_tokens: int | None = None    # model context; null: the server's reported one (if any)
     concurrency: int = count(16)         # requests (episodes) in flight at once
     max_retries: int = count(6, 0)
     backoff_s: float = bounded(1.0, ge=0)

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.llm.bridge import Episode, Game, Turn
+from jaxcollab.llm.bridge import Episode, Game, Turn, clip
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed, parse_reply, parse_tool_calls
 
@@ -163,7 +163,7 @@ def decode_calls(parsed: Parsed) -> tuple[dict, Parsed]:
                 if not 1 <= pos <= T.MAX_WIRES:
                     return {}, parsed.with_errors("out_of_bounds")
                 turn |= {"act": c["op"], "arg": pos - 1}
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # e.g. "position": 1e999
         return {}, parsed.with_errors("invalid_action")
     return turn, parsed
 
@@ -226,9 +226,9 @@ class BombGame(Game):
             if h["refused"] or (self.window and h["round"] <= rnd - self.window):
                 continue  # refused exchanges leave the context (GPTNT, guardrail violations)
             messages += [{"role": "user", "content": h["seen"]},
-                         {"role": "assistant", "content": h["said"]}]
+                         {"role": "assistant", "content": clip(h["said"])}]
         messages.append({"role": "user", "content": user})
-        req = Request(name, tuple(messages), nonce=f"{ep.index}:{step}",
+        req = Request(name, self.fit(ep, messages), nonce=f"{ep.index}:{step}",
                       tools=TOOLS if self.tools else ())
         (reply,) = yield [req]
         ep.history.setdefault(name, [])
@@ -238,7 +238,8 @@ class BombGame(Game):
             req = Request(name, req.messages + ({"role": "user", "content": REPHRASE},),
                           nonce=f"{req.nonce}:rephrase", tools=req.tools)
             (reply,) = yield [req]
-        if reply.refused:
+        self.overflowed(ep, req, reply)
+        if reply.refused or reply.failure:
             parsed = self.refusal(reply)
         elif self.tools:
             parsed = parse_tool_calls(reply.tool_calls, reply.text)
@@ -249,7 +250,7 @@ class BombGame(Game):
             f"{reply.text or ''}<action>{json.dumps(parsed.action)}</action>")
         ep.history.setdefault(name, [])
         ep.record(name, step, req, reply, parsed, round=rnd, seen=user, said=said,
-                  refused=reply.refused)
+                  refused=reply.refused or bool(reply.failure))
         if not turn:
             return self._noop
         act = self.env.action(role, **turn)

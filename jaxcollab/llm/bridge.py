@@ -12,6 +12,11 @@ A game's :meth:`Game.turn` is a generator: it yields lists of :class:`~.client.R
 per conversation round) and receives the replies, then returns the joint action. This lets one step
 hold several rounds (the maze protocol's K rounds, sampled responses), each round's requests sent
 concurrently.
+
+Accounting and context: every reply is charged to its episode (:meth:`Episode.charge`), so
+tokens and latency count all requests (turns, rephrase exchanges, samples, reflections); games
+keep prompts within the model's context (:meth:`Game.fit`) and feed long replies back clipped
+(:func:`clip`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from jaxcollab.llm.client import Reply, Request
-from jaxcollab.llm.parse import REFUSAL, Parsed
+from jaxcollab.llm.parse import CONTEXT, REFUSAL, Parsed
 
 #: A game's per-step generator: yields request batches, receives replies, returns the action.
 Turn = Generator[list[Request], list[Reply], Any]
@@ -47,6 +52,18 @@ class Episode:
     notes: dict[str, str]
     errors: Counter = dataclasses.field(default_factory=Counter)
     data: dict = dataclasses.field(default_factory=dict)
+    usage: dict[str, dict] = dataclasses.field(default_factory=dict)
+
+    def charge(self, req: Request, reply: Reply) -> None:
+        """Add one exchange's cost to its agent's totals (every request counts: turns,
+        rephrase exchanges, samples, reflections): tokens, service ``latency_s``, ``queue_s``."""
+        u = self.usage.setdefault(req.agent, {"requests": 0, "prompt": 0, "completion": 0,
+                                              "latency_s": 0.0, "queue_s": 0.0})
+        u["requests"] += 1
+        u["prompt"] += reply.prompt_tokens
+        u["completion"] += reply.completion_tokens
+        u["latency_s"] = round(u["latency_s"] + reply.latency_s, 6)
+        u["queue_s"] = round(u["queue_s"] + reply.queue_s, 6)
 
     def record(self, role: str, step: int, req: Request, reply: Reply, parsed: Parsed,
                **extra) -> None:
@@ -89,7 +106,49 @@ class Game:
         return
         yield  # pragma: no cover  (makes this a generator)
 
+    #: The prompt-token budget of one request (set by :class:`Host` from the client:
+    #: ``llm.context_tokens`` or the server's reported context, less ``max_tokens``), or None.
+    budget: int | None = None
+
     @staticmethod
     def refusal(reply: Reply) -> Parsed:
-        """A refused request: no action, class ``refusal``."""
-        return Parsed(None).with_errors(REFUSAL)
+        """A refused request (content policy: ``refusal``) or one the server could not take
+        (``context_length``): no action."""
+        return Parsed(None).with_errors(CONTEXT if reply.failure == CONTEXT else REFUSAL)
+
+    def fit(self, ep: Episode, messages: list[dict]) -> tuple[dict, ...]:
+        """``messages`` kept within the context: the oldest exchanges after the system prompt
+        are dropped (a user/assistant pair at a time) until the estimate
+        (:func:`estimate_tokens`) is within :attr:`budget` or the episode's learned cap (80 %
+        of a prompt the server refused as too long); the current turn is always kept."""
+        caps = [c for c in (self.budget, ep.data.get("context_cap")) if c]
+        if not caps:
+            return tuple(messages)
+        head, body = messages[:1], list(messages[1:])
+        while len(body) > 2 and estimate_tokens(head + body) > min(caps):
+            body = body[2:]
+        return tuple(head + body)
+
+    @staticmethod
+    def overflowed(ep: Episode, req: Request, reply: Reply) -> None:
+        """After a context-length failure: later prompts of ``ep`` stay below 80 % of it."""
+        if reply.failure == CONTEXT:
+            cap = int(0.8 * estimate_tokens(req.messages))
+            ep.data["context_cap"] = min(cap, ep.data.get("context_cap") or cap)
+
+
+#: Longest reply text fed back into a later prompt (history, a partner's message): twice
+#: GPTNT's 1000-token reply budget at ~4 characters a token. Transcripts keep the whole reply.
+MAX_FEEDBACK_CHARS = 8000
+
+
+def clip(text: str, limit: int = MAX_FEEDBACK_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked ``[… N characters cut]`` when cut."""
+    text = text or ""
+    return text if len(text) <= limit else f"{text[:limit]} [… {len(text) - limit} characters cut]"
+
+
+def estimate_tokens(messages) -> int:
+    """A conservative token count of chat ``messages`` without a tokenizer: 3 characters a
+    token (English prose runs ~4, JSON and numbers fewer) plus 4 per message."""
+    return sum(len(str(m.get("content") or "")) // 3 + 4 for m in messages)

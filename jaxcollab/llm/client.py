@@ -1,11 +1,22 @@
-"""OpenAI-compatible chat-completions client: concurrency limit, retries, request cache, usage.
+"""OpenAI-compatible chat-completions client: adaptive concurrency, retries, request cache, usage.
 
 Any server that speaks ``POST {base_url}/chat/completions`` works (vLLM, SGLang, llama.cpp,
 hosted APIs). Requests are cached by the SHA-256 of their content (model, messages, sampling
 settings and a caller ``nonce`` that tells apart independent samples of the same prompt), in an
 append-only JSONL file, so a rerun replays every reply, its token counts and its measured latency
-exactly and sends nothing. The API key is read from the environment variable named by
-``api_key_env`` at call time and is never stored, logged or cached.
+exactly and sends nothing; each reply is cached the moment it arrives, so a request that fails
+later in the same batch loses none of the others. The API key is read from the environment
+variable named by ``api_key_env`` at call time and is never stored, logged or cached.
+
+Every answer is a reply or a classified failure. Retried with full-jitter backoff and counted by
+class in :attr:`ChatClient.retries`: ``rate_limited`` (429), ``server_error`` (5xx, 408, 409),
+``malformed`` (a 200 whose body is not a completion: truncated JSON, an empty ``choices``, an
+error object), ``timeout`` and ``connection``. Returned as replies: content-policy refusals
+(``refused``) and context-length errors (``failure="context_length"``). Anything else (a bad key,
+an unknown model) raises :class:`LLMError`. A request times out only after ``timeout_s`` in which
+the server answered none of the batch's requests, and 429s and timeouts halve the number in
+flight (growing back by one per window of successes), so a server that generates one request at
+a time is neither flooded nor sent the same prompt again while it still waits in its queue.
 """
 
 from __future__ import annotations
@@ -14,17 +25,27 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 import os
 import random
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import httpx
 
+from jaxcollab.llm import jsonl, signals
+
+log = logging.getLogger(__name__)
+
 #: Status codes retried with backoff (rate limit, server errors); timeouts and dropped
 #: connections are retried too.
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+#: Substrings of a 4xx error body that mark a prompt longer than the model's context (OpenAI's
+#: ``context_length_exceeded``, vLLM's "maximum context length", llama.cpp's "exceeds the
+#: available context size").
+CONTEXT_MARKERS = ("context_length", "context length", "context size", "context window",
+                   "maximum context", "exceed_context")
 #: Substrings of a 4xx error body that mark a content-policy refusal (GPTNT appendix "Guardrail
 #: violations": the provider answers a 4XX instead of a reply).
 REFUSAL_MARKERS = ("content_filter", "content_policy", "content policy", "safety", "refus")
@@ -47,11 +68,14 @@ class LLMConfig:
         reasoning_effort: passed through as ``reasoning_effort`` when set (hosted reasoning models).
         thinking_budget: passed through as ``thinking_budget`` (with ``chat_template_kwargs``
             ``enable_thinking``) when set (vLLM / Qwen-style servers); 0 disables thinking.
-        timeout_s: per-request timeout in seconds.
-        concurrency: requests in flight at once.
+        timeout_s: seconds a request may go unanswered while the server answers none of the
+            batch's requests either (waiting in a serial server's queue is not timed out).
+        concurrency: the most requests in flight at once (the client adapts below it).
         max_retries: retries after the first attempt on 429/5xx/timeouts.
         backoff_s: base of the exponential backoff in seconds (full jitter).
         extra_body: further JSON fields merged into every request.
+        context_tokens: the model's context length in tokens (None: the server's reported
+            one, if any); prompts are kept within it less ``max_tokens``.
     """
 
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -66,6 +90,7 @@ class LLMConfig:
     max_retries: int = 6
     backoff_s: float = 1.0
     extra_body: dict = dataclasses.field(default_factory=dict)
+    context_tokens: int | None = None
 
     def __post_init__(self):
         if not str(self.base_url).startswith(("http://", "https://")):
@@ -91,8 +116,12 @@ class Request:
 @dataclasses.dataclass(frozen=True)
 class Reply:
     """A reply: ``text``, native ``tool_calls`` (OpenAI format), ``finish_reason``, token counts,
-    measured ``latency_s`` (replayed from the cache on reruns) and ``refused`` (HTTP 4xx
-    content-policy refusal; ``text`` then holds the error message)."""
+    ``latency_s`` (the server's service time: its own reported timings where it sends them, as
+    llama.cpp does, else seconds from sending to the answer; replayed from the cache on reruns),
+    ``queue_s`` (seconds the request waited in this client before it was sent), ``refused``
+    (HTTP 4xx content-policy refusal; ``text`` then holds the error message) and ``failure``
+    (``"context_length"``: the server refused the prompt as longer than its context; never
+    cached)."""
 
     text: str
     tool_calls: tuple[dict, ...] = ()
@@ -101,18 +130,35 @@ class Reply:
     completion_tokens: int = 0
     latency_s: float = 0.0
     refused: bool = False
+    queue_s: float = 0.0
+    failure: str = ""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self) | {"tool_calls": list(self.tool_calls)}
 
     @staticmethod
     def from_json(d: dict) -> Reply:
-        return Reply(**(d | {"tool_calls": tuple(d.get("tool_calls", ()))}))
+        """A reply from its cache row.
+
+        Raises:
+            ValueError: the row is not a reply (a field of the wrong type).
+        """
+        if not isinstance(d, dict) or not isinstance(d.get("text"), str):
+            raise ValueError(f"not a cached reply: {str(d)[:80]}")
+        fields = {f.name for f in dataclasses.fields(Reply)}
+        reply = Reply(**{k: v for k, v in d.items() if k in fields})
+        calls = reply.tool_calls
+        if not isinstance(calls, list | tuple) or not all(isinstance(c, dict) for c in calls):
+            raise ValueError(f"not a cached reply: tool_calls {str(calls)[:80]}")
+        for name in ("prompt_tokens", "completion_tokens", "latency_s", "queue_s"):
+            float(getattr(reply, name))  # raises on a non-number
+        return dataclasses.replace(reply, tool_calls=tuple(calls))
 
 
 @dataclasses.dataclass
 class Usage:
-    """Per-agent totals: calls sent, cache hits, tokens, summed latency (s), refusals."""
+    """Per-agent totals: calls sent, cache hits, tokens, summed service latency and queueing
+    (s), refusals."""
 
     calls: int = 0
     cached: int = 0
@@ -120,19 +166,26 @@ class Usage:
     completion_tokens: int = 0
     latency_s: float = 0.0
     refusals: int = 0
+    queue_s: float = 0.0
 
 
 class ReplyCache:
-    """Append-only JSONL map from request hash to :class:`Reply` (``path=None``: in memory)."""
+    """Append-only JSONL map from request hash to :class:`Reply` (``path=None``: in memory).
+
+    A torn row (a write killed halfway) or a row that is not a reply is skipped, so its request
+    is simply sent again; each reply is appended whole (:func:`~jaxcollab.llm.jsonl.append`).
+    """
 
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
         self.entries: dict[str, dict] = {}
-        if self.path is not None and self.path.exists():
-            for line in self.path.read_text().splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    self.entries[row["key"]] = row["reply"]
+        self.skipped = 0
+        for row in ([] if self.path is None else jsonl.read(self.path)):
+            try:
+                Reply.from_json(row["reply"])
+                self.entries[str(row["key"])] = row["reply"]
+            except (KeyError, TypeError, ValueError):
+                self.skipped += 1
 
     def get(self, key: str) -> Reply | None:
         row = self.entries.get(key)
@@ -141,9 +194,7 @@ class ReplyCache:
     def put(self, key: str, reply: Reply) -> None:
         self.entries[key] = reply.to_json()
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a") as f:
-                f.write(json.dumps({"key": key, "reply": reply.to_json()}) + "\n")
+            jsonl.append(self.path, [{"key": key, "reply": reply.to_json()}])
 
 
 class ChatClient:
@@ -158,8 +209,23 @@ class ChatClient:
         self.cfg = cfg
         self.cache = ReplyCache(cache_path)
         self.usage: dict[str, Usage] = defaultdict(Usage)
+        #: retries by class (``rate_limited``, ``server_error``, ``malformed``, ``timeout``,
+        #: ``connection``), for ``results.json``
+        self.retries: Counter = Counter()
+        #: requests in flight at once, adapted to the server (:class:`_Flight`)
+        self.window = int(cfg.concurrency)
+        #: the model's context length as the server reports it (after :meth:`check`), or None
+        self.served_context: int | None = None
+        self.checked = False
         self._url = cfg.base_url.rstrip("/")
         self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
+
+    def prompt_budget(self) -> int | None:
+        """Prompt tokens one request may use: the smaller of ``cfg.context_tokens`` and the
+        server's reported context (:attr:`served_context`), less ``cfg.max_tokens``; None when
+        neither is known."""
+        limits = [c for c in (self.cfg.context_tokens, self.served_context) if c]
+        return max(min(limits) - int(self.cfg.max_tokens), 1) if limits else None
 
     # --- request building ------------------------------------------------------------------
 
@@ -192,23 +258,35 @@ class ChatClient:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(timeout=self.cfg.timeout_s, headers=self._headers(),
+        # no read timeout here: :meth:`_post` times requests by the server's progress; a busy
+        # server still accepts connections at once (an unreachable one refuses them at once)
+        timeout = httpx.Timeout(None, connect=30.0)
+        return httpx.AsyncClient(timeout=timeout, headers=self._headers(),
                                  verify=self._ssl)
 
     # --- preflight -------------------------------------------------------------------------
 
     def check(self) -> None:
-        """Fail fast, before any episode: the endpoint answers and serves ``cfg.model``.
+        """Fail fast, before the first request is sent: the endpoint answers and serves
+        ``cfg.model``. Runs once, on the first request the cache cannot answer (a run replayed
+        wholly from the cache needs no server).
 
-        Lists ``GET /models``; a server without that route is probed with a 1-token chat.
+        Lists ``GET /models``; a server without that route is probed with a 1-token chat. A
+        server that accepts the connection but does not answer within ``min(timeout_s, 30)`` s
+        is *busy* (one that generates one request at a time answers only after its current
+        generation): that is logged and the run goes on (the first request then names an
+        unknown model). The model's context length, where ``/models`` reports one
+        (``max_model_len``, ``context_length``), is kept in :attr:`served_context`.
 
         Raises:
-            LLMError: unreachable URL, HTTP error, or the model is not served (names both).
+            LLMError: nothing answers at the URL (says *unreachable*), an HTTP error, or the
+                model is not served (names both).
         """
+        self.checked = True
         url = f"{self._url}/models"
+        wait = min(float(self.cfg.timeout_s), 30.0)
         try:
-            with httpx.Client(timeout=min(self.cfg.timeout_s, 30.0),
-                              headers=self._headers()) as http:
+            with httpx.Client(timeout=wait, headers=self._headers()) as http:
                 r = http.get(url)
                 if r.status_code == 404:
                     r = http.post(f"{self._url}/chat/completions", json={
@@ -218,33 +296,60 @@ class ChatClient:
                         raise LLMError(f"{self._url}: model {self.cfg.model!r} failed a probe "
                                        f"request (HTTP {r.status_code}: {r.text[:200]})")
                     return
+        except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+            raise LLMError(f"the LLM endpoint {url} is unreachable: nothing accepted the "
+                           f"connection ({e!r}); is the server running there?") from None
+        except httpx.TimeoutException:
+            log.warning("the LLM server at %s is busy: it accepted the connection but did not "
+                        "answer GET /models within %.0f s (it may be generating for someone "
+                        "else); going on, requests wait their turn", self._url, wait)
+            return
         except httpx.HTTPError as e:
-            raise LLMError(f"cannot reach the LLM endpoint {url}: {e!r}") from None
+            raise LLMError(f"the LLM endpoint {url} failed: {e!r}") from None
         if r.status_code >= 400:
             raise LLMError(f"{url} answered HTTP {r.status_code}: {r.text[:200]}")
-        served = [m.get("id") for m in r.json().get("data", [])]
+        try:
+            models = [m for m in r.json().get("data", []) if isinstance(m, dict)]
+        except (ValueError, AttributeError):
+            raise LLMError(f"{url} answered a body that is not a model list: "
+                           f"{r.text[:200]!r}") from None
+        served = {m.get("id"): m for m in models}
         if self.cfg.model not in served:
             raise LLMError(f"model {self.cfg.model!r} is not served at {self._url}; "
                            f"served: {', '.join(map(str, served)) or 'none'}")
+        info = served[self.cfg.model]
+        limit = next((info[k] for k in ("max_model_len", "context_length", "context_window")
+                      if isinstance(info.get(k), int) and info[k] > 0), None)
+        self.served_context = limit
 
     # --- completion ------------------------------------------------------------------------
 
     def complete_many(self, reqs: list[Request]) -> list[Reply]:
-        """All replies, in order; cached ones replayed, the rest sent concurrently
-        (at most ``cfg.concurrency`` in flight).
+        """All replies, in order; cached ones replayed, the rest sent concurrently (at most
+        :attr:`window` in flight, adapted to the server) and each cached as it arrives.
 
         Raises:
-            LLMError: a non-retryable HTTP error other than a refusal, or retries exhausted.
+            LLMError: a non-retryable HTTP error other than a refusal or a context-length
+                error, or retries exhausted (after every other request of the batch finished,
+                its reply cached).
+            KeyboardInterrupt: SIGINT or SIGTERM arrived (inside
+                :func:`~jaxcollab.llm.signals.watch`) while requests were in flight; the replies
+                that had arrived are cached.
         """
         keys = [self.key(r) for r in reqs]
         replies: list[Reply | None] = [self.cache.get(k) for k in keys]
         todo = [i for i, r in enumerate(replies) if r is None]
-        fresh_set = set(todo)
         if todo:
-            fresh = asyncio.run(self._send_all([reqs[i] for i in todo]))
+            if not self.checked:
+                self.check()
+            try:
+                fresh = asyncio.run(self._send_all([reqs[i] for i in todo],
+                                                   [keys[i] for i in todo]))
+            except _Interrupted:
+                raise KeyboardInterrupt("stopped by a signal") from None
             for i, reply in zip(todo, fresh):
-                self.cache.put(keys[i], reply)
                 replies[i] = reply
+        fresh_set = set(todo)
         for i, (req, reply) in enumerate(zip(reqs, replies)):
             u = self.usage[req.agent]
             u.calls += 1
@@ -252,45 +357,139 @@ class ChatClient:
             u.prompt_tokens += reply.prompt_tokens
             u.completion_tokens += reply.completion_tokens
             u.latency_s += reply.latency_s
+            u.queue_s += reply.queue_s
             u.refusals += reply.refused
         return replies  # type: ignore[return-value]
 
-    async def _send_all(self, reqs: list[Request]) -> list[Reply]:
-        gate = asyncio.Semaphore(int(self.cfg.concurrency))
+    async def _send_all(self, reqs: list[Request], keys: list[str]) -> list[Reply]:
+        flight = _Flight(self)
         async with self._client() as http:
-            return await asyncio.gather(*(self._send(http, gate, r) for r in reqs))
+            sends = asyncio.gather(*(self._send(http, flight, r, k)
+                                     for r, k in zip(reqs, keys)), return_exceptions=True)
+            stop = asyncio.ensure_future(_until_interrupted())
+            await asyncio.wait({sends, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not sends.done():  # SIGINT/SIGTERM: what arrived is cached, the rest dropped
+                sends.cancel()
+                await asyncio.gather(sends, return_exceptions=True)
+                raise _Interrupted
+            out = sends.result()
+        for o in out:
+            if isinstance(o, BaseException):
+                raise o
+        return out
 
-    async def _send(self, http: httpx.AsyncClient, gate: asyncio.Semaphore, req: Request
+    async def _post(self, http: httpx.AsyncClient, flight: _Flight, body: dict
+                    ) -> tuple[httpx.Response | None, str]:
+        """One attempt: ``(response, "")`` or ``(None, error class)``. It times out only once
+        ``timeout_s`` has passed since it was sent *and* since the server last answered any
+        request of the batch: a request waiting its turn behind others on a server that serves
+        one at a time (in whatever order) is never abandoned, and sent again, while the server
+        is still working through the queue."""
+        sent = time.perf_counter()
+        post = asyncio.ensure_future(http.post(f"{self._url}/chat/completions", json=body))
+        timeout = float(self.cfg.timeout_s)
+        try:
+            while True:
+                idle = time.perf_counter() - max(sent, flight.progress)
+                done, _ = await asyncio.wait({post}, timeout=max(timeout - idle, 0.0))
+                if done:
+                    return post.result(), ""
+                if time.perf_counter() - max(sent, flight.progress) >= timeout:
+                    return None, "timeout"
+        except httpx.TimeoutException:
+            return None, "timeout"
+        except httpx.TransportError:
+            return None, "connection"
+        finally:
+            post.cancel()
+
+    async def _send(self, http: httpx.AsyncClient, flight: _Flight, req: Request, key: str
                     ) -> Reply:
+        body, created = self.body(req), time.perf_counter()
         url = f"{self._url}/chat/completions"
-        body = self.body(req)
         for attempt in range(int(self.cfg.max_retries) + 1):
-            last = attempt == int(self.cfg.max_retries)
-            async with gate:
-                start = time.perf_counter()
-                try:
-                    r = await http.post(url, json=body)
-                except (httpx.TimeoutException, httpx.TransportError) as e:
-                    if last:
-                        raise LLMError(f"{url}: {e!r} after {attempt + 1} attempts") from None
-                    r = None
-                latency = time.perf_counter() - start
-            if r is not None and r.status_code < 400:
-                return _reply(r.json(), latency)
-            if r is not None and r.status_code not in RETRY_STATUS:
-                if _is_refusal(r):
-                    return Reply(text=r.text[:500], finish_reason="refused", latency_s=latency,
-                                 refused=True)
+            await flight.enter()
+            sent = time.perf_counter()
+            r, cls = None, "connection"
+            try:
+                r, cls = await self._post(http, flight, body)
+            finally:
+                await flight.leave(answered=r is not None)
+            done = time.perf_counter()
+            reply = None
+            if r is not None:
+                reply, cls = _outcome(r, sent, done)
+            if reply is not None:
+                flight.success()
+                reply = dataclasses.replace(
+                    reply, queue_s=round(max(done - created - reply.latency_s, 0.0), 6))
+                if not reply.failure:
+                    self.cache.put(key, reply)  # at once: a later failure cannot lose it
+                return reply
+            if cls == "fatal":
                 raise LLMError(f"{url} answered HTTP {r.status_code} for model "
                                f"{self.cfg.model!r}: {r.text[:300]}")
-            if last:
-                raise LLMError(f"{url}: HTTP {r.status_code} after {attempt + 1} attempts")
+            if cls in ("timeout", "rate_limited"):
+                flight.congested()
+            if attempt == int(self.cfg.max_retries):
+                detail = f"HTTP {r.status_code}: {r.text[:200]}" if r is not None else cls
+                raise LLMError(f"{url}: {detail} ({cls}) after {attempt + 1} attempts")
+            self.retries[cls] += 1
             await asyncio.sleep(_backoff(self.cfg.backoff_s, attempt, r))
         raise AssertionError("unreachable")
 
     def usage_json(self) -> dict:
         """Per-agent usage as plain dicts (results.json ``tokens`` / ``latency_s`` source)."""
         return {a: dataclasses.asdict(u) for a, u in sorted(self.usage.items())}
+
+
+class _Interrupted(Exception):
+    """A stop signal arrived while requests were in flight (raised as KeyboardInterrupt)."""
+
+
+async def _until_interrupted(poll_s: float = 0.1) -> None:
+    """Returns once SIGINT or SIGTERM has arrived (:func:`jaxcollab.llm.signals.interrupted`:
+    seen from this thread even when it is not the main one)."""
+    while not signals.interrupted():
+        await asyncio.sleep(poll_s)
+
+
+class _Flight:
+    """The requests of one batch in flight: an adaptive concurrency window and the time the
+    server last answered one of them (:meth:`ChatClient._post` times requests from it).
+
+    The window (kept on the client, so it carries over between batches) halves on every 429 or
+    timeout, never below 1, and grows by one after as many successes in a row as its size, up to
+    ``cfg.concurrency`` (additive increase, multiplicative decrease).
+    """
+
+    def __init__(self, client: ChatClient):
+        self.client, self.cond = client, asyncio.Condition()
+        self.active = self.streak = 0
+        self.progress = 0.0
+
+    async def enter(self) -> None:
+        async with self.cond:
+            await self.cond.wait_for(lambda: self.active < self.client.window)
+            self.active += 1
+
+    async def leave(self, answered: bool) -> None:
+        async with self.cond:
+            self.active -= 1
+            if answered:
+                self.progress = time.perf_counter()
+            self.cond.notify_all()
+
+    def success(self) -> None:
+        self.streak += 1
+        if self.streak >= self.client.window < int(self.client.cfg.concurrency):
+            self.client.window += 1
+            self.streak = 0
+
+    def congested(self) -> None:
+        self.client.window = max(1, self.client.window // 2)
+        self.streak = 0
 
 
 def _backoff(base: float, attempt: int, r: httpx.Response | None) -> float:
@@ -306,16 +505,71 @@ def _is_refusal(r: httpx.Response) -> bool:
     return 400 <= r.status_code < 500 and any(m in text for m in REFUSAL_MARKERS)
 
 
-def _reply(data: dict, latency: float) -> Reply:
-    """A :class:`Reply` from a chat-completions JSON response."""
+def _is_context_error(r: httpx.Response) -> bool:
+    text = r.text.lower()
+    return r.status_code in (400, 413, 422) and any(m in text for m in CONTEXT_MARKERS)
+
+
+def _outcome(r: httpx.Response, sent: float, done: float) -> tuple[Reply | None, str]:
+    """``(reply, "")`` for an answer (a reply, a refusal, a context-length failure) or
+    ``(None, error class)``: ``rate_limited`` (429), ``server_error`` (5xx, 408, 409),
+    ``malformed`` (a 200 whose body is not a completion: truncated JSON, no ``choices``, an
+    error object) — all retried — or ``fatal``."""
+    wall = round(done - sent, 6)
+    if r.status_code < 400:
+        try:
+            return _reply(r.json(), wall), ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            return None, "malformed"
+    if r.status_code == 429:
+        return None, "rate_limited"
+    if r.status_code in RETRY_STATUS:
+        return None, "server_error"
+    if _is_context_error(r):
+        return Reply(text="", finish_reason="context_length", latency_s=wall,
+                     failure="context_length"), ""
+    if _is_refusal(r):
+        return Reply(text=r.text[:500], finish_reason="refused", latency_s=wall,
+                     refused=True), ""
+    return None, "fatal"
+
+
+def _text(content) -> str:
+    """Message content as text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, list):
+        content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    text = "" if content is None else str(content)
+    return text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates → "?"
+
+
+def _reply(data: dict, wall: float) -> Reply:
+    """A :class:`Reply` from a chat-completions JSON response.
+
+    ``latency_s`` is the server's own service time where it reports one (llama.cpp's
+    ``timings``: prompt plus generation milliseconds), else ``wall`` (seconds from sending).
+
+    Raises:
+        KeyError / IndexError / TypeError / ValueError: not a completion (no ``choices``, an
+            error object, a choice without a message).
+    """
+    if data.get("error") and not data.get("choices"):
+        raise ValueError(f"error object in a 200 reply: {str(data['error'])[:200]}")
     choice = data["choices"][0]
-    msg = choice.get("message") or {}
+    msg = choice["message"]
+    if not isinstance(msg, dict):
+        raise TypeError("a choice without a message")
+    calls = msg.get("tool_calls") or ()
+    if not isinstance(calls, list | tuple):
+        raise TypeError("tool_calls is not a list")
     usage = data.get("usage") or {}
+    timings = data.get("timings") or {}
+    served = (float(timings.get("prompt_ms") or 0) + float(timings.get("predicted_ms") or 0)
+              ) / 1000 if isinstance(timings, dict) else 0.0
     return Reply(
-        text=msg.get("content") or "",
-        tool_calls=tuple(msg.get("tool_calls") or ()),
-        finish_reason=choice.get("finish_reason") or "stop",
+        text=_text(msg.get("content")),
+        tool_calls=tuple(c for c in calls if isinstance(c, dict)),
+        finish_reason=str(choice.get("finish_reason") or "stop"),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
-        latency_s=round(latency, 6),
+        latency_s=round(served if 0 < served <= wall else wall, 6),
     )

@@ -16,6 +16,12 @@ slots later (the slots in between are waits, each costing Δ of bomb time), and 
 reaches the Defuser's queue only once ``L`` seconds of game time have passed; latencies are the
 measured ones (replayed from the cache on reruns), so slow models lose time. At the end, each
 player is asked for a reflection on the game (GPTNT's end-of-game reflection request).
+
+Context (GPTNT appendix D.4 "Observation Context Management": each forward pass gets the
+current observation and the immediately preceding one, everything older discarded): the
+Defuser's older turns keep their messages and feedback but not their view of the bomb; beyond
+that, the oldest turns are dropped to stay within the model's context
+(:meth:`~jaxcollab.llm.bridge.Game.fit`).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from jaxcollab.envs.ktane.modules.base import (
 )
 from jaxcollab.envs.ktane.render import manual_text
 from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
-from jaxcollab.llm.bridge import Episode, Game, Turn
+from jaxcollab.llm.bridge import Episode, Game, Turn, clip
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed, parse_reply
 
@@ -60,6 +66,8 @@ INTERACT = {
     "hold": (HOLD, True), "click_hold": (HOLD, True), "release": (RELEASE, True),
 }
 _LABEL = re.compile(r"\[(\d+)\]")
+#: What stands for a view older than the previous one in the Defuser's history.
+OMITTED = "(An earlier view of the bomb, no longer shown.)"
 _SCHEMA = (
     "Reply format: <thoughts>free text</thoughts><action>JSON</action> with exactly one action, "
     "one of:\n"
@@ -183,6 +191,21 @@ class KtaneGame(Game):
             "clock_s": 0.0, "queue": {r: [] for r in ROLE_NAMES}, "pending": None,
             "busy_until": {r: 0.0 for r in ROLE_NAMES}})
 
+    def _conversation(self, ep: Episode, name: str) -> list[dict]:
+        """The system prompt and ``name``'s past exchanges. As GPTNT (appendix D.4
+        "Observation Context Management") passes only the current and the immediately preceding
+        observation, older turns keep their messages and feedback but not the view
+        (:data:`OMITTED` in its place); refused exchanges leave the context. Replies are fed
+        back clipped (:func:`~jaxcollab.llm.bridge.clip`)."""
+        role = ROLE_NAMES.index(name)
+        turns = [h for h in ep.history[name] if not h["refused"]]
+        messages = [{"role": "system", "content": self.systems[role]}]
+        for j, h in enumerate(turns):
+            seen = h["seen"] if j == len(turns) - 1 else h.get("brief", h["seen"])
+            messages += [{"role": "user", "content": seen},
+                         {"role": "assistant", "content": clip(h["said"])}]
+        return messages
+
     def turn(self, ep: Episode, step: int, obs: np.ndarray) -> Turn:
         role = step % 2  # sync alternation of the environment: even turns are the Defuser's
         name, s = ROLE_NAMES[role], self._state(ep)
@@ -212,20 +235,18 @@ class KtaneGame(Game):
         if note:
             parts.append(f"<execution-feedback>{note}</execution-feedback>")
         user = "\n\n".join(parts)
-        messages = [{"role": "system", "content": self.systems[role]}]
-        for h in ep.history[name]:
-            if not h["refused"]:
-                messages += [{"role": "user", "content": h["seen"]},
-                             {"role": "assistant", "content": h["said"]}]
-        messages.append({"role": "user", "content": user})
-        req = Request(name, tuple(messages), nonce=f"{ep.index}:{step}")
+        brief = "\n\n".join([OMITTED] + parts[1:]) if role == DEFUSER else user
+        messages = [*self._conversation(ep, name), {"role": "user", "content": user}]
+        req = Request(name, self.fit(ep, messages), nonce=f"{ep.index}:{step}")
         (reply,) = yield [req]
-        parsed = self.refusal(reply) if reply.refused else parse_reply(reply.text,
-                                                                       reply.finish_reason)
+        self.overflowed(ep, req, reply)
+        failed = reply.refused or bool(reply.failure)
+        parsed = self.refusal(reply) if failed else parse_reply(reply.text, reply.finish_reason)
         (verb, target, text), parsed = decode_action(parsed, role,
                                                      view if role == DEFUSER else "")
-        ep.record(name, step, req, reply, parsed, seen=user, said=reply.text,
-                  refused=reply.refused, clock_s=now)
+        text = clip(text)
+        ep.record(name, step, req, reply, parsed, seen=user, brief=brief, said=reply.text,
+                  refused=failed, clock_s=now)
         lag = reply.latency_s if self.mode == "async" else 0.0
         if reply.refused:  # GPTNT: the partner is asked to rephrase; its messages are dropped
             s["queue"][ROLE_NAMES[1 - role]].append((now, "Can you rephrase that please?"))
@@ -249,15 +270,10 @@ class KtaneGame(Game):
         if not self.reflection:
             return
         reqs = []
-        for role, name in enumerate(ROLE_NAMES):
-            messages = [{"role": "system", "content": self.systems[role]}]
-            for h in ep.history[name]:
-                if not h["refused"]:
-                    messages += [{"role": "user", "content": h["seen"]},
-                                 {"role": "assistant", "content": h["said"]}]
-            messages.append({"role": "user", "content": (
+        for name in ROLE_NAMES:
+            messages = [*self._conversation(ep, name), {"role": "user", "content": (
                 f"The game is over: {outcome}. Reflect on the game: what went well, what went "
-                f"wrong in your collaboration, and what you would do differently.")})
-            reqs.append(Request(name, tuple(messages), nonce=f"{ep.index}:reflection"))
+                f"wrong in your collaboration, and what you would do differently.")}]
+            reqs.append(Request(name, self.fit(ep, messages), nonce=f"{ep.index}:reflection"))
         replies = yield reqs
         ep.data["reflection"] = {r.agent: rep.text for r, rep in zip(reqs, replies)}

@@ -40,14 +40,20 @@ from jaxcollab.collab.metrics import (
     self_calibration_error,
 )
 from jaxcollab.envs.maze.generator import MOVE_CHARS
-from jaxcollab.llm.bridge import Episode, Game, Turn
+from jaxcollab.llm.bridge import Episode, Game, Turn, clip
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed
 
 #: Communication settings (module docstring).
 SETTINGS = ("full", "action", "verbalized", "verbalized_calibrated", "sampled", "solo")
-_MOVE = re.compile(r"~\s*([drul])", re.I)
-_PROBS = re.compile(r"%\s*\[?\s*([0-9.eE+-]+(?:\s*[,;\s]\s*[0-9.eE+-]+){3})")
+_MOVE = re.compile(r"~[ \t]*(down|right|up|left|[drul])(?![a-z])", re.I)
+_NUM = r"(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?"
+_SEP = r"[ \t]*[,;]?[ \t]*"
+#: ``%`` then exactly four numbers on one line (``[`` ``]`` optional); a fifth number on the line
+#: means a row of numbers (the maze's column header), not a probability vector.
+_PROBS = re.compile(rf"%[ \t]*\[?[ \t]*({_NUM}(?:{_SEP}{_NUM}){{3}})(?!{_SEP}(?:\d|\.\d))")
+#: Words that introduce an example (``e.g. ~d``): what follows is quoted, not answered.
+_EXAMPLE = re.compile(r"(?:e\.\s?g\.|for example|for instance|such as|example)[:,]?[ \t]*$", re.I)
 _NAMES = {"d": "down", "r": "right", "u": "up", "l": "left"}
 
 
@@ -92,18 +98,38 @@ def system_prompt(setting: str, rounds: int) -> str:
             f"e.g. ~d.{probs}")
 
 
+def _answers(pattern: re.Pattern, text: str) -> list[re.Match]:
+    """Matches of ``pattern`` in ``text`` that are not examples (``e.g. ~d`` copied from the
+    prompt's instructions)."""
+    return [m for m in pattern.finditer(text)
+            if not _EXAMPLE.search(text[max(0, m.start() - 20): m.start()])]
+
+
+def _probabilities(numbers: str) -> np.ndarray | None:
+    """A normalised vector from four reported numbers, or ``None`` when they are not
+    probabilities: fractions in [0, 1] summing to at most 1.1, or percentages summing to
+    90..110 (row or column numbers such as ``1 2 3 4`` are neither)."""
+    vals = np.array([float(x) for x in re.findall(_NUM, numbers)], np.float64)
+    if vals.shape != (4,) or not np.all(np.isfinite(vals)) or np.any(vals < 0):
+        return None
+    total = vals.sum()
+    fractions = np.all(vals <= 1.0) and 0 < total <= 1.1
+    if not (fractions or (np.all(vals <= 100) and 90 <= total <= 110)):
+        return None
+    return vals / total
+
+
 def parse_move(text: str, verbalized: bool) -> tuple[int | None, np.ndarray | None, Parsed]:
-    """``(move id or None, probability vector or None, parsed)`` from a reply (last ``~`` move,
-    last ``%`` vector, normalised). Classes: ``no_action`` (no ``~`` move), ``unparseable``
-    (verbalized setting without a readable 4-vector)."""
-    moves = _MOVE.findall(text)
-    move = MOVE_CHARS.index(moves[-1].lower()) if moves else None
-    probs = None
-    found = _PROBS.findall(text)
-    if found:
-        vals = np.array([float(x) for x in re.split(r"[,;\s]+", found[-1].strip())][:4])
-        if np.all(vals >= 0) and vals.sum() > 0:
-            probs = vals / vals.sum()
+    """``(move id or None, probability vector or None, parsed)`` from a reply: its last ``~``
+    move and last ``%`` vector (normalised), examples introduced by "e.g." or "for example"
+    skipped. Never raises. Classes: ``no_action`` (no ``~`` move), ``unparseable`` (verbalized
+    setting without a readable 4-vector)."""
+    text = text if isinstance(text, str) else ""
+    moves = _answers(_MOVE, text)
+    move = MOVE_CHARS.index(moves[-1].group(1)[0].lower()) if moves else None
+    found = [p for p in (_probabilities(m.group(1)) for m in _answers(_PROBS, text))
+             if p is not None]
+    probs = found[-1] if found else None
     parsed = Parsed(None if move is None else MOVE_CHARS[move], text)
     if move is None:
         parsed = parsed.with_errors("no_action")
@@ -181,7 +207,7 @@ class MazeGame(Game):
             parsed_all = [parse_move(r.text, self.setting.startswith("verbalized"))
                           for r in replies]
             for req, reply, (_, _, parsed) in zip(reqs, replies, parsed_all):
-                parsed = self.refusal(reply) if reply.refused else parsed
+                parsed = self.refusal(reply) if reply.refused or reply.failure else parsed
                 ep.record(speaker, step, req, reply, parsed, round=k)
             move, probs = self._round_result(parsed_all)
             raw = probs
@@ -193,7 +219,7 @@ class MazeGame(Game):
             ep.data.setdefault("rounds", []).append(
                 {"step": step, "round": k, "probs": None if probs is None else probs.tolist(),
                  "raw": None if raw is None else raw.tolist()})
-            last_msg = self._message(replies[0].text, move, probs)
+            last_msg = self._message(clip(replies[0].text), move, probs)
         move = 0 if team_move is None else team_move  # no valid move at all: "d" (documented)
         ep.data["moves"] = taken + MOVE_CHARS[move]
         return np.full(2, move, np.int32)

@@ -27,7 +27,10 @@ STRUCTURAL = ("no_action", "multiple_actions", "unparseable", "truncated_unrecov
 SEMANTIC = ("invalid_action", "invalid_label", "out_of_bounds")
 #: A provider's content-policy refusal (GPTNT appendix "Guardrail violations").
 REFUSAL = "refusal"
-ERROR_CLASSES = (*SOFT, *STRUCTURAL, *SEMANTIC, REFUSAL)
+#: The server refused the prompt as longer than the model's context (ours: the turn is a wait,
+#: and later prompts of the episode are kept shorter).
+CONTEXT = "context_length"
+ERROR_CLASSES = (*SOFT, *STRUCTURAL, *SEMANTIC, REFUSAL, CONTEXT)
 
 _REASONS = {
     "missing_thoughts": "it had no <thoughts> block",
@@ -44,6 +47,7 @@ _REASONS = {
     "invalid_label": "its action named a label that was not in view",
     "out_of_bounds": "its action named a position that does not exist",
     "refusal": "the request was refused by the provider",
+    "context_length": "the conversation had grown longer than the model's context",
 }
 
 _THOUGHTS = re.compile(r"<thoughts?>(.*?)</thoughts?>", re.S | re.I)
@@ -70,7 +74,7 @@ class Parsed:
     def ok(self) -> bool:
         """Whether an action is carried out (no unsalvageable class)."""
         return self.action is not None and not set(self.errors) & {*STRUCTURAL, *SEMANTIC,
-                                                                   REFUSAL}
+                                                                   REFUSAL, CONTEXT}
 
     def with_errors(self, *classes: str) -> Parsed:
         """A copy with ``classes`` added (kept unique, in :data:`ERROR_CLASSES` order)."""
@@ -89,28 +93,87 @@ class Parsed:
                 f"Make sure to include one valid action in your response.")
 
 
-def _loads(text: str) -> tuple[object | None, bool]:
-    """JSON from ``text`` (code fences removed): ``(value, repaired)``; ``None`` if unreadable."""
-    fenced = _FENCE.search(text)
-    text = (fenced.group(1) if fenced else text).strip()
+#: How far back a reply is searched for embedded JSON (candidate openers, from the end): bounds
+#: the work on a pathological reply (a 100,000-character run of brackets).
+_MAX_CANDIDATES = 256
+_DECODER = json.JSONDecoder()
+
+
+def _clean(value):
+    """``value`` with every string made encodable (a lone surrogate from a ``\\ud800`` escape
+    becomes ``?``), so transcripts and the environment's UTF-8 encoding never fail on it."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(str(k)): _clean(v) for k, v in value.items()}
+    return value
+
+
+def is_action_shaped(value) -> bool:
+    """Whether ``value`` can be an action: a non-empty object or a non-empty list of objects.
+
+    Every action of every family is one of these (bomb: a list of call objects; Keep Talking:
+    ``{"result": …}``), so a bracketed word of the game's own rendering (``[unreadable]``,
+    ``[blue]``, a set-of-marks ``[A]``) is never mistaken for one.
+    """
+    if isinstance(value, dict):
+        return bool(value)
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _embedded(text: str):
+    """The last action-shaped JSON value written inside ``text`` (the reply's final action, not
+    an example quoted earlier), or ``None``. Only well-formed JSON counts here."""
+    starts = [m.start() for m in re.finditer(r"\{|\[\s*\{", text)][-_MAX_CANDIDATES:]
+    found, end = None, -1
+    for i in starts:
+        if i < end:  # inside a value already found: its outermost value is the action
+            continue
+        try:
+            value, stop = _DECODER.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            continue
+        if is_action_shaped(value):
+            found, end = value, stop
+    return found
+
+
+def _repaired(text: str):
+    """``json_repair``'s reading of ``text`` from its first object opener, if action-shaped."""
+    m = re.search(r"\[\s*\{|\{", text)
+    if m is None:
+        return None
+    try:
+        value = json_repair.repair_json(text[m.start():], return_objects=True)
+    except Exception:  # noqa: BLE001  (a third-party repairer must not end the run)
+        return None
+    return value if is_action_shaped(value) else None
+
+
+def _loads(text: str, loose: bool = False) -> tuple[object | None, bool]:
+    """JSON from ``text`` (code fences removed): ``(value, repaired)``; ``None`` if unreadable.
+
+    Tried in order: the whole text as JSON; the last well-formed action-shaped JSON inside it;
+    ``json_repair`` from the first object opener (a truncated or slightly broken action).
+    ``loose`` (text outside any ``<action>`` tag) accepts only action-shaped values.
+    """
+    fenced = _FENCE.findall(text)
+    text = (fenced[-1] if fenced else text).strip()
     if not text:
         return None, False
     try:
-        return json.loads(text), False
-    except json.JSONDecodeError:
+        value = json.loads(text)
+        if not loose or is_action_shaped(value):
+            return _clean(value), False
+    except (ValueError, RecursionError):
         pass
-    value = json_repair.repair_json(text, return_objects=True)
-    return (value, True) if isinstance(value, (list, dict)) and value else (None, False)
-
-
-def _loose_json(text: str) -> str:
-    """The span from the first ``[`` or ``{`` to the last matching closer (or the end)."""
-    starts = [i for i in (text.find("["), text.find("{")) if i >= 0]
-    if not starts:
-        return ""
-    start = min(starts)
-    end = text.rfind("]" if text[start] == "[" else "}")
-    return text[start: end + 1 if end > start else len(text)]
+    value = _embedded(text)
+    if value is not None:
+        return _clean(value), not loose
+    value = _repaired(text)
+    return (None, False) if value is None else (_clean(value), True)
 
 
 def parse_reply(text: str, finish_reason: str = "stop") -> Parsed:
@@ -123,38 +186,44 @@ def parse_reply(text: str, finish_reason: str = "stop") -> Parsed:
     Returns:
         a :class:`Parsed`; never raises on any input string.
     """
+    text = text if isinstance(text, str) else "" if text is None else str(text)
     errors: list[str] = []
     thoughts_m = _THOUGHTS.search(text)
     thoughts = thoughts_m.group(1).strip() if thoughts_m else ""
     if not thoughts_m:
         errors.append("malformed_xml" if re.search(r"<thoughts?>", text, re.I) else
                       "missing_thoughts")
-    blocks = _ACTION.findall(text)
+    blocks = list(_ACTION.finditer(text))
+    # a block without any JSON object is the format's placeholder quoted back (``[CALLS]``,
+    # ``JSON``), not a second action
+    blocks = [m for m in blocks if "{" in m.group(1)] or blocks
     if len(blocks) > 1:
         return Parsed(None, thoughts).with_errors(*errors, "multiple_actions")
+    loose = not blocks
     if blocks:
-        m = _ACTION.search(text)
-        payload = blocks[0]
+        m = blocks[0]
+        payload = m.group(1)
         if re.sub(r"</thoughts?>", "", text[m.end():], flags=re.I).strip():
             errors.append("content_after_action")
         if thoughts_m and m.start() < thoughts_m.end():
             errors.append("action_before_thoughts")
     else:
         opened = _OPEN_ACTION.search(text)
-        rest = text[thoughts_m.end():] if thoughts_m else text
-        fenced = _FENCE.search(rest)
-        payload = (text[opened.end():] if opened else
-                   fenced.group(1) if fenced else _loose_json(rest))
-        if payload.strip():
+        loose = opened is None
+        payload = text[opened.end():] if opened else (
+            text[thoughts_m.end():] if thoughts_m else text)
+        if opened and payload.strip():
             errors.append("malformed_xml")
-    value, repaired = _loads(payload)
+    value, repaired = _loads(payload, loose=loose)
     truncated = finish_reason == "length"
     if value is None:
         if truncated:
             cls = "truncated_unrecoverable"
         else:
-            cls = "unparseable" if payload.strip() else "no_action"
+            cls = "unparseable" if payload.strip() and not loose else "no_action"
         return Parsed(None, thoughts).with_errors(*errors, cls)
+    if loose:
+        errors.append("malformed_xml")  # salvaged from outside any <action> tag
     if repaired:
         errors.append("repaired_json")
     if truncated:
@@ -169,17 +238,25 @@ def parse_tool_calls(tool_calls, text: str = "") -> Parsed:
     are not valid JSON are repaired; a reply without tool calls falls back to
     :func:`parse_reply` on ``text``.
     """
-    if not tool_calls:
+    text = text if isinstance(text, str) else ""
+    if not tool_calls or not isinstance(tool_calls, list | tuple):
         return parse_reply(text)
     calls, repaired = [], False
     for tc in tool_calls:
-        fn = tc.get("function") or {}
-        args, fixed = _loads(fn.get("arguments") or "{}")
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not isinstance(name, str):
+            return Parsed(None, text.strip()).with_errors("invalid_action")
+        raw = fn.get("arguments")
+        if isinstance(raw, dict):  # some servers send the arguments already decoded
+            args, fixed = _clean(raw), False
+        elif raw is None or (isinstance(raw, str) and raw.strip() in ("", "{}")):
+            args, fixed = {}, False
+        else:
+            args, fixed = _loads(str(raw))
         if not isinstance(args, dict):
-            args = {} if (fn.get("arguments") or "{}").strip() in ("", "{}") else None
-        if args is None:
-            return Parsed(None, text).with_errors("unparseable")
+            return Parsed(None, text.strip()).with_errors("unparseable")
         repaired |= fixed
-        calls.append({"call": fn.get("name", ""), **args})
+        calls.append({"call": _clean(name), **{k: v for k, v in args.items() if k != "call"}})
     parsed = Parsed(calls, text.strip())
     return parsed.with_errors("repaired_json") if repaired else parsed

@@ -32,6 +32,7 @@ import numpy as np
 
 from jaxcollab.core.rollout import Policy, rollout
 from jaxcollab.core.wrappers import Wrapper
+from jaxcollab.llm import signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import ChatClient
 
@@ -70,27 +71,28 @@ class Tagged(Wrapper):
         return isinstance(other, Tagged) and other.env == self.env
 
 
-def drive(client: ChatClient, turn: Turn) -> Any:
-    """Run one game generator to its end (each yielded batch sent concurrently); its value."""
-    try:
-        reqs = next(turn)
-    except StopIteration as stop:
-        return stop.value
-    while True:
-        try:
-            reqs = turn.send(client.complete_many(reqs))
-        except StopIteration as stop:
-            return stop.value
-
-
 class Host:
-    """The host side shared by every worker: tag → (game, episode), thread-safe."""
+    """The host side shared by every worker: tag → (game, episode), thread-safe.
 
-    def __init__(self, client: ChatClient):
-        self.client = client
+    Stopping: SIGINT / SIGTERM (seen through :mod:`~jaxcollab.llm.signals` from whatever thread
+    XLA runs the callback on) or any error of a turn is kept in :attr:`error` instead of
+    becoming an opaque runtime error of the compiled rollout; every later callback answers
+    no-ops at once, so each worker's rollout ends within moments, and :meth:`reraise` raises it
+    once the pool is done (the episodes in play are unfinished: the caller keeps only earlier
+    chunks, and the request cache replays the arrived replies).
+
+    Args:
+        client: the chat client (cache, concurrency, usage).
+        on_step: optional ``on_step()`` after every agent turn's requests (progress bars).
+    """
+
+    def __init__(self, client: ChatClient, on_step: Callable[[], None] | None = None):
+        self.client, self.on_step = client, on_step
         self.live: dict[int, tuple[Game, Episode]] = {}
         self.warmed: set = set()  # environments whose rollout is compiled
         self.play_s = 0.0  # wall seconds of pooled play (compiling warm-ups excluded)
+        #: what stopped the pool (an error, or KeyboardInterrupt on SIGINT/SIGTERM), or None
+        self.error: BaseException | None = None
         self._tags = itertools.count()
         self._lock = threading.Lock()
 
@@ -106,14 +108,55 @@ class Host:
         with self._lock:
             self.live.pop(tag, None)
 
+    def stopped(self) -> bool:
+        """Whether the pool is stopping: an error was kept, or a stop signal arrived (then
+        kept as ``KeyboardInterrupt``)."""
+        if self.error is None and signals.interrupted():  # this may not be the main thread
+            self.fail(KeyboardInterrupt("stopped by a signal"))
+        return self.error is not None
+
+    def fail(self, error: BaseException) -> None:
+        """Keep ``error`` as what stopped the pool (the first one wins)."""
+        with self._lock:
+            if self.error is None:
+                self.error = error
+
+    def reraise(self) -> None:
+        """Raise what stopped the pool, if anything did, and clear it."""
+        with self._lock:
+            error, self.error = self.error, None
+        if error is not None:
+            raise error
+
+    def drive(self, ep: Episode, turn: Turn) -> Any:
+        """Run one game generator to its end (each yielded batch sent concurrently, every reply
+        charged to ``ep``: :meth:`Episode.charge`); its value."""
+        replies = None
+        while True:
+            try:
+                reqs = next(turn) if replies is None else turn.send(replies)
+            except StopIteration as stop:
+                return stop.value
+            replies = self.client.complete_many(reqs)
+            for req, reply in zip(reqs, replies):
+                ep.charge(req, reply)
+
     def act(self, struct, obs, t):
-        """The ``pure_callback`` body for one episode: its joint action (zeros once ended or
-        for an unknown tag, e.g. the compiling warm-up)."""
+        """The ``pure_callback`` body for one episode: its joint action (zeros once ended, for
+        an unknown tag, e.g. the compiling warm-up, and once the pool is stopping)."""
         obs = np.asarray(obs)
         game, ep = self.live.get(int(obs[0, -1]), (None, None))
-        if game is None or obs[0, -2]:
-            return jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), struct)
-        action = drive(self.client, game.turn(ep, int(t), obs[:, :-2]))
+        noop = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), struct)
+        if game is None or obs[0, -2] or self.stopped():
+            return noop
+        game.budget = self.client.prompt_budget()  # the server's limit, once checked
+        try:
+            action = self.drive(ep, game.turn(ep, int(t), obs[:, :-2]))
+        except BaseException as e:  # noqa: BLE001  (re-raised after the pool: reraise)
+            self.fail(e)
+            return noop
+        if self.on_step is not None:
+            self.on_step()
         return jax.tree.map(lambda x, s: np.asarray(x, s.dtype), action, struct)
 
 
@@ -166,6 +209,10 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
 
     The first call for an environment compiles the rollout once (an untagged warm-up episode
     that sends nothing) before the workers start, so they share one executable.
+
+    Raises:
+        what stopped the pool (:class:`Host`: ``KeyboardInterrupt`` on SIGINT / SIGTERM, or
+        the first error of a turn or of ``finish``), after every worker has ended.
     """
     struct = jobs[0][1].action_struct()
     policy = llm_policy(host, struct)
@@ -181,23 +228,31 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
         one(jobs[0][0], -1)  # compile (unknown tag: zeros, no request)
         host.warmed.add(tagged)
 
-    def work(job) -> tuple[int, Played]:
+    def work(job) -> tuple[int, Played | None]:
         b, game, index = job
+        if host.stopped():
+            return b, None
         tag, ep = host.open(game, index)
         try:
             out = one(b, tag)
         finally:
             host.close(tag)
+        if host.stopped():  # its last turns may have been no-ops
+            return b, None
         played = Played(jax.tree.map(lambda x: x[0], out.state["env"]),
                         int(out.state["length"][0]), np.asarray(out.episode_return[0]), ep)
-        finish(played, game, b)
+        try:
+            finish(played, game, b)
+        except BaseException as e:  # noqa: BLE001  (re-raised after the pool)
+            host.fail(e)
         return b, played
 
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
         done = dict(pool.map(work, jobs))
     host.play_s += time.perf_counter() - start
+    host.reraise()
     return done
 
 
-__all__ = ["Host", "Played", "Tagged", "drive", "llm_policy", "play_pool"]
+__all__ = ["Host", "Played", "Tagged", "llm_policy", "play_pool"]

@@ -3,25 +3,38 @@
 ``python eval/rollout.py env=<…> agent=llm llm.base_url=URL llm.model=NAME`` plays an
 :class:`LLMTeam` through the family's own evaluation (the same driver, episode keys, chunking,
 preemption and ``results.json`` keys as every scripted team; :mod:`jaxcollab.core.family`), and
-adds the LLM keys (:func:`llm_results`). The team checks the endpoint first (an unreachable URL
-or unknown model fails before any episode), plays episodes server-paced
-(:mod:`jaxcollab.llm.play`: up to ``llm.concurrency`` episodes in flight), caches every request
-by content hash (``out_dir/cache.jsonl``: a rerun replays replies exactly and sends nothing) and
-appends each played chunk's episodes, in episode order, to its transcript
-``out_dir/<env with / as ->.jsonl`` (a chunk killed half-way is replayed from the cache).
+adds the LLM keys (:func:`llm_results`). The team checks the endpoint before its first request
+(an unreachable URL or unknown model fails before any episode is written; a run the cache
+answers wholly needs no server), plays episodes server-paced (:mod:`jaxcollab.llm.play`: up to
+``llm.concurrency`` episodes in flight), caches every request by content hash
+(``out_dir/cache.jsonl``, crash-safe JSON Lines, :mod:`jaxcollab.llm.jsonl`: a rerun replays
+replies exactly and sends nothing) and appends each played chunk's episodes, in episode order,
+to its transcript ``out_dir/<env with / as ->.jsonl`` (a chunk killed half-way, or a torn last
+record, is replayed from the cache).
+
+Stopping: SIGINT / SIGTERM stop the chunk in play at once, even while XLA runs the host callback
+on a thread of its own (:mod:`jaxcollab.llm.signals`; requests in flight are cancelled, arrived
+replies cached); the finished chunks are kept, ``out_dir/results.json`` is updated from their
+transcripts with ``"stopped": true`` (a finished rerun drops it), and the run raises
+:class:`~jaxcollab.scale.preempt.Preempted` (exit status 128 + the signal number), so
+rerunning the same command resumes.
 
 Transcript records (one JSON object per episode, keys sorted): ``env``, ``episode``, ``success``,
 ``ending``, ``steps``, ``returns``, ``parse_errors`` (class → count), ``tokens`` and
-``latency_s`` (per agent), ``agents`` (per agent, every turn: ``step``, ``prompt`` messages,
-``reply``, ``tool_calls``, ``action`` parsed, ``ok``, ``errors``, token counts, ``latency_s``,
-…), ``data`` (game extras: maze moves, rounds and true ``labels``; Keep-Talking
-``reflection``). The API key never appears: it is only read into request headers.
+``latency_s`` (per agent: every request of the episode, turns, rephrase exchanges, samples and
+reflections; ``latency_s`` is server service time), ``queue_s`` (per agent: time requests waited
+in the client's window, backoff or the server's queue), ``agents`` (per agent, every turn:
+``step``, ``prompt`` messages, ``reply``, ``tool_calls``, ``action`` parsed, ``ok``,
+``errors``, token counts, ``latency_s``, …), ``data`` (game extras: maze moves, rounds and
+true ``labels``; Keep-Talking ``reflection``). The API key never appears: it is only read into
+request headers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -33,9 +46,11 @@ import numpy as np
 
 import jaxcollab
 from jaxcollab.core.family import Family, Spec
+from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.parse import REFUSAL
-from jaxcollab.llm.play import Host, Played, drive, play_pool
+from jaxcollab.llm.play import Host, Played, play_pool
+from jaxcollab.scale import preempt
 
 #: ``llm`` block keys that are not client settings.
 _RUN_KEYS = ("tools", "cache")
@@ -62,10 +77,9 @@ def transcript_path(out_dir, env_name: str) -> Path:
 
 
 def read_transcripts(path: Path) -> list[dict]:
-    """The records of a transcript file (none if it does not exist)."""
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The records of a transcript file (none if it does not exist; a torn last record, from
+    a killed write, is skipped and so replayed)."""
+    return jsonl.read(path)
 
 
 class LLMTeam:
@@ -75,10 +89,13 @@ class LLMTeam:
         family: the plug-in whose :attr:`~jaxcollab.core.family.Family.llm` game it plays.
         options: the run config (``llm`` block, and the family's own keys for its prompts).
         out_dir: where transcripts and the request cache live.
-        progress: optional ``progress(n)``, called with 1 as each episode finishes (a bar).
+        progress: optional ``progress(n, requests=, tokens=)``, called with ``n=1`` as each
+            episode finishes and ``n=0`` after every agent turn (a bar and its postfix: requests
+            and tokens so far, cache replays included).
 
     Raises:
-        LLMError: unreachable endpoint or unknown model (before any episode).
+        LLMError (from :meth:`play`): unreachable endpoint or unknown model (before any
+            episode is written).
         ValueError: bad ``llm`` settings, ``llm.tools`` not ``text`` / ``native``.
     """
 
@@ -91,9 +108,8 @@ class LLMTeam:
         self.family, self.options, self.out = family, options, Path(out_dir)
         self.cfg = llm_config(family, options)
         cache = options.get("llm", {}).get("cache") or self.out / "cache.jsonl"
-        self.client = ChatClient(self.cfg, cache)
-        self.client.check()
-        self.host = Host(self.client)
+        self.client = ChatClient(self.cfg, cache)  # checks the endpoint at its first request
+        self.host = Host(self.client, None if progress is None else self._turn)
         self.progress = progress
         self._written: dict[str, set[int]] = {}
         self._lock = threading.Lock()
@@ -119,11 +135,18 @@ class LLMTeam:
         rows = [played[first[tuple(i)]].state for i in ids]
         return jax.tree.map(lambda *xs: np.stack(xs), *rows)
 
+    def _turn(self) -> None:
+        """Progress after an agent turn: requests and tokens so far."""
+        usage = list(self.client.usage.values())
+        with self._lock:
+            self.progress(0, requests=sum(u.calls for u in usage),
+                          tokens=sum(u.prompt_tokens + u.completion_tokens for u in usage))
+
     def _finish(self, env_name: str, played: Played, game) -> dict:
         """End-of-game exchanges; the episode's transcript record."""
         llm = self.family.llm
         success, ending = llm.outcome(played.state)
-        drive(self.client, game.finish(played.episode, ending))
+        self.host.drive(played.episode, game.finish(played.episode, ending))
         if self.progress is not None:
             with self._lock:
                 self.progress(1)
@@ -131,17 +154,17 @@ class LLMTeam:
 
     def _write(self, records: list[dict]) -> None:
         """Append the records of a played chunk in episode order, each episode once (a chunk
-        replayed after a kill comes from the request cache and is not written twice)."""
+        replayed after a kill comes from the request cache and is not written twice); one
+        crash-safe append per environment (:func:`jsonl.append`)."""
+        new: dict[str, list[dict]] = {}
         for rec in records:
-            path = transcript_path(self.out, rec["env"])
             done = self._written.setdefault(rec["env"], {
-                r["episode"] for r in read_transcripts(path)})
-            if rec["episode"] in done:
-                continue
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a") as f:
-                f.write(json.dumps(rec, sort_keys=True, ensure_ascii=False) + "\n")
-            done.add(rec["episode"])
+                r["episode"] for r in read_transcripts(transcript_path(self.out, rec["env"]))})
+            if rec["episode"] not in done:
+                new.setdefault(rec["env"], []).append(rec)
+                done.add(rec["episode"])
+        for env_name, rows in new.items():
+            jsonl.append(transcript_path(self.out, env_name), rows, sort_keys=True)
 
     def results(self, env_names: Sequence[str]) -> dict:
         """The LLM keys of ``results.json`` from the transcripts of ``env_names``
@@ -149,30 +172,40 @@ class LLMTeam:
         records = [r for name in env_names for r in read_transcripts(transcript_path(self.out,
                                                                                      name))]
         return {"model": self.cfg.model, "base_url": self.cfg.base_url,
-                **llm_results(records), **self.family.llm.summary(records, self.options)}
+                **llm_results(records), "retries": dict(sorted(self.client.retries.items())),
+                **self.family.llm.summary(records, self.options)}
+
+    def stopped_results(self, env_names: Sequence[str]) -> dict:
+        """``results.json`` of a stopped run, from the finished episodes' transcripts:
+        ``stopped: true``, ``episodes``, ``success_rate`` and the LLM keys."""
+        records = [r for name in env_names for r in read_transcripts(transcript_path(self.out,
+                                                                                     name))]
+        rate = float(np.mean([r["success"] for r in records])) if records else 0.0
+        return {"stopped": True, "episodes": len(records), "success_rate": rate,
+                **self.results(env_names)}
 
 
 def _record(env_name: str, played: Played, success: bool, ending: str, data: dict) -> dict:
     ep = played.episode
-    tokens, latency = {}, {}
-    for agent, turns in ep.history.items():
-        if turns:
-            tokens[agent] = {"prompt": sum(t["prompt_tokens"] for t in turns),
-                             "completion": sum(t["completion_tokens"] for t in turns)}
-            latency[agent] = round(sum(t["latency_s"] for t in turns), 6)
+    usage = sorted(ep.usage.items())  # every request of the episode (Episode.charge)
+    tokens = {a: {"prompt": u["prompt"], "completion": u["completion"]} for a, u in usage}
+    latency = {a: u["latency_s"] for a, u in usage}
+    queue = {a: u["queue_s"] for a, u in usage}
     extra = {k: v for k, v in ep.data.items() if k != "ktane"} | data
     return {"env": env_name, "episode": ep.index, "success": bool(success), "ending": ending,
             "steps": played.steps, "returns": played.returns.tolist(),
             "parse_errors": dict(sorted(ep.errors.items())), "tokens": tokens,
-            "latency_s": latency, "agents": {a: t for a, t in ep.history.items() if t},
-            "data": extra}
+            "latency_s": latency, "queue_s": queue,
+            "agents": {a: t for a, t in ep.history.items() if t}, "data": extra}
 
 
 def llm_results(records: list[dict]) -> dict:
     """LLM keys over transcript records: ``parse_errors`` (GPTNT error class → count),
     ``refusals`` (content-policy refusals), ``tokens`` (per agent ``prompt`` / ``completion``,
-    and ``total``) and ``latency_s`` (per agent, summed seconds of inference)."""
-    errors, tokens, latency = Counter(), {}, {}
+    and ``total``), ``latency_s`` (per agent, summed seconds of server service time) and
+    ``queue_s`` (per agent, summed seconds requests waited: client window, backoff, server
+    queue)."""
+    errors, tokens, latency, queue = Counter(), {}, {}, {}
     for r in records:
         errors.update(r["parse_errors"])
         for a, t in r["tokens"].items():
@@ -181,27 +214,46 @@ def llm_results(records: list[dict]) -> dict:
             acc["completion"] += t["completion"]
         for a, s in r["latency_s"].items():
             latency[a] = round(latency.get(a, 0.0) + s, 6)
+        for a, s in r.get("queue_s", {}).items():
+            queue[a] = round(queue.get(a, 0.0) + s, 6)
     refusals = errors.pop(REFUSAL, 0)
     return {"parse_errors": dict(sorted(errors.items())), "refusals": refusals,
             "tokens": tokens | {"total": sum(t["prompt"] + t["completion"]
                                              for t in tokens.values())},
-            "latency_s": latency}
+            "latency_s": latency, "queue_s": queue}
 
 
 def run_team(env: str, team_options: Mapping[str, Any], spec: Spec, out_dir,
              progress=None) -> dict:
     """Play the LLM team on ``env`` (a name or group) through its family's evaluation; the
-    family's results plus the LLM keys. ``spec.options`` is ``team_options`` (the run config).
+    family's results plus the LLM keys (``retries``: retried requests by class).
+    ``spec.options`` is ``team_options`` (the run config).
 
     Raises:
-        LLMError: unreachable endpoint or unknown model (before any episode).
+        LLMError: unreachable endpoint or unknown model (before any episode is written).
         KeyError / ValueError: unknown environment or bad option (names the value).
+        Preempted: SIGINT / SIGTERM (module docstring: finished chunks kept,
+            ``out_dir/results.json`` written with ``stopped: true``).
     """
     names = jaxcollab.resolve(env)
     family = jaxcollab.family(names[0])
     team = LLMTeam(family, team_options, out_dir, progress)
-    results = family.evaluate(names, team, spec)
+    try:
+        with signals.watch():  # Ctrl-C / SIGTERM reach the host callback's thread too
+            results = family.evaluate(names, team, spec)
+    except (KeyboardInterrupt, preempt.Preempted) as stop:
+        _write_results(Path(out_dir) / "results.json", {"env": env, **team.stopped_results(names)})
+        if isinstance(stop, preempt.Preempted):
+            raise
+        preempt.stop(preempt.requested() or signal.SIGINT, f"the finished chunks in {out_dir}")
     return {**results, **team.results(names)}
+
+
+def _write_results(path: Path, results: dict) -> None:
+    """Update the JSON object at ``path`` with ``results`` (keeping other keys, e.g. the CLI's
+    ``config`` its collision guard compares), atomically (:func:`jsonl.write_atomic`)."""
+    old = json.loads(path.read_text()) if path.exists() else {}
+    jsonl.write_atomic(path, json.dumps(old | results, indent=2) + "\n")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,8 +302,9 @@ def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=N
     are kept in ``out_dir/episodes`` and transcripts appended, so a rerun resumes.
 
     Raises:
-        LLMError: unreachable endpoint or unknown model (before any episode).
+        LLMError: unreachable endpoint or unknown model (before any episode is written).
         KeyError / ValueError: unknown environment or bad option (names the value).
+        Preempted: SIGINT / SIGTERM (:func:`run_team`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -260,7 +313,7 @@ def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=N
     family = jaxcollab.family(rc.env)
     family.check(jaxcollab.resolve(rc.env), options)
     results = {"env": rc.env, **run_team(rc.env, options, spec, out, progress)}
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    jsonl.write_atomic(out / "results.json", json.dumps(results, indent=2) + "\n")
     return results
 
 

@@ -1,0 +1,59 @@
+"""SIGINT / SIGTERM seen from any thread, so a stop request reaches the LLM host callback.
+
+XLA may run a ``pure_callback`` on one of its own threads while the main thread waits inside the
+compiled rollout; Python runs signal handlers only on the main thread, and only between
+bytecodes, so a Ctrl-C would wait for the whole rollout. :func:`watch` registers a pipe with
+``signal.set_wakeup_fd``: the interpreter's C-level handler writes each signal's number to it at
+once, from whatever thread, and :func:`interrupted` reads it there. The host callback and the
+chat client poll it and stop (no-ops for the rest of the rollout; requests in flight cancelled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+_state = {"fd": None, "stopped": False}
+
+
+@contextlib.contextmanager
+def watch():
+    """Within the block, SIGTERM raises ``KeyboardInterrupt`` as SIGINT does (on the main
+    thread) and both are visible to :func:`interrupted` from any thread. Main thread only; a
+    no-op elsewhere."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous_term = signal.signal(signal.SIGTERM, interrupt)
+    previous_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    _state.update(fd=r, stopped=False)
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGTERM, previous_term)
+        _state.update(fd=None, stopped=False)
+        os.close(r)
+        os.close(w)
+
+
+def interrupted() -> bool:
+    """Whether SIGINT or SIGTERM arrived inside :func:`watch` (sticky until the block ends)."""
+    fd = _state["fd"]
+    if fd is not None and not _state["stopped"]:
+        try:
+            data = os.read(fd, 512)
+        except (BlockingIOError, OSError):
+            data = b""
+        _state["stopped"] = any(b in _STOP_SIGNALS for b in data)
+    return bool(_state["stopped"])

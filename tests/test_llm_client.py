@@ -1,0 +1,162 @@
+"""The chat client against a misbehaving local server: every reply is a reply or a classified,
+retried failure; replies are cached as they arrive; serial servers are not flooded; the start-up
+check tells busy from unreachable and is skipped when the cache answers everything; torn files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+
+import pytest
+from llm_server import CONTEXT_WORDS, LATE_S, SERIAL_S, LLMServer
+
+from jaxcollab.llm import jsonl, signals
+from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, ReplyCache, Request
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer() as srv:
+        yield srv
+
+
+def cfg(url, model="good", **kw) -> LLMConfig:
+    return LLMConfig(base_url=url, model=model, backoff_s=0.01, **kw)
+
+
+def reqs(n, tag="maze", extra=""):
+    return [Request(f"agent{i % 2}", ({"role": "system", "content": tag},
+                                      {"role": "user", "content": f"go {i} {extra}"}),
+                    nonce=str(i)) for i in range(n)]
+
+
+def test_malformed_200_bodies_are_retried_and_counted(server):
+    client = ChatClient(cfg(server.url, "malformed"))
+    (reply,) = client.complete_many(reqs(1, extra="malformed"))
+    assert reply.text.startswith("I move down")
+    assert client.retries == {"malformed": 3}  # truncated JSON, empty choices, error object
+
+
+def test_a_failed_request_keeps_the_replies_of_its_batch(server, tmp_path):
+    batch = reqs(4, extra="partial")
+    batch[2] = Request("agent0", ({"role": "user", "content": "FAIL"},), nonce="2")
+    with pytest.raises(LLMError, match="HTTP 400"):
+        ChatClient(cfg(server.url, "partial"), tmp_path / "c.jsonl").complete_many(batch)
+    again = ChatClient(cfg(server.url, "partial"), tmp_path / "c.jsonl")
+    assert sorted(again.cache.entries) == sorted(again.key(r) for i, r in enumerate(batch)
+                                                  if i != 2)
+
+
+def test_serial_server_is_not_flooded(server):
+    """Ten requests at once on a one-slot server (served in no particular order), each
+    generation 0.2 s, timeout 1.5 s: timed from sending, the last ones would time out and be
+    generated again (the old client did); timed by the server's progress, each prompt is
+    generated once, and latency is service time, queueing apart."""
+    batch = reqs(10, extra="serial")
+    client = ChatClient(cfg(server.url, "serial", concurrency=10, timeout_s=1.5))
+    replies = client.complete_many(batch)
+    assert client.retries == {}
+    keys = [json.dumps(list(r.messages)) for r in batch]
+    assert [server.generated[k] for k in keys] == [1] * 10
+    assert all(SERIAL_S * 0.9 <= r.latency_s < SERIAL_S * 2 for r in replies)
+    waits = sorted(r.queue_s for r in replies)
+    assert waits[-1] >= 8 * SERIAL_S  # the last one served waited behind nine generations
+    totals = client.usage_json()
+    assert sum(u["latency_s"] for u in totals.values()) == pytest.approx(
+        sum(r.latency_s for r in replies))
+
+
+def test_rate_limits_shrink_the_window(server):
+    client = ChatClient(cfg(server.url, "flaky", concurrency=8))
+    client.complete_many(reqs(8, extra="window"))
+    assert client.retries == {"rate_limited": 8} and client.window < 8
+
+
+def test_a_late_reply_times_out_once_and_is_retried(server):
+    """A request alone in flight that outlives its timeout is abandoned and sent again (the
+    server never answers it), counted as ``timeout``, and the window halves."""
+    client = ChatClient(cfg(server.url, "late", timeout_s=1.0, concurrency=4))
+    (reply,) = client.complete_many(reqs(1, extra="late"))
+    assert reply.text.startswith("I move down") and reply.latency_s < LATE_S
+    assert client.retries == {"timeout": 1} and client.window == 2
+
+
+def test_context_length_error_is_a_classified_reply(server, tmp_path):
+    client = ChatClient(cfg(server.url, "context"), tmp_path / "c.jsonl")
+    long = Request("defuser", ({"role": "user", "content": "word " * (CONTEXT_WORDS + 1)},))
+    (reply,) = client.complete_many([long])
+    assert reply.failure == "context_length" and reply.text == ""
+    assert client.served_context == CONTEXT_WORDS and client.cache.entries == {}
+
+
+def test_startup_check_busy_unreachable_and_cached(server, tmp_path, caplog):
+    with pytest.raises(LLMError, match="unreachable"):
+        ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", timeout_s=2)).check()
+    server.models_delay = 1.0
+    try:
+        with caplog.at_level(logging.WARNING):
+            ChatClient(cfg(server.url, timeout_s=0.3)).check()
+    finally:
+        server.models_delay = 0.0
+    assert "is busy" in caplog.text and "unreachable" not in caplog.text
+    with LLMServer() as gone:
+        url = gone.url
+        first = ChatClient(cfg(url), tmp_path / "c.jsonl").complete_many(reqs(3))
+    replay = ChatClient(cfg(url), tmp_path / "c.jsonl")  # the server is gone: the cache answers
+    assert replay.complete_many(reqs(3)) == first and not replay.checked
+    with pytest.raises(LLMError, match="unreachable"):
+        replay.complete_many(reqs(4))  # one request the cache cannot answer
+
+
+def test_torn_cache_line_is_skipped_and_re_requested(server, tmp_path):
+    path = tmp_path / "cache.jsonl"
+    client = ChatClient(cfg(server.url), path)
+    client.complete_many(reqs(2, extra="torn"))
+    whole = path.read_bytes()
+    path.write_bytes(whole + whole.splitlines(keepends=True)[-1][:40])  # a killed append
+    cache = ReplyCache(path)
+    assert len(cache.entries) == 2 and cache.skipped == 0  # the torn row does not decode
+    n = len(server.requests)
+    client = ChatClient(cfg(server.url), path)
+    client.complete_many(reqs(3, extra="torn"))
+    assert len(server.requests) == n + 1  # only the new request is sent
+    assert len(ReplyCache(path).entries) == 3  # the new row did not fuse with the fragment
+    path.write_bytes(path.read_bytes() + b'{"key": "k", "reply": {"text": 5}}\n')
+    assert ReplyCache(path).skipped == 1  # a row that is not a reply is skipped too
+
+
+def test_jsonl_append_is_whole_lines(tmp_path):
+    path = tmp_path / "t.jsonl"
+    jsonl.append(path, [{"a": 1}, {"b": "é"}])
+    path.write_bytes(path.read_bytes() + b'{"c": ')
+    jsonl.append(path, [{"d": 2}, {"e": "\ud800"}])
+    assert jsonl.read(path) == [{"a": 1}, {"b": "é"}, {"d": 2}, {"e": "?"}]
+    jsonl.write_atomic(tmp_path / "r.json", "{}\n")
+    assert (tmp_path / "r.json").read_text() == "{}\n" and not list(tmp_path.glob(".*tmp"))
+
+
+def test_a_signal_cancels_requests_on_another_thread(server):
+    """XLA may run the host callback off the main thread, where no Python signal handler runs:
+    a SIGINT still stops the requests there within moments (the 3-s reply is not awaited)."""
+    client, caught = ChatClient(cfg(server.url, "late")), []
+
+    def worker():
+        try:
+            client.complete_many(reqs(1, extra="signal"))
+        except KeyboardInterrupt as e:
+            caught.append(e)
+
+    with signals.watch():
+        thread = threading.Thread(target=worker)
+        start = time.perf_counter()
+        thread.start()
+        time.sleep(0.3)
+        with pytest.raises(KeyboardInterrupt):  # the main thread's own handler
+            os.kill(os.getpid(), signal.SIGINT)
+            thread.join()
+        thread.join()
+    assert caught and time.perf_counter() - start < LATE_S - 1

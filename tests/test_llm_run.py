@@ -1,0 +1,206 @@
+"""LLM runs against a misbehaving local server: context limits, accounting that adds up, long
+replies clipped, torn transcripts, and SIGTERM stopping a run at the next safe point."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from llm_server import LLMServer, good_reply
+
+from jaxcollab.llm import jsonl
+from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game, Host
+from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError
+from jaxcollab.llm.ktane import OMITTED
+from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer() as srv:
+        yield srv
+
+
+def cfg(server, model="good", **kw) -> LLMConfig:
+    return LLMConfig(base_url=server.url, model=model, backoff_s=0.01, **kw)
+
+
+def records(out, env):
+    return jsonl.read(transcript_path(out, env))
+
+
+def test_fit_drops_the_oldest_turns():
+    game, ep = Game(), Episode(0, {}, {})
+    msgs = [{"role": "system", "content": "s" * 30}] + [
+        {"role": r, "content": f"{i}" * 300} for i in range(4) for r in ("user", "assistant")]
+    msgs.append({"role": "user", "content": "now"})
+    assert game.fit(ep, msgs) == tuple(msgs)  # no limit known
+    game.budget = 250  # tokens: system + the last exchange + the current turn
+    kept = game.fit(ep, msgs)
+    assert kept[0] == msgs[0] and kept[1:] == tuple(msgs[-3:])
+
+
+def test_ktane_context_limit_is_a_counted_event_and_old_views_leave(server, tmp_path):
+    """The ``context`` model refuses prompts over 3,000 words; the Expert's manual alone is
+    longer, so each Expert turn is a counted ``context_length`` wait, the run goes on, and the
+    episode is written. The Defuser's history keeps only the previous view (GPTNT)."""
+    results = evaluate(cfg(server, "context"), RunConfig(env="ktane/wires", episodes=1,
+                                                         reflection=False), tmp_path)
+    (rec,) = records(tmp_path, "ktane/wires")
+    assert rec["parse_errors"]["context_length"] == len(rec["agents"]["expert"]) > 0
+    assert results["parse_errors"]["context_length"] == rec["parse_errors"]["context_length"]
+    third = [m["content"] for m in rec["agents"]["defuser"][2]["prompt"]]
+    assert third[1].startswith(OMITTED) and not third[3].startswith(OMITTED)
+
+
+def test_tokens_count_every_request(server, tmp_path):
+    n = len(server.requests)
+    results = evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1), tmp_path)
+    sent = server.requests[n:]
+    assert any("Reflect on the game" in b["messages"][-1]["content"] for b in sent)
+    expect = sum(sum(len(str(m["content"]).split()) for m in b["messages"])
+                 + len(good_reply(b["messages"]).split()) for b in sent)
+    assert results["tokens"]["total"] == expect
+    assert set(results["queue_s"]) == {"defuser", "expert"}
+
+
+def test_long_replies_are_clipped_in_later_prompts(server, tmp_path):
+    evaluate(cfg(server, "long"), RunConfig(env="ktane/wires", episodes=1, reflection=False),
+             tmp_path)
+    rec = records(tmp_path, "ktane/wires")[0]
+    turns = [t for turns in rec["agents"].values() for t in turns]
+    assert max(len(t["reply"]) for t in turns) > 100_000  # the transcript keeps the reply
+    fed = [m["content"] for t in turns for m in t["prompt"] if m["role"] == "assistant"]
+    assert fed and max(map(len, fed)) <= MAX_FEEDBACK_CHARS + 40
+
+
+def test_torn_transcript_line_is_replayed(server, tmp_path):
+    rc = RunConfig(env="bomb/base-1", episodes=2, batch=2)
+    evaluate(cfg(server), rc, tmp_path)
+    path = transcript_path(tmp_path, "bomb/base-1")
+    whole = path.read_text()
+    path.write_text(whole[: len(whole) - 200])  # the second record torn
+    assert len(records(tmp_path, "bomb/base-1")) == 1
+    n = len(server.requests)
+    again = evaluate(cfg(server), rc, tmp_path)
+    assert len(server.requests) == n and again["episodes"] == 2  # replayed from the cache
+    assert [r["episode"] for r in records(tmp_path, "bomb/base-1")] == [0, 1]
+
+
+def test_sigterm_stops_at_the_next_safe_point(server, tmp_path):
+    rc = RunConfig(env="bomb/base-1", episodes=6, batch=2)
+    path = transcript_path(tmp_path, "bomb/base-1")
+
+    def stop_after_first_chunk():
+        while not (path.exists() and path.read_text().count("\n") >= 2):
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    watcher = threading.Thread(target=stop_after_first_chunk, daemon=True)
+    watcher.start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(cfg(server, "slow"), rc, tmp_path)
+    assert time.perf_counter() - start < 30
+    kept = records(tmp_path, "bomb/base-1")
+    assert len(kept) in (2, 4)  # whole chunks only
+    stopped = json.loads((tmp_path / "results.json").read_text())
+    assert stopped["stopped"] is True and stopped["episodes"] == len(kept)
+    done = evaluate(cfg(server, "slow"), rc, tmp_path)  # the rerun finishes the rest
+    assert done["episodes"] == 6 and "stopped" not in done
+    assert [r["episode"] for r in records(tmp_path, "bomb/base-1")] == list(range(6))
+
+
+def test_progress_moves_every_agent_turn(server, tmp_path):
+    class Bar:
+        def __init__(self):
+            self.postfix, self.done = [], 0
+
+        def update(self, n):
+            self.done += n
+
+        def set_postfix(self, **kw):
+            self.postfix.append((self.done, kw))
+
+    bar = Bar()
+    evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1, reflection=False), tmp_path,
+             progress=bar)
+    during = [kw for done, kw in bar.postfix if done == 0]  # before the episode finished
+    assert len(during) >= 3 and [kw["requests"] for kw in during] == sorted(
+        kw["requests"] for kw in during) and during[-1]["tokens"] > during[0]["tokens"] > 0
+
+
+class _Interrupted(Game):
+    """A game whose turn is interrupted by a real SIGINT while it waits (as during a request)."""
+
+    roles = ("a",)
+    turns = 0
+
+    def action_struct(self):
+        return jax.ShapeDtypeStruct((1,), np.int32)
+
+    def noop(self):
+        return np.zeros(1, np.int32)
+
+    def turn(self, ep, step, obs):
+        type(self).turns += 1
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the default handler raises KeyboardInterrupt here
+        yield []
+
+
+def test_sigint_in_the_host_callback_is_not_swallowed():
+    host = Host(_Interrupted(), ChatClient(LLMConfig()))
+    key = np.zeros((1, 2), np.uint32)
+    host.ids = {key[0].tobytes(): 0}
+    obs, step = np.zeros((1, 1, 3), np.int32), np.zeros(1, np.int32)
+    start = time.perf_counter()
+    out = host.callback(obs, key, step)
+    assert time.perf_counter() - start < 4 and out.tolist() == [[0]]
+    assert isinstance(host.error, KeyboardInterrupt)
+    host.callback(obs, key, step + 1)  # the rest of the rollout: no-ops, no more turns
+    assert _Interrupted.turns == 1
+    with pytest.raises(KeyboardInterrupt):
+        host.reraise()
+    assert host.error is None
+
+
+def test_unreachable_endpoint_fails_before_anything_is_written(tmp_path):
+    with pytest.raises(LLMError, match="unreachable"):
+        evaluate(LLMConfig(base_url="http://127.0.0.1:9/v1", timeout_s=2),
+                 RunConfig(env="bomb/base-1", episodes=2, batch=2), tmp_path)
+    assert not transcript_path(tmp_path, "bomb/base-1").exists()
+    assert not (tmp_path / "results.json").exists()
+
+
+@pytest.mark.slow  # a subprocess compiles its own rollout
+def test_ctrl_c_stops_the_cli(server, tmp_path):
+    """``eval/llm.py`` (the README command) as a subprocess: SIGINT after the first chunk ends
+    the run within seconds, keeping that chunk and a results.json marked ``stopped``."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "eval/llm.py", "env=bomb/base-1", f"llm.base_url={server.url}",
+         "llm.model=slow", "llm.backoff_s=0.01", "episodes=8", "batch=2", f"out_dir={out}"],
+        cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    path = transcript_path(out, "bomb/base-1")
+    deadline = time.perf_counter() + 240
+    while not (path.exists() and len(jsonl.read(path)) >= 2) and proc.poll() is None:
+        assert time.perf_counter() < deadline, "no chunk finished"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    proc.communicate(timeout=60)
+    assert time.perf_counter() - sent < 20 and proc.returncode != 0
+    kept = jsonl.read(path)
+    assert 2 <= len(kept) < 8 and len(kept) % 2 == 0  # whole chunks only
+    results = json.loads((out / "results.json").read_text())
+    assert results["stopped"] is True and results["episodes"] == len(kept)
