@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,10 +19,12 @@ import pytest
 from llm_server import LLMServer, good_reply
 
 from jaxcollab.llm import jsonl
-from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game, Host
+from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError
 from jaxcollab.llm.ktane import OMITTED
+from jaxcollab.llm.play import Host
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.scale.preempt import Preempted
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +91,10 @@ def test_torn_transcript_line_is_replayed(server, tmp_path):
     evaluate(cfg(server), rc, tmp_path)
     path = transcript_path(tmp_path, "bomb/base-1")
     whole = path.read_text()
-    path.write_text(whole[: len(whole) - 200])  # the second record torn
+    # a kill during the chunk's transcript append: the second record torn, and the chunk (kept
+    # only after its transcript is synced) not yet saved
+    path.write_text(whole[: len(whole) - 200])
+    shutil.rmtree(tmp_path / "episodes")
     assert len(records(tmp_path, "bomb/base-1")) == 1
     n = len(server.requests)
     again = evaluate(cfg(server), rc, tmp_path)
@@ -108,9 +114,9 @@ def test_sigterm_stops_at_the_next_safe_point(server, tmp_path):
     watcher = threading.Thread(target=stop_after_first_chunk, daemon=True)
     watcher.start()
     start = time.perf_counter()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Preempted) as stop:
         evaluate(cfg(server, "slow"), rc, tmp_path)
-    assert time.perf_counter() - start < 30
+    assert time.perf_counter() - start < 30 and stop.value.code == 128 + signal.SIGTERM
     kept = records(tmp_path, "bomb/base-1")
     assert len(kept) in (2, 4)  # whole chunks only
     stopped = json.loads((tmp_path / "results.json").read_text())
@@ -121,26 +127,23 @@ def test_sigterm_stops_at_the_next_safe_point(server, tmp_path):
 
 
 def test_progress_moves_every_agent_turn(server, tmp_path):
-    class Bar:
-        def __init__(self):
-            self.postfix, self.done = [], 0
+    calls = []  # (episodes done so far, postfix)
 
-        def update(self, n):
-            self.done += n
+    def progress(n, **postfix):
+        done = (calls[-1][0] if calls else 0) + n
+        calls.append((done, postfix))
 
-        def set_postfix(self, **kw):
-            self.postfix.append((self.done, kw))
-
-    bar = Bar()
     evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1, reflection=False), tmp_path,
-             progress=bar)
-    during = [kw for done, kw in bar.postfix if done == 0]  # before the episode finished
+             progress=progress)
+    assert calls[-1] == (1, {})  # the episode's finish
+    during = [kw for done, kw in calls if done == 0]  # before the episode finished
     assert len(during) >= 3 and [kw["requests"] for kw in during] == sorted(
         kw["requests"] for kw in during) and during[-1]["tokens"] > during[0]["tokens"] > 0
 
 
 class _Interrupted(Game):
-    """A game whose turn is interrupted by a real SIGINT while it waits (as during a request)."""
+    """A game whose turn is interrupted by a real SIGINT while it waits (as during a request),
+    played here on the main thread (where Python raises the KeyboardInterrupt)."""
 
     roles = ("a",)
     turns = 0
@@ -159,15 +162,16 @@ class _Interrupted(Game):
 
 
 def test_sigint_in_the_host_callback_is_not_swallowed():
-    host = Host(_Interrupted(), ChatClient(LLMConfig()))
-    key = np.zeros((1, 2), np.uint32)
-    host.ids = {key[0].tobytes(): 0}
-    obs, step = np.zeros((1, 1, 3), np.int32), np.zeros(1, np.int32)
+    game = _Interrupted()
+    host = Host(ChatClient(LLMConfig()))
+    tag, _ = host.open(game, 0)
+    struct = game.action_struct()
+    obs = np.array([[0, 0, 0, tag]], np.int32)  # one agent's row, then ended=0 and the tag
     start = time.perf_counter()
-    out = host.callback(obs, key, step)
-    assert time.perf_counter() - start < 4 and out.tolist() == [[0]]
+    out = host.act(struct, obs, np.int32(0))
+    assert time.perf_counter() - start < 4 and out.tolist() == [0]
     assert isinstance(host.error, KeyboardInterrupt)
-    host.callback(obs, key, step + 1)  # the rest of the rollout: no-ops, no more turns
+    host.act(struct, obs, np.int32(1))  # the rest of the rollout: no-ops, no more turns
     assert _Interrupted.turns == 1
     with pytest.raises(KeyboardInterrupt):
         host.reraise()
@@ -185,11 +189,12 @@ def test_unreachable_endpoint_fails_before_anything_is_written(tmp_path):
 @pytest.mark.slow  # a subprocess compiles its own rollout
 def test_ctrl_c_stops_the_cli(server, tmp_path):
     """``eval/llm.py`` (the README command) as a subprocess: SIGINT after the first chunk ends
-    the run within seconds, keeping that chunk and a results.json marked ``stopped``."""
+    the run within seconds (exit status 130, as any preempted run), keeping that chunk and a
+    results.json marked ``stopped`` that still guards the run's config; the rerun resumes."""
     out = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "eval/llm.py", "env=bomb/base-1", f"llm.base_url={server.url}",
-         "llm.model=slow", "llm.backoff_s=0.01", "episodes=8", "batch=2", f"out_dir={out}"],
+         "llm.model=slow", "llm.backoff_s=0.01", "episodes=8", "chunk=2", f"out_dir={out}"],
         cwd=Path(__file__).parents[1], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     path = transcript_path(out, "bomb/base-1")
     deadline = time.perf_counter() + 240
@@ -199,8 +204,9 @@ def test_ctrl_c_stops_the_cli(server, tmp_path):
     proc.send_signal(signal.SIGINT)
     sent = time.perf_counter()
     proc.communicate(timeout=60)
-    assert time.perf_counter() - sent < 20 and proc.returncode != 0
+    assert time.perf_counter() - sent < 20 and proc.returncode == 128 + signal.SIGINT
     kept = jsonl.read(path)
     assert 2 <= len(kept) < 8 and len(kept) % 2 == 0  # whole chunks only
     results = json.loads((out / "results.json").read_text())
     assert results["stopped"] is True and results["episodes"] == len(kept)
+    assert results["config"]["llm"]["model"] == "slow"
