@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import random
+import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -217,6 +218,7 @@ class ChatClient:
         #: the model's context length as the server reports it (after :meth:`check`), or None
         self.served_context: int | None = None
         self.checked = False
+        self._check_lock = threading.Lock()  # pool workers share the client: one check
         self._url = cfg.base_url.rstrip("/")
         self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
 
@@ -340,8 +342,9 @@ class ChatClient:
         replies: list[Reply | None] = [self.cache.get(k) for k in keys]
         todo = [i for i, r in enumerate(replies) if r is None]
         if todo:
-            if not self.checked:
-                self.check()
+            with self._check_lock:
+                if not self.checked:
+                    self.check()
             try:
                 fresh = asyncio.run(self._send_all([reqs[i] for i in todo],
                                                    [keys[i] for i in todo]))
