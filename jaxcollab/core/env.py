@@ -28,9 +28,8 @@ Semantics follow gymnax 1.0, extended to teams:
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar
-
 from functools import partial
+from typing import Any, Generic, TypeVar
 
 import jax
 import jax.numpy as jnp

@@ -6,7 +6,6 @@ the trio-vs-solo gap (``python eval/rollout.py env=bomb/all bank=true repeats=3`
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 
 import chex
@@ -45,19 +44,25 @@ class PinnedInstances(Wrapper):
         return self.env.observe(state, params.params)
 
 
-def _unpinned_act(act, key, obs, policy_state, state, params):
-    return act(key, obs, policy_state, state, params.params)
+@dataclasses.dataclass(frozen=True)
+class _Unpinned:
+    """A privileged ``act`` that reads the variant's params, not the pinned ones (compared by
+    value, so equal policies share compiled rollouts)."""
+
+    act: object
+
+    def __call__(self, key, obs, policy_state, state, params):
+        return self.act(key, obs, policy_state, state, params.params)
 
 
-@functools.cache
 def _pinned(agent: str, speech_bytes: int, gesture_symbols: int
             ) -> tuple[PinnedInstances, Policy]:
-    """The pinned env and team ``agent``'s policy for it (cached: one compile per process); a
-    privileged policy reads the variant's params, not the pinned ones."""
+    """The pinned env and team ``agent``'s policy for it, equal by value across calls (one
+    compile per process); a privileged policy reads the variant's params, not the pinned ones."""
     env = BombEnv("base-1", speech_bytes, gesture_symbols)  # variants ride in the params
     policy = team_policy(agent, env.layout)
     if policy.privileged:
-        policy = dataclasses.replace(policy, act=functools.partial(_unpinned_act, policy.act))
+        policy = dataclasses.replace(policy, act=_Unpinned(policy.act))
     return PinnedInstances(env), policy
 
 
