@@ -14,8 +14,8 @@ Semantics follow gymnax 1.0, extended to teams:
   ran out without one. Both are functions of the state (:meth:`Environment.end_flags`). Once
   either is set, :meth:`Environment.step` is a no-op: it returns the same state, zero reward,
   the same flags and an all-zero ``info``, whatever the actions. Families implement only their
-  transition (:meth:`Environment.step_env`, called on running episodes' semantics) and never
-  freeze themselves.
+  transition (:meth:`Environment.step_env`, the step of a running episode) and never freeze
+  themselves.
 * **Environments are equal by value**: a family is a frozen dataclass whose compared fields are
   its static config (what the compiled ``reset`` / ``step`` / ``observe`` depend on), so two
   ``jaxcollab.make(name)`` calls give equal, equally hashed environments and a function jitted

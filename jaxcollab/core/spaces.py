@@ -1,7 +1,8 @@
 """Fixed-shape spaces of observations and actions (gymnax-style), hashable by value.
 
 ``sample(key)`` and ``contains(x)`` are jit-safe; ``contains`` checks the shape and dtype kind
-statically (a Python bool folded into the result) and the values with array ops. :class:`Tree`
+statically (a wrong one gives ``False`` without looking at values) and the values with array
+ops. :class:`Tree`
 describes a pytree action (e.g. the bomb's ``BombAction``) as the same pytree of spaces.
 """
 
@@ -61,7 +62,9 @@ class Discrete(Space):
 
     def contains(self, x: Any) -> jax.Array:
         x = jnp.asarray(x)
-        return _fits(x, self.shape, self.dtype) & jnp.all((x >= 0) & (x < self.n))
+        if not _fits(x, self.shape, self.dtype):
+            return jnp.bool_(False)
+        return jnp.all((x >= 0) & (x < self.n))
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -94,7 +97,9 @@ class MultiDiscrete(Space):
 
     def contains(self, x: Any) -> jax.Array:
         x = jnp.asarray(x)
-        return _fits(x, self.shape, self.dtype) & jnp.all((x >= 0) & (x < np.asarray(self.nvec)))
+        if not _fits(x, self.shape, self.dtype):
+            return jnp.bool_(False)
+        return jnp.all((x >= 0) & (x < np.asarray(self.nvec)))
 
 
 def _nested_tuple(x):
@@ -130,7 +135,9 @@ class Box(Space):
 
     def contains(self, x: Any) -> jax.Array:
         x = jnp.asarray(x)
-        return _fits(x, self.shape, self.dtype) & jnp.all((x >= self.low) & (x <= self.high))
+        if not _fits(x, self.shape, self.dtype):
+            return jnp.bool_(False)
+        return jnp.all((x >= self.low) & (x <= self.high))
 
 
 def _is_space(x) -> bool:
