@@ -184,7 +184,6 @@ class Environment(Generic[State, Params]):
         return self.default_params if params is None else params
 
 
-
 @partial(jax.jit, static_argnums=0)
 def _observe(env: Environment, state, params):
     return env.observe(state, params)
