@@ -145,5 +145,7 @@ def test_protocols_table(tmp_path):
     out = tmp_path / "protocols"
     run("eval/protocols.py", "env=bomb/base-1", "teams=[onebit,oracle]", "episodes=6",
         f"out_dir={out}")
-    assert results(out)["teams"] == ["onebit", "oracle"]
+    teams = results(out)["teams"]
+    assert list(teams) == ["onebit", "oracle"] and teams["oracle"]["success_rate"] == 1.0
+    assert all(t["episodes"] == 6 for t in teams.values())
     assert (out / "protocols.md").read_text() and (out / "protocols.png").stat().st_size > 0
