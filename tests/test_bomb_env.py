@@ -215,8 +215,12 @@ def test_timeout_and_never_acted():
     for _ in range(8):
         state = play_round(state, params)
     assert int(state.ending) == T.TIMED_OUT and int(state.acts) == 0 and int(state.round) == 8
-    frozen = play_round(state, params, blind=("cut", 0))
-    assert int(frozen.ending) == T.TIMED_OUT and int(frozen.acts) == 0
+    step, frozen = jax.jit(ENV.step), state  # ended episodes are frozen by the env's step
+    for role in (T.DEAF, T.MUTE, T.BLIND):
+        _, frozen, reward, term, trunc, _ = step(jax.random.PRNGKey(0), frozen,
+                                                 ENV.action(role, "cut", 0), params)
+        assert not bool(term) and bool(trunc) and not np.asarray(reward).any()
+    assert int(frozen.ending) == T.TIMED_OUT and int(frozen.acts) == 0 and int(frozen.round) == 8
 
 
 def test_only_blind_acts():

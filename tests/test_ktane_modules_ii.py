@@ -300,14 +300,14 @@ def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module()
         return jnp.zeros((2, ACTION_LEN), jnp.int32).at[0, :2].set(jnp.array([verb, target]))
 
     flip = turn(FLIP, 0)
-    state, *_ = env.transition(jax.random.key(0), state, flip)
+    _, state, *_ = env.step(jax.random.key(0), state, flip)
     assert re.findall(r"\[[^\]]+\]", env.render_text(state, 0)) == ["[A]", "[B]"]
-    state, *_ = env.transition(jax.random.key(0), state, jnp.zeros((2, ACTION_LEN), jnp.int32))
-    state, *_ = env.transition(jax.random.key(0), state, turn(SELECT, 1))
+    _, state, *_ = env.step(jax.random.key(0), state, jnp.zeros((2, ACTION_LEN), jnp.int32))
+    _, state, *_ = env.step(jax.random.key(0), state, turn(SELECT, 1))
     assert int(state.zoom) == 7
     for name, t in MODULE_TYPES.items():
         env = jaxcollab.make(f"ktane/{name}")
         state = env.init_state(jax.random.key(1))
-        state, *_ = env.transition(jax.random.key(0), state, turn(SELECT, 0))
+        _, state, *_ = env.step(jax.random.key(0), state, turn(SELECT, 0))
         labels = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
         assert labels == [f"[{chr(65 + k)}]" for k in range(t.n_targets)], name
