@@ -1,10 +1,10 @@
 """Compile-time guard (issue 23): the unbatched ``reset`` and ``step`` of two bombs holding every
-Keep-Talking module type (six and five: a face holds six) compile in bounded time. The worst case seen was one module's
-unbatched ``reset`` (Passwords: over 15 minutes, where vmapped it took 3 s); unbatched is where
-XLA CPU fuses a module's whole hash chain into one loop. Each compile takes about 1–2 s of CPU;
-the bound is generous (a loaded machine must not fail it) and the compile runs in a child
-process with a timeout, so a regression fails instead of hanging the suite. The per-program
-figures are ``python -m eval.bench only=[compile]``."""
+Keep-Talking module type (six and five: a face holds six) compile in bounded time. The worst
+case seen was one module's unbatched ``reset`` (Passwords: over 15 minutes, where vmapped it took
+3 s): unbatched, XLA CPU fused the hash chain behind a gather's index into every element of a
+loop. Each compile takes 1–2 s of CPU; the bound is generous (a loaded machine must not fail
+it) and the compiles run in a child process with a timeout, so a regression fails instead of
+hanging the suite. Per-program figures: ``python -m eval.bench only=[compile]``."""
 
 import json
 import os
