@@ -86,10 +86,11 @@ def rollout_seconds(name: str, batch: int) -> tuple[float, float] | None:
 
 
 def _row(family: str, what: str, seconds: tuple[float, float]) -> dict:
+    """A result row, also printed at once (the table comes only after the whole benchmark)."""
+    notes = f"CPU {seconds[1]:.1f}s, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    print(f"compile {what}: {seconds[0]:.1f}s wall, {notes}", flush=True)
     return {"name": f"compile {what}", "value": seconds[0], "unit": "s", "family": family,
-            "cpu_s": seconds[1],
-            "notes": f"CPU {seconds[1]:.1f}s, load average {os.getloadavg()[0]:.1f} on "
-                     f"{os.cpu_count()} CPUs"}
+            "cpu_s": seconds[1], "notes": notes}
 
 
 def run(quick: bool) -> list[dict]:
