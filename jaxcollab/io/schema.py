@@ -534,8 +534,7 @@ class Report:
 
 SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
-           "report": Report, "bounds": Bounds, "analyze": Analyze}
-           "marl": Marl}
+           "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 
