@@ -9,6 +9,7 @@ import hydra
 
 from eval.rollout import run
 
+
 @hydra.main(version_base=None, config_path="../configs", config_name="llm")
 def main(cfg):
     """The alias: ``eval/rollout.py``'s ``run`` on ``configs/llm.yaml``."""
