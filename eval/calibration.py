@@ -40,7 +40,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
-from jaxcollab.collab.calibration_plots import (
+from jaxcollab.io.plots import (
     plot_conversation_cells,
     plot_error_by_round,
     plot_reliability,

@@ -219,11 +219,10 @@ def test_evaluations_never_write_into_another_runs_results(tmp_path, cli):
 
 def test_training_resume_under_a_changed_config_names_the_keys(tmp_path, cli, composed):
     """``train/calibration.py`` used to resume silently under a changed config."""
-    from train.calibration import FROZEN, check_config
+    from train.collab import FROZEN
 
     out = f"out_dir={tmp_path}"
-    start_run(composed("train/calibration.py", CAL, "preset=cpu", out)[1], frozen=FROZEN,
-              check=check_config)
+    start_run(composed("train/calibration.py", CAL, "preset=cpu", out)[1], frozen=FROZEN)
     with pytest.raises(RunCollision, match=r"bias\.beta: 2\.0 -> 3\.0"):
         cli("train/calibration.py", CAL, "preset=cpu", out, "bias.beta=3")
 

@@ -14,7 +14,7 @@ from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.tasks import make_task
-from jaxcollab.collab.trainer import _load_round, calibration_folds, run_trainers
+from jaxcollab.collab.trainer import _load_round, calibration_folds
 from jaxcollab.envs.parity import make_alphas
 
 TINY = {"n_layer": 1, "n_head": 1, "n_embd": 8}
@@ -84,7 +84,8 @@ def tiny(tmp_path_factory):
     fits = []
     runs = conv.make_trainers(common, out, CONDITIONS,
                               on_fit=lambda name: lambda r, c: fits.append((name, r, c)))
-    run_trainers(runs, None, lambda name, done: None)
+    for trainer in runs.values():
+        trainer.run()
     return task, codec, runs, fits
 
 
