@@ -406,7 +406,9 @@ def run(cfg: DictConfig) -> dict:
     return results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="collab")(run)
+#: ``configs/`` by absolute path: the same under train/maze.py and train/calibration.py.
+CONFIGS = str(Path(__file__).resolve().parents[1] / "configs")
+main = hydra.main(version_base=None, config_path=CONFIGS, config_name="collab")(run)
 
 
 if __name__ == "__main__":
