@@ -1,5 +1,6 @@
-"""``python train/calibration.py ...`` runs ``python train/collab.py ...``: the one training driver,
-kept under this name for the documented commands (experiment=parity_calibration or maze_calibration; see that module).
+"""``python train/calibration.py ...`` runs ``python train/collab.py ...``: the one training
+driver, kept under this name for the documented commands (experiment=parity_calibration or
+experiment=maze_calibration; see that module).
 """
 
 import sys

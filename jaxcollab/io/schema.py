@@ -24,7 +24,6 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 
-
 class ConfigValueError(ValueError):
     """A config value outside its range: the message names the key, the value and the range."""
 
