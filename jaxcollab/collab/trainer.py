@@ -42,6 +42,8 @@ Run directory of one protocol::
 
 ``round.npz`` is written last; a round whose ``round.npz`` exists is finished, and a resumed run
 loads it and starts at the first unfinished round (from fresh weights, as every round does).
+A driver plays the rounds itself, ``trainer.play(r)`` for r = 1, 2, … (``train/collab.py``
+interleaves its conversations round by round); ``trainer.run()`` plays all of them.
 
 Several seeds of one protocol run in lockstep with :class:`SeedTrainers`: one trainer per seed
 (its own task data, key and run directory, laid out as above), each round's models trained
