@@ -186,15 +186,18 @@ class Collab:
             raise ConfigValueError("protocols", self.protocol_names(),
                                    f"both {list(KINDS)} when separation checks are set")
         if self.task.name != "parity":
-            raise ConfigValueError("separation", "set", "null on mazes (a parity experiment)")
+            raise ConfigValueError("task.name", str(self.task.name),
+                                   "'parity' with separation checks (a parity experiment)")
         rounds = [self.separation.round, *self.separation.action_rounds]
         if not all(1 <= r <= self.n_rounds for r in rounds):
             raise ConfigValueError("separation", rounds, f"rounds in 1..n_rounds={self.n_rounds}")
 
     def _check_calibration(self) -> None:
         if self.protocol_names() != ["probability"]:
-            raise ConfigValueError("protocol.name", self.protocol_names(),
-                                   "'probability' (biased reports are probability messages)")
+            key, value = (("protocols", self.protocol_names()) if self.protocols else
+                          ("protocol.name", self.protocol_names()[0]))
+            raise ConfigValueError(key, value, "'probability' (biased reports are probability "
+                                   "messages)")
         conditions = {k: dataclasses.asdict(v) for k, v in self.bias.conditions.items()}
         try:
             check_conditions(conditions)
