@@ -1,7 +1,8 @@
 """Every plot the entry points write next to their ``results.json``, in one style (:func:`figure`
 / :func:`save`: Agg backend, one colour per protocol, light grids, 120 dpi PNGs).
 
-Training: :func:`separation_plot` (parity, the paper's Figure 3), :func:`seeds_plot` (a seed
+Theory: :func:`theory_plot` (exact chained-parity curves). Training: :func:`separation_plot`
+(parity, the paper's Figure 3), :func:`seeds_plot` (a seed
 sweep), :func:`maze_success_plot` (mazes), :func:`plot_by_condition` (the calibration
 experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
 :func:`plot_reliability`, :func:`plot_conversation_cells`.
@@ -44,6 +45,28 @@ def save(fig, path: str | Path, tight: bool = True) -> None:
 def _treatment_style(i: int) -> dict:
     return {"marker": MARKERS[i % len(MARKERS)], "ls": DASHES[i % len(DASHES)],
             "markerfacecolor": "none" if i % 2 else None}
+
+
+def theory_plot(results: dict, path: str | Path) -> None:
+    """Exact excess squared error (log scale) and decision accuracy by round under both
+    protocols (``results``: :func:`jaxcollab.collab.theory.parity_curves`). Writes a PNG."""
+    rounds = results["rounds"]
+    fig, axes = figure(2, 5.0)
+    ax_err, ax_acc = axes[0]
+    for name, style in (("probability", "o-"), ("action", "s--")):
+        ax_err.plot(rounds, [max(v, 1e-12) for v in results[THEORY_KEYS[name]]], style,
+                    color=COLORS[name], label=f"{name} exchange")
+        ax_acc.plot(rounds, results[f"{'prob' if name == 'probability' else name}_accuracy"],
+                    style, color=COLORS[name], label=f"{name} exchange")
+    ax_err.set(yscale="log", xlabel="round k", ylabel="E[(p* − q_k)²]", title="Posterior error")
+    ax_acc.axhline(results["bayes_accuracy"], color="gray", ls=":", label="Bayes (full info)")
+    ax_acc.set(xlabel="round k", ylabel="decision accuracy", title="Accuracy")
+    for ax in (ax_err, ax_acc):
+        ax.set_xticks(rounds)
+        ax.grid(alpha=GRID_ALPHA)
+        ax.legend()
+    fig.suptitle("Chained parity: exact theory")
+    save(fig, path)
 
 
 def separation_plot(results: dict, path: str | Path) -> None:
