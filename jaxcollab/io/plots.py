@@ -53,11 +53,11 @@ def theory_plot(results: dict, path: str | Path) -> None:
     rounds = results["rounds"]
     fig, axes = figure(2, 5.0)
     ax_err, ax_acc = axes[0]
-    for name, style in (("probability", "o-"), ("action", "s--")):
-        ax_err.plot(rounds, [max(v, 1e-12) for v in results[THEORY_KEYS[name]]], style,
+    for name, prefix, style in (("probability", "prob", "o-"), ("action", "action", "s--")):
+        ax_err.plot(rounds, [max(v, 1e-12) for v in results[f"{prefix}_excess_mse"]], style,
                     color=COLORS[name], label=f"{name} exchange")
-        ax_acc.plot(rounds, results[f"{'prob' if name == 'probability' else name}_accuracy"],
-                    style, color=COLORS[name], label=f"{name} exchange")
+        ax_acc.plot(rounds, results[f"{prefix}_accuracy"], style, color=COLORS[name],
+                    label=f"{name} exchange")
     ax_err.set(yscale="log", xlabel="round k", ylabel="E[(p* − q_k)²]", title="Posterior error")
     ax_acc.axhline(results["bayes_accuracy"], color="gray", ls=":", label="Bayes (full info)")
     ax_acc.set(xlabel="round k", ylabel="decision accuracy", title="Accuracy")
