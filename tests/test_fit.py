@@ -87,6 +87,7 @@ def test_backend_choices_in_one_place(monkeypatch):
         GPTConfig(vocab_size=14, block_size=8, attention="flash")
 
 
+@pytest.mark.slow  # a bf16 compile on the CPU (~20 CPU-s) for the GPU default
 def test_bfloat16_training_gives_the_float32_losses_to_tolerance(data):
     """The GPU default (bf16 matmuls, float32 parameters) trains like float32: the same
     per-step losses within bf16 rounding."""
