@@ -14,7 +14,8 @@ from jaxcollab.collab.fit import TrainConfig, fit, make_optimizer
 from jaxcollab.models import gpt as gpt_module
 from jaxcollab.models.gpt import GPT, GPTConfig
 
-CFG = GPTConfig(vocab_size=14, block_size=8, n_layer=2, n_head=2, n_embd=16)
+CFG = GPTConfig(vocab_size=14, block_size=8, n_layer=1, n_head=2, n_embd=16)  # one block: the
+# checks below are per block, and each extra block adds its compile time
 TC = TrainConfig(steps=7, batch_size=16, lr=3e-3, min_lr=3e-4, warmup_steps=2, eval_every=3,
                  val_examples=32, eval_batch=32)
 KEY = jax.random.PRNGKey(5)
