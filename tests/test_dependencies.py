@@ -13,8 +13,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("jaxcollab", "eval", "train", "tests")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -136,7 +134,5 @@ def test_core_and_envs_import_nothing_above_them():
     assert not _layer_violations(lambda layer, target: target in LOWER.get(layer, {target}))
 
 
-@pytest.mark.xfail(reason="io/schema.py imports collab.fit until the training driver is reworked "
-                          "(issue 23 item 4, io part)", strict=False)
 def test_io_does_not_import_collab():
     assert not _layer_violations(lambda layer, target: (layer, target) not in APART)
