@@ -40,14 +40,14 @@ import numpy as np
 from omegaconf import DictConfig
 
 from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
-from jaxcollab.collab.calibration_plots import (
+from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
+from jaxcollab.collab.metrics import round_metrics
+from jaxcollab.envs.parity import make_alphas
+from jaxcollab.io.plots import (
     plot_conversation_cells,
     plot_error_by_round,
     plot_reliability,
 )
-from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
-from jaxcollab.collab.metrics import round_metrics
-from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io.run import start_run
 from jaxcollab.io.schema import ConfigValueError
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
+from jaxcollab.io.plots import seeds_plot
 from jaxcollab.io.run import start_run
-from jaxcollab.io.seeds import seeds_plot, summarise
+from jaxcollab.io.seeds import summarise
 
 
 def run(cfg: DictConfig) -> dict:

@@ -18,19 +18,14 @@ instance; with fewer alphas than ``task.n_bits`` the tail is filled to ``task.al
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import hydra
-import matplotlib
+from omegaconf import DictConfig
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from omegaconf import DictConfig  # noqa: E402
-
-from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated  # noqa: E402
-from jaxcollab.envs.parity import make_alphas  # noqa: E402
-from jaxcollab.io.run import start_run  # noqa: E402
-from jaxcollab.io.schema import ConfigValueError  # noqa: E402
+from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated
+from jaxcollab.envs.parity import make_alphas
+from jaxcollab.io.plots import theory_plot
+from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 
 METHODS = {"closed_form": parity_curves, "enumeration": parity_curves_enumerated}
 
@@ -56,37 +51,13 @@ def compute(cfg: DictConfig) -> dict:
     return {"method": cfg.method, **METHODS[cfg.method](alphas, int(cfg.n_rounds))}
 
 
-def plot(results: dict, path: Path) -> None:
-    """Excess squared error (log scale) and decision accuracy by round, both protocols."""
-    rounds = results["rounds"]
-    fig, (ax_err, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
-    for key, label, style in (
-        ("prob_excess_mse", "probability exchange", "o-"),
-        ("action_excess_mse", "action exchange", "s--"),
-    ):
-        ax_err.plot(rounds, [max(v, 1e-12) for v in results[key]], style, label=label)
-    ax_err.set(yscale="log", xlabel="round k", ylabel="E[(p* − q_k)²]", title="Posterior error")
-    ax_acc.plot(rounds, results["prob_accuracy"], "o-", label="probability exchange")
-    ax_acc.plot(rounds, results["action_accuracy"], "s--", label="action exchange")
-    ax_acc.axhline(results["bayes_accuracy"], color="gray", ls=":", label="Bayes (full info)")
-    ax_acc.set(xlabel="round k", ylabel="decision accuracy", title="Accuracy")
-    for ax in (ax_err, ax_acc):
-        ax.set_xticks(rounds)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle("Chained parity: exact theory")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def run(cfg: DictConfig) -> dict:
     """Check, compute and write ``results.json`` and ``theory.png``; returns the results."""
     job = start_run(cfg, check=check_config)
     results = compute(job.cfg)
     job.results.update(results)
     out = job.out
-    plot(results, out / "theory.png")
+    theory_plot(results, out / "theory.png")
     rows = zip(results["rounds"], results["prob_excess_mse"], results["action_excess_mse"])
     print("round  prob_excess_mse  action_excess_mse")
     for k, p, a in rows:

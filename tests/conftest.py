@@ -1,6 +1,7 @@
-"""Shared pytest settings: tests run on the CPU with 64-bit floats off (the library default);
-``cli`` runs an entry point in-process on the config Hydra composes from command-line overrides
-(the same call its ``main`` makes, without a subprocess)."""
+"""Shared pytest settings: tests run on the CPU with 64-bit floats off (the library default)
+and share JAX's persistent compilation cache (below); ``cli`` runs an entry point in-process on
+the config Hydra composes from command-line overrides (the same call its ``main`` makes, without
+a subprocess)."""
 
 import importlib
 import os
@@ -10,6 +11,14 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("WANDB_MODE", "disabled")
+# The suite is compile-bound: one XLA compile of a program serves every test, worker and
+# subprocess that builds the same program (a fresh ``make()``, another closure, the CLI tests).
+# The cache lives outside the repository, so a second run is warm; on a clean machine it starts
+# cold and still pays each distinct program once. ``JAX_COMPILATION_CACHE_DIR`` overrides it.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
+                      str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+                          / "jaxcollab" / "xla"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
 
 ROOT = Path(__file__).resolve().parent.parent
 #: entry point -> (module with ``run(cfg)``, config name)

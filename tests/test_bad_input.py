@@ -42,8 +42,8 @@ ROWS = [
     ("train/collab.py", ["seeds=[2,-1]"], r"seeds=\[2, -1\] is invalid"),
     ("train/collab.py", ["seeds=[]"], r"seeds=\[\] is invalid"),
     ("train/collab.py", ["seeds=[0,x]"], r"seeds.*'x'"),
-    ("train/maze.py", ["seeds=[0,1]"], r"seeds=\[0, 1\] is invalid; expected null: this entry "
-     r"point trains one seed"),
+    ("train/maze.py", ["experiment=maze_messages", "seeds=[0,1]"], r"seeds=\[0, 1\] is invalid; "
+     r"expected null: vmapped seeds run the parity protocol conversations"),
     ("train/collab.py", ["model.n_embd=65"],
      r"model\.n_embd=65 is invalid; expected a multiple of model\.n_head=6"),
     ("train/collab.py", ["model.dropout=1.0"],
@@ -75,12 +75,13 @@ ROWS = [
     ("train/collab.py", ["out_dir={file}"], r"out_dir='.*file' is invalid; expected a directory, "
      r"but it is an existing file"),
     ("train/collab.py", ["out_dir={file}/run"], r"but .*file is an existing file"),
-    ("train/maze.py", ["task=parity"], r"task='parity' is invalid; expected 'maze'"),
+    ("train/collab.py", ["experiment=maze_messages", "separation={{}}"],
+     r"task\.name='maze' is invalid; expected 'parity' with separation checks"),
     ("train/maze.py", ["experiment=maze_messages", "bayes_mazes=-1"],
      r"bayes_mazes=-1 is invalid; expected an integer >= 0"),
     ("train/maze.py", ["experiment=maze_messages", "task.height=1"], r"task\.height=1"),
-    ("train/calibration.py", [], r"bias=None is invalid; expected a block from "
-     r"experiment=parity_calibration"),
+    ("train/calibration.py", [CAL, "calibration=null"], r"calibration=None is invalid; expected "
+     r"a calibration block together with bias\.conditions"),
     ("train/calibration.py", [CAL, "bias.beta=0"],
      r"bias\.beta=0\.0 is invalid; expected a number > 0\.0"),
     ("train/calibration.py", [CAL, "bias.gamma=inf"],
@@ -219,11 +220,10 @@ def test_evaluations_never_write_into_another_runs_results(tmp_path, cli):
 
 def test_training_resume_under_a_changed_config_names_the_keys(tmp_path, cli, composed):
     """``train/calibration.py`` used to resume silently under a changed config."""
-    from train.calibration import FROZEN, check_config
+    from train.collab import FROZEN
 
     out = f"out_dir={tmp_path}"
-    start_run(composed("train/calibration.py", CAL, "preset=cpu", out)[1], frozen=FROZEN,
-              check=check_config)
+    start_run(composed("train/calibration.py", CAL, "preset=cpu", out)[1], frozen=FROZEN)
     with pytest.raises(RunCollision, match=r"bias\.beta: 2\.0 -> 3\.0"):
         cli("train/calibration.py", CAL, "preset=cpu", out, "bias.beta=3")
 

@@ -215,8 +215,12 @@ def test_timeout_and_never_acted():
     for _ in range(8):
         state = play_round(state, params)
     assert int(state.ending) == T.TIMED_OUT and int(state.acts) == 0 and int(state.round) == 8
-    frozen = play_round(state, params, blind=("cut", 0))
-    assert int(frozen.ending) == T.TIMED_OUT and int(frozen.acts) == 0
+    step, frozen = jax.jit(ENV.step), state  # ended episodes are frozen by the env's step
+    for role in (T.DEAF, T.MUTE, T.BLIND):
+        _, frozen, reward, term, trunc, _ = step(jax.random.PRNGKey(0), frozen,
+                                                 ENV.action(role, "cut", 0), params)
+        assert not bool(term) and bool(trunc) and not np.asarray(reward).any()
+    assert int(frozen.ending) == T.TIMED_OUT and int(frozen.acts) == 0 and int(frozen.round) == 8
 
 
 def test_only_blind_acts():
@@ -392,27 +396,40 @@ def test_reset_is_deterministic_under_a_fixed_key():
                for f in ("wire_colour", "key_seq", "light_seq", "plate"))
 
 
-def test_determinism_and_jit_matches_no_jit():
+def _shuffle_2_turn():
     env = BombEnv("shuffle-2")
+    action = env.action("deaf", speak_to="mute", text="hello", gesture_to="mute",
+                        symbols=("wave",))
+    return env, action
+
+
+def test_determinism_of_reset_and_step():
+    env, action = _shuffle_2_turn()
     key = jax.random.PRNGKey(11)
-    with jax.disable_jit():
-        obs_a, state_a = env.reset(key)
-        action = env.action("deaf", speak_to="mute", text="hello", gesture_to="mute",
-                            symbols=("wave",))
-        _, stepped_a, reward_a, term_a, trunc_a, _ = env.step(key, state_a, action)
     state_b = reset_jit(key, env.default_params, **CAPS)
     again = reset_jit(key, env.default_params, **CAPS)
-    same = lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # noqa: E731
-    jax.tree.map(same, state_a, state_b)
-    jax.tree.map(same, again, state_b)
-    same(obs_a, observe_jit(state_b, env.default_params))
-    stepped_b, reward_b, term_b, trunc_b = turn_jit(state_b, action, env.default_params)
-    jax.tree.map(same, (stepped_a, reward_a, term_a, trunc_a),
-                 (stepped_b, reward_b, term_b, trunc_b))
+    jax.tree.map(np.testing.assert_array_equal, again, state_b)
+    stepped_b = turn_jit(state_b, action, env.default_params)[0]
     assert int(stepped_b.speech_to[0, T.DEAF]) == T.MUTE and int(stepped_b.turn) == 1
     other = reset_jit(jax.random.PRNGKey(12), env.default_params, **CAPS)
     assert any((np.asarray(getattr(other, f)) != np.asarray(getattr(state_b, f))).any()
                for f in ("wire_colour", "key_seq", "manual_val", "plate"))
+
+
+@pytest.mark.full  # op-by-op eager reset and step: ~1 min of CPU
+def test_jit_matches_no_jit():
+    env, action = _shuffle_2_turn()
+    key = jax.random.PRNGKey(11)
+    with jax.disable_jit():
+        obs_a, state_a = env.reset(key)
+        _, stepped_a, reward_a, term_a, trunc_a, _ = env.step(key, state_a, action)
+    state_b = reset_jit(key, env.default_params, **CAPS)
+    same = lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # noqa: E731
+    jax.tree.map(same, state_a, state_b)
+    same(obs_a, observe_jit(state_b, env.default_params))
+    stepped_b, reward_b, term_b, trunc_b = turn_jit(state_b, action, env.default_params)
+    jax.tree.map(same, (stepped_a, reward_a, term_a, trunc_a),
+                 (stepped_b, reward_b, term_b, trunc_b))
 
 
 def test_export_schema_and_solutions_replay():

@@ -14,7 +14,7 @@ from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.tasks import make_task
-from jaxcollab.collab.trainer import _load_round, calibration_folds, run_trainers
+from jaxcollab.collab.trainer import _load_round, calibration_folds
 from jaxcollab.envs.parity import make_alphas
 
 TINY = {"n_layer": 1, "n_head": 1, "n_embd": 8}
@@ -84,7 +84,8 @@ def tiny(tmp_path_factory):
     fits = []
     runs = conv.make_trainers(common, out, CONDITIONS,
                               on_fit=lambda name: lambda r, c: fits.append((name, r, c)))
-    run_trainers(runs, None, lambda name, done: None)
+    for trainer in runs.values():
+        trainer.run()
     return task, codec, runs, fits
 
 
@@ -138,7 +139,9 @@ def test_next_round_trains_on_and_reads_the_calibrated_messages(tiny, name, kind
             log_c = conv.apply_folds(kind, cals, log(expected), uniform(len(expected)), fold)
             expected = np.asarray(codec.encode(jnp.exp(log_c)), np.uint8)
         np.testing.assert_array_equal(saved[f"{split}_messages"], expected)
-    np.testing.assert_array_equal(saved["val_probs"], saved["train_probs"][held])
+    # the same model on the same rows, predicted in batches of another size: XLA:CPU's matmul
+    # rounding may differ in the last bit (5.96e-8 seen on this CPU), so not bit-exact
+    np.testing.assert_allclose(saved["val_probs"], saved["train_probs"][held], rtol=0, atol=1e-6)
     if kind is not None:  # calibration changed what was sent
         raw = bias_messages(codec, saved["test_posterior_messages"], None, beta, gamma)
         assert not np.array_equal(saved["test_messages"], raw)

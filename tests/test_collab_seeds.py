@@ -34,6 +34,7 @@ def seeds_run(tmp_path_factory):
     return out, run_entry("train/collab.py", *TINY, "seeds=[0,2]", f"out_dir={out}")
 
 
+@pytest.mark.slow  # the driver end to end: two CLI runs (~35 CPU-s)
 def test_each_vmapped_seed_equals_its_single_run(seeds_run, cli, tmp_path):
     out, together = seeds_run
     alone = cli("train/collab.py", *TINY, "seed=2", f"out_dir={tmp_path}")
@@ -52,6 +53,7 @@ def test_each_vmapped_seed_equals_its_single_run(seeds_run, cli, tmp_path):
         out / "probability" / "seed_2" / "round_1")
 
 
+@pytest.mark.slow  # the driver end to end: two CLI runs (~35 CPU-s)
 def test_results_hold_per_seed_curves_and_spread(seeds_run):
     out, together = seeds_run
     entry = together["protocols"]["probability"]
@@ -67,6 +69,7 @@ def test_results_hold_per_seed_curves_and_spread(seeds_run):
     assert json.loads((out / "results.json").read_text())["config"]["seeds"] == [0, 2]
 
 
+@pytest.mark.slow  # the driver end to end: two CLI runs (~35 CPU-s)
 def test_rerun_resumes_without_retraining(seeds_run, cli):
     out, together = seeds_run
     again = cli("train/collab.py", *TINY, "seeds=[0,2]", f"out_dir={out}")
@@ -74,7 +77,7 @@ def test_rerun_resumes_without_retraining(seeds_run, cli):
     assert again["protocols"] == together["protocols"]
 
 
-def test_vmapped_fit_stopped_by_sigterm_resumes_to_the_same_params(tmp_path):
+def test_vmapped_fit_equals_each_seed_alone_and_resumes_after_sigterm(tmp_path):
     cfg = GPTConfig(vocab_size=14, block_size=8, n_layer=1, n_head=2, n_embd=16)
     tc = TrainConfig(steps=6, batch_size=16, lr=3e-3, min_lr=3e-4, warmup_steps=2,
                      eval_every=2, val_examples=32, eval_batch=32)
@@ -83,6 +86,11 @@ def test_vmapped_fit_stopped_by_sigterm_resumes_to_the_same_params(tmp_path):
             rng.integers(0, 14, (3, 32, 8)), rng.integers(0, 2, (3, 32)))
     keys = jax.vmap(jax.random.PRNGKey)(np.arange(3))
     whole = fit(cfg, tc, *data, keys, seeds=True)
+    alone = fit(cfg, tc, *(x[1] for x in data), keys[1])  # seed 1 by itself: the same model
+    np.testing.assert_allclose(whole.best_val_loss[1], alone.best_val_loss, rtol=1e-5)
+    assert whole.best_step[1] == alone.best_step
+    for a, b in zip(jax.tree.leaves(whole.params), jax.tree.leaves(alone.params), strict=True):
+        np.testing.assert_allclose(a[1], b, atol=1e-5)
 
     def kill_at_step_2(step, loss):
         if step == 2:

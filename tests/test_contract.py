@@ -1,11 +1,13 @@
-"""The environment contract over every registered environment (``jaxcollab.core.env``):
-ended episodes are frozen (pgx), auto-reset at the boundary, rendering agrees with the tokens.
+"""The environment contract (``jaxcollab.core.env``): ended episodes are frozen (pgx), action
+spaces describe the actions ``step`` takes, auto-reset at the boundary, rendering agrees with the
+tokens, environments are equal by value.
 
-Compiles are shared: every bomb variant runs through one compiled function (variants differ only
-in params), and each other environment compiles once per test function.
+By default one environment per family runs; every registered name (fixed Keep-Talking missions
+by two examples) runs under ``-m slow``. Compiles are shared through the environments' value
+equality: each trace below is one module-level ``jax.jit`` with the environment static, so equal
+environments (every bomb variant with the same caps, seeded missions of one module set) reuse
+one compile.
 """
-
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -17,21 +19,15 @@ from hypothesis import strategies as st
 import jaxcollab
 from jaxcollab.core.wrappers import AutoResetWrapper
 
+FAMILY_EXAMPLES = ["bomb/base-1", "ktane/wires", "maze/split-6x6", "parity/action"]
 # Fixed ktane missions are ktane bombs with a seed param: two stand for the 120 of them.
 MISSION_EXAMPLES = ["ktane/missions/single/maze/0", "ktane/missions/multi/9"]
 NAMES = [n for n in jaxcollab.names() if not n.startswith("ktane/missions/")] + MISSION_EXAMPLES
-FAMILY_EXAMPLES = ["bomb/base-1", "ktane/wires", "maze/split-6x6", "parity/action"]
+#: Every family by its example; the other names under ``-m slow``.
+MATRIX = FAMILY_EXAMPLES + [pytest.param(n, marks=pytest.mark.slow)
+                            for n in NAMES if n not in FAMILY_EXAMPLES]
 N_EPISODES = 4
 AFTER_END = 4  # extra steps every episode plays after its bound
-_COMPILED: dict = {}
-
-
-def _compiled(kind: str, env, fn):
-    """One jitted ``fn`` per (kind, compile group): bomb variants share their caps' group."""
-    group = getattr(env, "layout", None) or env.name
-    if (kind, group) not in _COMPILED:
-        _COMPILED[kind, group] = jax.jit(partial(fn, env), static_argnums=(1,))
-    return _COMPILED[kind, group]
 
 
 def _same(a, b) -> jax.Array:
@@ -39,8 +35,14 @@ def _same(a, b) -> jax.Array:
                               zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)]))
 
 
+def _zero(tree) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(x == 0) for x in jax.tree.leaves(tree)] + [True]))
+
+
 def _frozen_trace(env, key, n_steps, params):
-    """Random joint actions for ``n_steps``; per step: ended before, unchanged, reward, flags."""
+    """Joint actions sampled from the action space for ``n_steps``; per step: ended before,
+    unchanged, reward, flags, info, and whether the space contains its sample."""
+    space = env.action_space(params)
 
     def episode(key):
         _, state = env.reset(jax.random.fold_in(key, 0), params)
@@ -48,10 +50,11 @@ def _frozen_trace(env, key, n_steps, params):
         def body(carry, t):
             state, ended, flags = carry
             k_act, k_env = jax.random.split(jax.random.fold_in(key, t + 1))
-            actions = env.sample_action(k_act, params)
-            _, new, reward, term, trunc, _ = env.step(k_env, state, actions, params)
+            actions = space.sample(k_act)
+            _, new, reward, term, trunc, info = env.step(k_env, state, actions, params)
             out = {"ended": ended, "same": _same(new, state), "reward": reward, "term": term,
-                   "trunc": trunc, "prev_term": flags[0], "prev_trunc": flags[1]}
+                   "trunc": trunc, "prev_term": flags[0], "prev_trunc": flags[1],
+                   "info_zero": _zero(info), "contains": space.contains(actions)}
             return (new, ended | term | trunc, (term, trunc)), out
 
         init = (state, jnp.bool_(False), (jnp.bool_(False), jnp.bool_(False)))
@@ -60,19 +63,23 @@ def _frozen_trace(env, key, n_steps, params):
     return jax.vmap(episode)(jax.random.split(key, N_EPISODES))
 
 
-@pytest.mark.parametrize("name", NAMES)
+frozen_trace = jax.jit(_frozen_trace, static_argnums=(0, 2))
+
+
+@pytest.mark.parametrize("name", MATRIX)
 @settings(max_examples=2, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 2**31 - 1))
-def test_ended_episodes_are_frozen(name, seed):
+def test_ended_episodes_are_frozen_and_sampled_actions_step(name, seed):
     env = jaxcollab.make(name)
-    run = _compiled("frozen", env, _frozen_trace)
-    out = jax.device_get(run(jax.random.PRNGKey(seed), env.max_episode_steps + AFTER_END,
-                             env.default_params))
+    out = jax.device_get(frozen_trace(env, jax.random.PRNGKey(seed),
+                                      env.max_episode_steps + AFTER_END, env.default_params))
+    assert out["contains"].all(), f"{name}: the action space does not contain its sample"
     ended = out["ended"]
     assert ended[:, -1].all(), f"{name}: an episode outlived max_episode_steps"
     assert ended.any(axis=0)[-AFTER_END:].all()  # the last steps are all after the end
     assert out["same"][ended].all(), f"{name}: a step after the end changed the state"
     assert (out["reward"][ended] == 0).all(), f"{name}: reward after the end"
+    assert out["info_zero"][ended].all(), f"{name}: info reports an event after the end"
     np.testing.assert_array_equal(out["term"][ended], out["prev_term"][ended])
     np.testing.assert_array_equal(out["trunc"][ended], out["prev_trunc"][ended])
     assert not (out["term"] & out["trunc"]).any()
@@ -87,7 +94,7 @@ def _boundary_trace(env, key, n_steps, params):
 
         def body(state, t):
             k_act, k = jax.random.split(jax.random.fold_in(key, t + 1))
-            actions = env.sample_action(k_act, params)
+            actions = env.action_space(params).sample(k_act)
             k_step, k_reset = jax.random.split(k)
             obs, new, reward, term, trunc, info = wrapped.step(k, state, actions, params)
             p_obs, p_state, p_reward, p_term, p_trunc, _ = env.step(k_step, state, actions, params)
@@ -109,12 +116,14 @@ def _boundary_trace(env, key, n_steps, params):
     return jax.vmap(episode)(jax.random.split(key, N_EPISODES))
 
 
+boundary_trace = jax.jit(_boundary_trace, static_argnums=(0, 2))
+
+
 @pytest.mark.parametrize("name", FAMILY_EXAMPLES)
 def test_auto_reset_at_the_boundary(name):
     env = jaxcollab.make(name)
-    run = _compiled("boundary", env, _boundary_trace)
-    out = jax.device_get(run(jax.random.PRNGKey(1), 2 * env.max_episode_steps,
-                             env.default_params))
+    out = jax.device_get(boundary_trace(env, jax.random.PRNGKey(1), 2 * env.max_episode_steps,
+                                        env.default_params))
     assert out["done"].any(axis=1).all(), f"{name}: no episode ended"
     for k in ("final_obs", "reward", "flags", "obs", "state"):
         assert out[k].all(), f"{name}: auto-reset {k} differs from the plain step / fresh reset"
@@ -129,3 +138,51 @@ def test_render_text_is_render_observation_of_observe(name):
         assert text and text == env.render_observation(np.asarray(obs)[role], role)
     with pytest.raises(ValueError, match="role must be"):
         env.render_observation(np.asarray(obs)[0], env.n_agents)
+
+
+# --- equality by value --------------------------------------------------------------------------
+
+
+def _sample(env, key):
+    return env.action_space().sample(key)
+
+
+sample = jax.jit(_sample, static_argnums=0)
+
+
+@pytest.mark.parametrize("name", FAMILY_EXAMPLES)
+def test_environments_are_equal_by_value_and_share_compiles(name):
+    a, b = jaxcollab.make(name), jaxcollab.make(name)
+    assert a is not b and a == b and hash(a) == hash(b)
+    assert AutoResetWrapper(a) == AutoResetWrapper(b) and AutoResetWrapper(a) != a
+    before = sample._cache_size()
+    x, y = sample(a, jax.random.PRNGKey(0)), sample(b, jax.random.PRNGKey(0))
+    assert sample._cache_size() == before + 1  # b reused a's compile
+    assert _same(x, y)
+
+
+def test_static_config_decides_equality():
+    names = ["parity/action", "parity/probability", "maze/split-6x6", "bomb/base-1",
+             "ktane/wires", "ktane/keypad"]
+    envs = [jaxcollab.make(n) for n in names]
+    assert len(set(envs)) == len(envs)  # different static config: all different
+    assert jaxcollab.make("bomb/base-1") == jaxcollab.make("bomb/flashing-2")  # params only
+    assert jaxcollab.make("bomb/base-1") != type(envs[3])("base-1", speech_bytes=64)
+    seeded = [jaxcollab.make(f"ktane/missions/single/maze/{s}") for s in (0, 1)]
+    assert seeded[0] == seeded[1]
+    assert len({int(e.default_params.bomb_seed) for e in seeded}) == 2  # seeds are params
+
+
+def test_a_rollout_compiles_once_across_make_calls():
+    from jaxcollab.core.rollout import _rollout
+
+    policy = jaxcollab.stateless(_zeros, "zeros")
+    keys = jaxcollab.episode_keys(0, 2)
+    jaxcollab.rollout(jaxcollab.make("parity/action"), policy, keys, max_steps=2)
+    before = _rollout._cache_size()
+    r = jaxcollab.rollout(jaxcollab.make("parity/action"), policy, keys, max_steps=2)
+    assert _rollout._cache_size() == before and r.length.tolist() == [2, 2]
+
+
+def _zeros(key, obs):
+    return jnp.zeros(obs.shape[0], jnp.int32)

@@ -7,7 +7,7 @@ import pytest
 
 import jaxcollab
 from jaxcollab.core import registry
-from jaxcollab.core.spaces import Box, Discrete
+from jaxcollab.core.spaces import Box, Discrete, MultiDiscrete, Tree
 from jaxcollab.core.wrappers import AutoResetWrapper, EpisodeStatsWrapper
 from jaxcollab.envs.parity import ParityEnv
 
@@ -45,6 +45,45 @@ def test_spaces():
     assert bool(b.contains(b.sample(jax.random.key(1))))
     with pytest.raises(ValueError, match="low=1"):
         Box(1, 0, (1,))
+
+
+def test_multi_discrete_and_pytree_spaces():
+    m = MultiDiscrete([[2, 3], [4, 5]])
+    x = m.sample(jax.random.key(2))
+    assert x.shape == (2, 2) and bool(m.contains(x))
+    assert not bool(m.contains(jnp.array([[1, 3], [0, 0]])))  # 3 is out of [0, 3)
+    assert not bool(m.contains(jnp.zeros((2, 3), jnp.int32)))  # shape
+    assert not bool(Discrete(5, (2,)).contains(jnp.array([1.0, 2.0])))  # floats, integer space
+    samples = jax.vmap(m.sample)(jax.random.split(jax.random.key(3), 2000))
+    assert np.asarray(samples).max(0).tolist() == [[1, 2], [3, 4]]  # every bound is reached
+    with pytest.raises(ValueError, match="nvec"):
+        MultiDiscrete([2, 0])
+    tree = Tree({"act": Discrete(3, (2,)), "to": Box(-1, 1, (2,), jnp.int32)})
+    a = tree.sample(jax.random.key(4))
+    assert set(a) == {"act", "to"} and a["to"].dtype == jnp.int32
+    assert bool(jax.jit(tree.contains)(a))
+    assert not bool(tree.contains({"act": a["act"]}))  # another structure
+    assert not bool(tree.contains({**a, "to": a["to"] + 3}))
+    again = Tree({"act": Discrete(3, (2,)), "to": Box(-1, 1, (2,), jnp.int32)})
+    assert again == tree and hash(again) == hash(tree)
+    with pytest.raises(ValueError, match="leaves are spaces"):
+        Tree({"act": 3})
+
+
+def test_families_own_actions_are_in_their_spaces():
+    bomb = jaxcollab.make("bomb/base-1")
+    space = bomb.action_space()
+    assert bool(space.contains(bomb.noop()))
+    act = bomb.action("deaf", "wait", speak_to="blind", text="cut wire 2", symbols=("question",))
+    assert bool(space.contains(act))
+    assert not bool(space.contains(act.replace(act=jnp.asarray(act.act).at[0].set(7))))
+    ktane = jaxcollab.make("ktane/wires")
+    row = jnp.zeros((2, ktane.action_space().shape[1]), jnp.int32)
+    assert bool(ktane.action_space().contains(row))
+    assert not bool(ktane.action_space().contains(row.at[0, 0].set(99)))  # no verb 99
+    parity = jaxcollab.make("parity/probability")
+    assert bool(parity.action_space().contains(jnp.array([99, 0])))
+    assert not bool(parity.action_space().contains(jnp.array([100, 0])))
 
 
 def test_episode_stats_over_auto_reset():

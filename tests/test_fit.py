@@ -14,7 +14,8 @@ from jaxcollab.collab.fit import TrainConfig, fit, make_optimizer
 from jaxcollab.models import gpt as gpt_module
 from jaxcollab.models.gpt import GPT, GPTConfig
 
-CFG = GPTConfig(vocab_size=14, block_size=8, n_layer=2, n_head=2, n_embd=16)
+CFG = GPTConfig(vocab_size=14, block_size=8, n_layer=1, n_head=2, n_embd=16)  # one block: the
+# checks below are per block, and each extra block adds its compile time
 TC = TrainConfig(steps=7, batch_size=16, lr=3e-3, min_lr=3e-4, warmup_steps=2, eval_every=3,
                  val_examples=32, eval_batch=32)
 KEY = jax.random.PRNGKey(5)
@@ -87,6 +88,7 @@ def test_backend_choices_in_one_place(monkeypatch):
         GPTConfig(vocab_size=14, block_size=8, attention="flash")
 
 
+@pytest.mark.slow  # a bf16 compile on the CPU (~20 CPU-s) for the GPU default
 def test_bfloat16_training_gives_the_float32_losses_to_tolerance(data):
     """The GPU default (bf16 matmuls, float32 parameters) trains like float32: the same
     per-step losses within bf16 rounding."""

@@ -292,7 +292,7 @@ def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module()
     from jaxcollab.envs.ktane.modules.base import FLIP, SELECT
 
     env = KtaneEnv(Mission(tuple(MODULE_TYPES)[:8], 600), "ktane-test/som")
-    state = env.init_state(jax.random.key(0))
+    state = jax.jit(env.init_state)(jax.random.key(0))  # jitted: eager costs minutes
     face = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
     assert face == ["[A]", "[B]", "[C]", "[D]", "[E]", "[F]"]
     # the back face's labels restart at [A]; select [B] there zooms into slot 7
@@ -300,14 +300,15 @@ def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module()
         return jnp.zeros((2, ACTION_LEN), jnp.int32).at[0, :2].set(jnp.array([verb, target]))
 
     flip = turn(FLIP, 0)
-    state, *_ = env.transition(jax.random.key(0), state, flip)
+    step = jax.jit(env.step)
+    _, state, *_ = step(jax.random.key(0), state, flip)
     assert re.findall(r"\[[^\]]+\]", env.render_text(state, 0)) == ["[A]", "[B]"]
-    state, *_ = env.transition(jax.random.key(0), state, jnp.zeros((2, ACTION_LEN), jnp.int32))
-    state, *_ = env.transition(jax.random.key(0), state, turn(SELECT, 1))
+    _, state, *_ = step(jax.random.key(0), state, jnp.zeros((2, ACTION_LEN), jnp.int32))
+    _, state, *_ = step(jax.random.key(0), state, turn(SELECT, 1))
     assert int(state.zoom) == 7
     for name, t in MODULE_TYPES.items():
         env = jaxcollab.make(f"ktane/{name}")
-        state = env.init_state(jax.random.key(1))
-        state, *_ = env.transition(jax.random.key(0), state, turn(SELECT, 0))
+        state = jax.jit(env.init_state)(jax.random.key(1))
+        _, state, *_ = jax.jit(env.step)(jax.random.key(0), state, turn(SELECT, 0))
         labels = re.findall(r"\[[^\]]+\]", env.render_text(state, 0))
         assert labels == [f"[{chr(65 + k)}]" for k in range(t.n_targets)], name

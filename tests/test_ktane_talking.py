@@ -148,13 +148,19 @@ def test_tour_sees_the_four_sides_and_ends_on_the_front():
         assert sorted(seen[:4]) == sorted(T.SIDE_FACES) and seen[4] == 0
 
 
-def test_talking_rollout_is_deterministic_and_jit_matches_eager():
+def test_talking_rollout_is_deterministic():
     env = jaxcollab.make("ktane/wires")
     policy = team("talking", env)
     keys = episode_keys(7, 4)
     a = rollout(env, policy, keys, max_steps=24).state
     b = rollout(env, policy, keys, max_steps=24).state
     chex.assert_trees_all_equal(a, b)
+
+
+@pytest.mark.full  # op-by-op eager turns of the talking team: minutes of CPU
+def test_talking_jit_matches_eager():
+    env = jaxcollab.make("ktane/wires")
+    policy = team("talking", env)
     state, key = env.init_state(jax.random.key(2)), jax.random.key(3)
     mem = policy.init(key)
     act = jax.jit(policy.act)

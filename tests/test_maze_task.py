@@ -9,7 +9,7 @@ import pytest
 from jaxcollab.collab.data import build_prefix
 from jaxcollab.collab.maze_task import collab_task, maze_split
 from jaxcollab.envs.maze import text
-from jaxcollab.io.maze_plots import maze_success_plot
+from jaxcollab.io.plots import maze_success_plot
 
 
 @pytest.fixture(scope="module")

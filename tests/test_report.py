@@ -169,7 +169,7 @@ def test_llm_report_tables_and_transcripts(llm_run, tmp_path):
     assert cell["text"].startswith(f"{100 * results['success_rate']:.1f} %")
     assert {k: value(v[0]) for k, v in dom.rows("endings").items()} == results["endings"]
     variant = dom.rows("variants")["bomb/base-1"]
-    assert value(variant[1]) == results["variants"]["base-1"]["success_rate"]
+    assert value(variant[1]) == results["variants"]["bomb/base-1"]["success_rate"]
     tokens = dom.rows("tokens")
     assert {a: (value(c[0]), value(c[1])) for a, c in tokens.items()} == {
         a: (t["prompt"], t["completion"]) for a, t in results["tokens"].items() if a != "total"}

@@ -28,14 +28,31 @@ PARITY = {"name": "parity", "alphas": [0.2, 0.15, 0.1, 0.02], "n_bits": 8, "alph
 KEY = jax.random.PRNGKey(3)
 
 
-class RecordingGPT(GPT):
-    """GPT that remembers the parameters every instance starts from."""
+class RecordingFresh:
+    """``fit``'s fresh-model builder, remembering the parameters every fit starts from (the
+    model class stays GPT, so its compiled train chunk is shared with the other tests)."""
 
     starts: list = []
 
-    def __init__(self, cfg, rngs):
-        super().__init__(cfg, rngs)
-        RecordingGPT.starts.append(jax.tree.map(np.asarray, nnx.state(self, nnx.Param)))
+    def __init__(self):
+        self.original = fit_module._fresh
+
+    def __call__(self, model_cfg, tx, key, seeds):
+        graphdef, params, opt_state = self.original(model_cfg, tx, key, seeds)
+        RecordingFresh.starts.append(jax.tree.map(np.asarray, params))
+        return graphdef, params, opt_state
+
+
+@contextlib.contextmanager
+def recording_starts():
+    """Within the block, ``RecordingFresh.starts`` collects each fit's initial parameters."""
+    RecordingFresh.starts = []
+    fresh = RecordingFresh()
+    fit_module._fresh = fresh
+    try:
+        yield RecordingFresh.starts
+    finally:
+        fit_module._fresh = fresh.original
 
 
 @pytest.fixture(scope="module")
@@ -51,15 +68,11 @@ def _trainer(task, run_dir, kind="probability", **kw):
 
 @pytest.fixture(scope="module")
 def finished(parity_task, tmp_path_factory):
-    """A 2-round probability run with the model constructor recorded."""
-    original, fit_module.GPT = fit_module.GPT, RecordingGPT
-    RecordingGPT.starts = []
-    try:
+    """A 2-round probability run with each fit's initial parameters recorded."""
+    with recording_starts() as starts:
         trainer = _trainer(parity_task, tmp_path_factory.mktemp("run"))
         metrics = trainer.run()
-    finally:
-        fit_module.GPT = original
-    return trainer, metrics, list(RecordingGPT.starts)
+    return trainer, metrics, list(starts)
 
 
 def test_build_prefix_exact_tokens(parity_task):
@@ -141,13 +154,9 @@ def test_killed_run_resumes_at_first_unfinished_round(finished, parity_task, tmp
     with pytest.raises(KeyboardInterrupt):
         _trainer(parity_task, tmp_path, progress=killing_progress).run()
     assert not (tmp_path / "round_2" / "round.npz").exists()
-    original, fit_module.GPT = fit_module.GPT, RecordingGPT
-    RecordingGPT.starts = []
-    try:
+    with recording_starts() as starts:
         metrics = _trainer(parity_task, tmp_path).run()
-    finally:
-        fit_module.GPT = original
-    assert len(RecordingGPT.starts) == 1  # only round 2 was trained again
+    assert len(starts) == 1  # only round 2 was trained again
     assert metrics[0] == reference[0]
     timing = ("train_seconds",)
     assert {k: v for k, v in metrics[1].items() if k not in timing} == {
@@ -229,14 +238,10 @@ def test_calibration_folds_split_the_held_out_rows_and_alternate_elsewhere():
 
 def test_first_round_is_shared_across_protocols(finished, parity_task, tmp_path):
     trainer, reference, _ = finished
-    original, fit_module.GPT = fit_module.GPT, RecordingGPT
-    RecordingGPT.starts = []
-    try:
+    with recording_starts() as starts:
         action = _trainer(parity_task, tmp_path, "action", first_round_from=trainer.run_dir)
         metrics = action.run()
-    finally:
-        fit_module.GPT = original
-    assert len(RecordingGPT.starts) == 1  # round 2 only: round 1 came from the probability run
+    assert len(starts) == 1  # round 2 only: round 1 came from the probability run
     assert metrics[0]["shared_from"] == str(trainer.round_dir(1))
     assert metrics[0]["test_mse_vs_pstar"] == reference[0]["test_mse_vs_pstar"]
     with np.load(trainer.round_dir(1) / "round.npz") as src, \

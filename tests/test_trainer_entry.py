@@ -1,6 +1,8 @@
 """train/collab.py: configuration checks that fail before any work, and (slow) the cpu preset."""
 
+import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +87,57 @@ def test_cpu_preset_shows_the_separation(tmp_path):
     assert (tmp_path / "separation.png").stat().st_size > 0
     for name in ("action", "probability"):
         assert results["protocols"][name]["rounds"] == [1, 2, 3, 4, 5]
+
+
+def test_one_driver_under_every_name():
+    import train.calibration
+    import train.maze
+    from train import collab
+
+    assert train.maze.run is train.calibration.run is collab.run
+
+
+@pytest.mark.parametrize(("overrides", "key"), [
+    (["task=maze", "seeds=[0,1]"], "seeds"),
+    (["experiment=parity_calibration", "seeds=[0,1]"], "seeds"),
+    (["experiment=parity_separation", "protocols=[probability]"], "protocols"),
+    (["experiment=parity_separation", "n_rounds=2"], "separation"),
+    (["experiment=parity_calibration", "protocol=action"], "protocol.name"),
+    (["experiment=parity_calibration", "bias.conditions.global.gamma=0.5"], "bias.conditions"),
+    (["experiment=parity_calibration", "calibration=null"], "calibration"),
+])
+def test_experiment_blocks_are_checked_by_the_schema(overrides, key):
+    """Each experiment block's rules live in the schema (jaxcollab.collab.config.Collab), so a
+    bad combination fails while validating, naming the key, before any data is built."""
+    from jaxcollab.io.schema import ConfigValueError
+
+    with pytest.raises(ConfigValueError, match="^" + re.escape(key) + "="):
+        validate(_cfg("preset=cpu", "out_dir=x", *overrides))
+
+
+def test_defaults_are_stated_once():
+    """The YAML files name the schema and override it; they never restate its defaults."""
+    from jaxcollab.collab.config import Collab
+    from jaxcollab.collab.fit import TrainConfig
+
+    paper = validate(_cfg("out_dir=x"))
+    assert OmegaConf.to_container(paper.train) == dataclasses.asdict(TrainConfig())
+    assert paper.seed == Collab.seed and paper.data.cross_fit is True
+    for name in ("collab.yaml", "model/nanogpt.yaml", "task/parity.yaml", "task/maze.yaml"):
+        text = (ROOT / "configs" / name).read_text()
+        assert not re.search(r"^(train|seed|data|logger|n_layer|alphas|wall_prob):", text, re.M)
+
+
+@pytest.mark.parametrize(("script", "experiment"), [
+    ("train/maze.py", "maze_messages"),
+    # the same five-line alias: one interpreter start per default run is enough
+    pytest.param("train/calibration.py", "maze_calibration", marks=pytest.mark.slow),
+])
+def test_earlier_names_run_the_driver_as_scripts(script, experiment):
+    """The README's ``python train/maze.py …`` / ``train/calibration.py …`` compose the one
+    driver's config (``--cfg job`` prints it and exits before any work)."""
+    done = subprocess.run([sys.executable, script, f"experiment={experiment}", "preset=cpu",
+                           "--cfg", "job"], cwd=ROOT, capture_output=True, text=True, check=True)
+    printed = OmegaConf.create(done.stdout)
+    assert printed.experiment_name == experiment and printed.task.name == "maze"
+    assert printed.train.steps == 1000 and printed.n_rounds == 4

@@ -1,105 +1,128 @@
-"""Round-by-round collaborative training (issue 3): ``python train/collab.py [overrides]``.
+"""Round-by-round collaborative training: the one driver (Narrowing the Collaboration Gap,
+Probably, §3, §5 and App. E, "Conversation loop").
 
-    python train/collab.py task=parity protocol=action preset=cpu
-    python train/collab.py experiment=parity_separation preset=cpu
+    python train/collab.py experiment=parity_separation preset=cpu     # the paper's Figure 3
+    python train/collab.py task=parity protocol=action preset=cpu       # one protocol
+    python train/collab.py task=parity preset=cpu seeds=[0,1,2,3]       # seeds, vmapped
+    python train/collab.py experiment=maze_messages preset=cpu          # mazes + baselines
+    python train/collab.py experiment=parity_calibration preset=cpu     # Figure 5 (R2)
+    python train/collab.py experiment=maze_calibration preset=cpu
 
-Writes into ``out_dir``: ``results.json`` (updated as each round ends), ``separation.png``
-(parity), ``config.yaml``, and per protocol ``<protocol>/round_<r>/`` (checkpoint, messages,
-test predictions; see :mod:`jaxcollab.collab.trainer`). Rerunning with the same ``out_dir``
-resumes at the first unfinished round; a changed config is refused.
+(``train/maze.py`` and ``train/calibration.py`` are this script under their old names.)
 
-``results.json`` keys:
-    ``config``; ``wall_seconds``; ``theory`` (parity: exact curves by round k = 0..K, see
-    :func:`jaxcollab.collab.theory.parity_curves`); ``protocols.<name>``: lists by round —
-    ``rounds`` (1-based), ``test_mse_vs_pstar`` (E[(p − p*)²], probability²),
-    ``test_accuracy`` (fraction), ``test_ce`` (nats), ``theory_mse_vs_pstar``,
-    ``best_val_loss`` (nats), ``train_seconds`` — and ``per_round`` (every metric of each
-    round); ``separation`` (experiment checks, with ``passed``).
+Read :func:`run` top to bottom: it builds the task's data, the experiment's conversations and
+then plays the rounds — in round r every conversation trains its round-r speaker, a fresh model
+on its own view plus all earlier messages (:class:`jaxcollab.collab.trainer.RoundTrainer`) —
+and scores them. An experiment is a configuration of that loop: which conversations it holds
+and what it writes as rounds finish. The config (``configs/collab.yaml``, schema
+:class:`jaxcollab.collab.config.Collab`) picks one:
 
-Several seeds in one job, vmapped (every seed's models train together in one compiled call,
-rounds in lockstep; seed s gives the results of ``seed=s`` to float tolerance)::
+* **protocols** (parity; the default): one conversation per protocol in ``protocols`` (or
+  ``protocol.name``), all from the same key so that round 1 (no messages yet) is trained once
+  and the curves differ by the messages alone; ``seeds=[…]`` trains every seed's models together
+  (vmapped, :class:`~jaxcollab.collab.trainer.SeedTrainers`); ``separation`` adds the Figure 3
+  checks.
+* **maze protocols** (``task=maze``): the same conversations scored by maze success, plus
+  one-round baselines — a solo agent on the full maze and agent 1 alone on its half (agent 0
+  alone *is* round 1) — trained like one round on as many mazes as a round's chunk, and the
+  exact Bayes first move of each half view (``bayes_mazes``).
+* **calibration** (``calibration`` and ``bias.conditions`` set): the ``unbiased`` conversation
+  and, per bias condition, ``biased_raw`` / ``biased_self`` / ``biased_conversation``
+  (:mod:`jaxcollab.collab.conversations`), then post-hoc treatments.
 
-    python train/collab.py task=parity protocol=probability preset=cpu seeds=[0,1,2,3]
+Writes into ``out_dir`` ``results.json`` (updated as each round ends), the plot, and each
+conversation's ``round_<r>/`` directories (checkpoint, messages, test predictions). Rerunning
+with the same ``out_dir`` resumes at the first unfinished round (a round stopped by SIGTERM /
+SIGINT resumes from its saved training state); a changed :data:`FROZEN` key is refused, naming
+the keys.
 
-``seeds`` replaces ``seed``. Each seed's rounds go to ``<protocol>/seed_<s>/round_<r>/``;
-``protocols.<name>`` then holds ``rounds``, ``seeds``, each listed metric as ``{per_seed
-[seeds][rounds], mean, std, min, max}`` (as :func:`jaxcollab.io.seeds.summarise`; ``train_seconds``
-is the shared fit's), ``theory_mse_vs_pstar`` and ``per_round`` (by round, a list by seed); the
-plot is ``seeds.png`` (per-seed curves, mean ± std); separation checks use the mean curves.
+``results.json`` (besides ``config``, ``run``, ``wall_seconds``):
+
+* protocols: ``theory`` (exact curves by round k = 0..K,
+  :func:`jaxcollab.collab.theory.parity_curves`); ``protocols.<name>``: lists by round —
+  ``rounds`` (1-based), ``test_mse_vs_pstar`` (E[(p − p*)²], probability²), ``test_accuracy``
+  (fraction), ``test_ce`` (nats), ``best_val_loss`` (nats), ``train_seconds``,
+  ``theory_mse_vs_pstar`` — and ``per_round`` (every metric of each round); ``separation``
+  (the checks, with ``passed``). With ``seeds``: ``protocols.<name>.seeds`` and each listed
+  metric as ``{per_seed [seeds][rounds], mean, std, min, max}``
+  (:func:`jaxcollab.io.seeds.spread`; ``train_seconds`` is the shared fit's), ``per_round`` by
+  round a list by seed, separation on the mean curves; plot ``seeds.png``, else
+  ``separation.png``; each seed's rounds in ``<protocol>/seed_<s>/``.
+* mazes: ``dataset`` (mazes and examples per split, generator acceptance rate);
+  ``protocols.<name>``: ``rounds``, ``maze_success`` (fraction of test mazes whose every step
+  is decided right after that round; :func:`jaxcollab.collab.maze_task.maze_scores`),
+  ``step_accuracy``, ``train_seconds``; ``baselines.solo`` and
+  ``baselines.half_view.agent0|agent1``: ``maze_success``, ``step_accuracy``;
+  ``bayes_first_move`` (per agent, over the first ``bayes_mazes`` test mazes, the first-move
+  accuracy of the exact Bayes posterior and of the trained half-view model); plot
+  ``maze_success.png``.
+* calibration: ``rounds``, ``cross_fit``; ``conditions.<name>``: ``beta``, ``gamma``,
+  ``expected_conversation_weights`` ``[1/β, −γ/β]``, ``treatments.<treatment>.{accuracy, ece,
+  cce}`` plus ``maze_success`` (mazes) or ``mse_vs_pstar`` (parity) by round,
+  ``calibrators.<treatment>.round_<r>`` (per fold: ``weights``, class-1.. ``bias``,
+  ``converged``), on parity ``ideal_decoder.<treatment>`` (the exact ideal-decoder curve,
+  :func:`jaxcollab.collab.ideal.conversation_mse`); ``calibrators_converged``;
+  ``theory_mse_vs_pstar`` (parity); ``runs.<name>`` (each conversation's trainer metrics by
+  round); plot ``mse.png`` (parity) or ``success.png`` (mazes), one panel per condition.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import hydra
 import jax
+import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from jaxcollab.collab import messages, tasks, theory
+import jaxcollab.collab.config  # noqa: F401  (registers the schema)
+from jaxcollab.collab import conversations as conv
+from jaxcollab.collab import messages, theory
 from jaxcollab.collab.fit import TrainConfig
-from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, run_trainers
+from jaxcollab.collab.ideal import conversation_mse
+from jaxcollab.collab.maze_task import collab_task, maze_scores, maze_split
+from jaxcollab.collab.tasks import make_task
+from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers
+from jaxcollab.envs.maze import reference, text
 from jaxcollab.envs.parity import make_alphas
-from jaxcollab.io.plots import THEORY_KEYS, separation_plot
+from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
-from jaxcollab.io.schema import ConfigValueError
-from jaxcollab.io.seeds import seeds_plot, spread
+from jaxcollab.io.seeds import spread
 from jaxcollab.scale.distributed import is_main
 
-LISTED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "train_seconds")
 #: Config keys a resumed run must share with the run that wrote ``results.json``.
-FROZEN = ("seed", "seeds", "n_rounds", "task", "model", "train", "protocol", "data")
+FROZEN = ("seed", "seeds", "n_rounds", "task", "model", "train", "protocol", "protocols", "data",
+          "bias", "calibration")
+#: Parity metrics listed by round in ``protocols.<name>``.
+LISTED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "train_seconds")
+#: Maze baselines besides agent 0 alone (round 1 of the conversation): name -> roles.
+BASELINES = {"solo": (text.SOLO,), "agent1": (1,)}
 
 
 def protocol_names(cfg: DictConfig) -> list[str]:
-    """The protocols to run: ``protocols`` if set, else ``protocol.name`` (schema-checked)."""
+    """The protocols to run: ``protocols`` if set, else ``protocol.name``."""
     return list(cfg.protocols) if cfg.protocols else [cfg.protocol.name]
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Collab`).
-
-    Raises:
-        ConfigValueError: the separation checks without both protocols, or a separation round
-            outside ``1..n_rounds``.
-    """
-    if cfg.separation is None:
-        return
-    if set(protocol_names(cfg)) != set(messages.KINDS):
-        raise ConfigValueError("protocols", protocol_names(cfg),
-                               f"both {list(messages.KINDS)} when separation checks are set")
-    rounds = [cfg.separation.round, *cfg.separation.action_rounds]
-    if not all(1 <= r <= cfg.n_rounds for r in rounds):
-        raise ConfigValueError("separation", rounds, f"rounds in 1..n_rounds={cfg.n_rounds}")
+def task_data(cfg: DictConfig, key: jax.Array):
+    """``(task, mazes)``: the task's data and, on mazes, ``(train, test, stats)`` of the maze
+    split (None on parity)."""
+    task_cfg = OmegaConf.to_container(cfg.task)
+    if cfg.task.name != "maze":
+        return make_task(task_cfg, key), None
+    train, test, stats = maze_split(task_cfg, key)
+    return collab_task(train, test), (train, test, stats)
 
 
-def record_round(results: ResultsFile, name: str, done: list[dict]) -> None:
-    """Rewrite ``protocols.<name>`` from the finished rounds' metrics."""
-    curve = results.data.get("theory", {}).get(THEORY_KEYS[name])
-    entry = {"rounds": [m["round"] for m in done]}
-    entry.update({k: [m[k] for m in done] for k in LISTED})
-    if curve is not None:
-        entry["theory_mse_vs_pstar"] = [curve[m["round"]] for m in done]
-    entry["per_round"] = done
-    results.set(("protocols", name), entry)
-
-
-def record_seeds_round(results: ResultsFile, seeds: list[int], name: str,
-                       done: list[list[dict]]) -> None:
-    """Rewrite ``protocols.<name>`` from the finished rounds' metrics of every seed
-    (``done[round][seed]``): each listed metric as per-seed curves and their spread by round."""
-    curve = results.data.get("theory", {}).get(THEORY_KEYS[name])
-    rounds = [by_seed[0]["round"] for by_seed in done]
-    entry = {"rounds": rounds, "seeds": seeds}
-    entry.update({k: spread([[by_seed[s][k] for by_seed in done] for s in range(len(seeds))])
-                  for k in LISTED})
-    if curve is not None:
-        entry["theory_mse_vs_pstar"] = [curve[r] for r in rounds]
-    entry["per_round"] = done
-    results.set(("protocols", name), entry)
+def trainer(cfg: DictConfig, task, kind: str, run_dir: Path, key: jax.Array, progress,
+            n_rounds: int | None = None, **hooks) -> RoundTrainer:
+    """One conversation of ``kind`` messages over ``task`` (``n_rounds`` default: the run's)."""
+    codec = messages.MessageCodec(kind, task.vocab, task.class_chars, cfg.protocol.digits)
+    return RoundTrainer(task, codec, OmegaConf.to_container(cfg.model), TrainConfig(**cfg.train),
+                        n_rounds or cfg.n_rounds, run_dir, key, progress=progress,
+                        cross_fit=cfg.data.cross_fit, **hooks)
 
 
 def _curve(entry: dict, metric: str) -> list[float]:
@@ -108,94 +131,284 @@ def _curve(entry: dict, metric: str) -> list[float]:
     return values["mean"] if isinstance(values, dict) else values
 
 
-def separation(results: dict, checks: DictConfig) -> dict:
-    """The experiment's pass/fail checks on the learned curves (probability vs action; with
-    several seeds, their mean curves)."""
-    prob, act = ({r: v for r, v in zip(results["protocols"][p]["rounds"],
-                                       _curve(results["protocols"][p], "test_mse_vs_pstar"),
-                                       strict=True)} for p in ("probability", "action"))
-    prob_ok = prob[checks.round] < checks.prob_below
-    act_ok = all(act[r] > checks.action_above for r in checks.action_rounds)
-    return {
-        **OmegaConf.to_container(checks),
-        "probability_mse_at_round": prob[checks.round],
-        "action_mse_at_rounds": [act[r] for r in checks.action_rounds],
-        "passed": bool(prob_ok and act_ok),
-    }
+class Protocols:
+    """Parity: one conversation per protocol (and seed), scored on p*."""
+
+    def __init__(self, cfg: DictConfig, out: Path, results: ResultsFile, logger):
+        self.cfg, self.out, self.results, self.logger = cfg, out, results, logger
+        self.seeds = None if cfg.seeds is None else list(cfg.seeds)
+        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
+        results.set(("theory",), theory.parity_curves(alphas, cfg.n_rounds))
+        self.done: dict[str, list] = {}
+
+    def _one_seed(self, seed: int, run_dir) -> dict[str, RoundTrainer]:
+        key_data, key_train = jax.random.split(jax.random.PRNGKey(seed))
+        task, _ = task_data(self.cfg, key_data)
+        first, *_ = names = protocol_names(self.cfg)
+        # One key for every protocol: round r of each starts from the same weights and batches,
+        # so the curves differ by the messages alone, and round 1 is trained once.
+        return {name: trainer(self.cfg, task, name, run_dir(name), key_train,
+                              self.logger.progress,
+                              first_round_from=None if name == first else run_dir(first))
+                for name in names}
+
+    def conversations(self) -> dict:
+        if self.seeds is None:
+            return self._one_seed(self.cfg.seed, lambda name: self.out / name)
+        per_seed = [self._one_seed(s, lambda name, s=s: self.out / name / f"seed_{s}")
+                    for s in self.seeds]
+        return {name: SeedTrainers([t[name] for t in per_seed], self.out / name)
+                for name in protocol_names(self.cfg)}
+
+    def record(self, name: str, metrics) -> None:
+        done = self.done.setdefault(name, [])
+        done.append(metrics)
+        curve = self.results.data["theory"][plots.THEORY_KEYS[name]]
+        if self.seeds is None:
+            entry = {"rounds": [m["round"] for m in done]}
+            entry.update({k: [m[k] for m in done] for k in LISTED})
+        else:
+            entry = {"rounds": [by_seed[0]["round"] for by_seed in done], "seeds": self.seeds}
+            entry.update({k: spread([[by_seed[s][k] for by_seed in done]
+                                     for s in range(len(self.seeds))]) for k in LISTED})
+        entry["theory_mse_vs_pstar"] = [curve[r] for r in entry["rounds"]]
+        entry["per_round"] = done
+        self.results.set(("protocols", name), entry)
+        means = {k: _curve(entry, k)[-1] for k in LISTED}
+        # "<protocol>/round" is the x-axis: wandb steps must increase across protocols
+        self.logger.log({f"{name}/round": entry["rounds"][-1],
+                         **{f"{name}/{k}": v for k, v in means.items()}})
+        if is_main():  # one process draws (multi-host)
+            if self.seeds is None:
+                plots.separation_plot(self.results.data, self.out / "separation.png")
+            else:
+                plots.seeds_plot(self.results.data, self.out / "seeds.png")
+        print(f"{name} round {entry['rounds'][-1]}"
+              + (f" (mean of {len(self.seeds)} seeds)" if self.seeds else "") + ": "
+              + ", ".join(f"{k}={v:.5g}" for k, v in means.items()))
+
+    def finish(self) -> None:
+        checks = self.cfg.separation
+        if checks is None:
+            return
+        prob, act = ({r: v for r, v in zip(self.results.data["protocols"][p]["rounds"],
+                                           _curve(self.results.data["protocols"][p],
+                                                  "test_mse_vs_pstar"), strict=True)}
+                     for p in ("probability", "action"))
+        self.results.set(("separation",), {
+            **OmegaConf.to_container(checks),
+            "probability_mse_at_round": prob[checks.round],
+            "action_mse_at_rounds": [act[r] for r in checks.action_rounds],
+            "passed": bool(prob[checks.round] < checks.prob_below
+                           and all(act[r] > checks.action_above for r in checks.action_rounds)),
+        })
+        print(f"separation: {self.results.data['separation']}")
 
 
-def protocol_trainers(cfg: DictConfig, seed: int, run_dir: Callable[[str], Path]
-                      ) -> dict[str, RoundTrainer]:
-    """Each protocol's trainer for one seed (its task data and key), writing into
-    ``run_dir(protocol)``."""
-    key_data, key_train = jax.random.split(jax.random.PRNGKey(seed))
-    task = tasks.make_task(OmegaConf.to_container(cfg.task), key_data)
-    names = protocol_names(cfg)
-    # One key for every protocol: round r of each starts from the same weights and batches, so
-    # the curves differ by the messages alone, and round 1 (no messages yet) is trained once.
-    return {
-        name: RoundTrainer(
-            task,
-            messages.MessageCodec(name, task.vocab, task.class_chars, cfg.protocol.digits),
-            OmegaConf.to_container(cfg.model),
-            TrainConfig(**cfg.train),
-            cfg.n_rounds,
-            run_dir(name),
-            key_train,
-            first_round_from=None if name == names[0] else run_dir(names[0]),
-            cross_fit=cfg.data.cross_fit,
-        )
-        for name in names
-    }
+class Mazes:
+    """Mazes: the protocol conversations plus one-round baselines, scored by maze success."""
+
+    def __init__(self, cfg: DictConfig, out: Path, results: ResultsFile, logger):
+        self.cfg, self.out, self.results, self.logger = cfg, out, results, logger
+        key_data, self.key = jax.random.split(jax.random.PRNGKey(cfg.seed))
+        self.task, (self.train, self.test, stats) = task_data(cfg, key_data)
+        self.maze_ids = self.test.examples()["maze"]
+        results.set(("dataset",), {
+            "train_mazes": len(self.train), "test_mazes": len(self.test),
+            "train_examples": int(self.train.n_moves.sum()),
+            "test_examples": int(self.test.n_moves.sum()), **stats})
+        self.names = protocol_names(cfg)
+        self.scores: dict[str, list[dict]] = {}
+
+    def conversations(self) -> dict:
+        first = self.names[0]
+        # Protocols share one key (round 1 is trained once, RoundTrainer.first_round_from).
+        runs = {name: trainer(self.cfg, self.task, name, self.out / name, self.key,
+                              self.logger.progress,
+                              first_round_from=None if name == first else self.out / first)
+                for name in self.names}
+        round_mazes = self.train.subset(slice(0, len(self.train) // self.cfg.n_rounds))
+        for b, roles in BASELINES.items():
+            runs[b] = trainer(self.cfg, collab_task(round_mazes, self.test, roles), "action",
+                              self.out / f"baseline_{b}", self.key, self.logger.progress, 1)
+        self.runs = runs
+        return runs
+
+    def record(self, name: str, metrics: dict) -> None:
+        r = metrics["round"]
+        with np.load(self.runs[name].round_dir(r) / "round.npz") as z:
+            got = {"round": r, "train_seconds": metrics["train_seconds"],
+                   **maze_scores(z["test_probs"], z["test_labels"], self.maze_ids,
+                                 len(self.test))}
+        self.scores.setdefault(name, []).append(got)
+        scores = {k: got[k] for k in ("maze_success", "step_accuracy")}
+        if name in self.names:
+            entry = {k: [d[k] for d in self.scores[name]] for k in got}
+            entry["rounds"] = entry.pop("round")
+            self.results.set(("protocols", name), entry)
+            if name == self.names[0] and r == 1:
+                self.results.set(("baselines", "half_view", "agent0"), scores)
+        else:
+            where = ("solo",) if name == "solo" else ("half_view", name)
+            self.results.set(("baselines", *where), scores)
+        self.logger.log({f"{name}/{k}": got[k] for k in ("round", "maze_success",
+                                                         "step_accuracy")})
+        if is_main():  # one process draws (multi-host)
+            plots.maze_success_plot(self.results.data, self.out / "maze_success.png")
+        print(f"{name} round {r}: maze_success={got['maze_success']:.4f}, "
+              f"step_accuracy={got['step_accuracy']:.4f}")
+
+    def finish(self) -> None:
+        if self.cfg.bayes_mazes > 0:
+            self.results.set(("bayes_first_move",), self.bayes_first_move(self.cfg.bayes_mazes))
+            print(f"bayes first move: {self.results.data['bayes_first_move']}")
+
+    def bayes_first_move(self, n: int) -> dict:
+        """Exact Bayes vs trained first-move accuracy of each half view on the first n test
+        mazes (agent a's trained half view: round 1 of the conversation for a = 0, else the
+        ``agent1`` baseline)."""
+        head = self.test.subset(slice(0, n))  # the first n mazes' examples open the test set
+        ex = head.examples()
+        first = np.flatnonzero(ex["step"] == 0)
+        views = head.views()
+        half_views = {0: self.runs[self.names[0]], 1: self.runs["agent1"]}
+        out = {"n_mazes": len(first)}
+        for agent, run in half_views.items():
+            bayes = [reference.bayes_first_move(views[j, agent], self.test.shape)[0]
+                     for j in first]
+            with np.load(run.round_dir(1) / "round.npz") as z:
+                trained = z["test_probs"][first]
+            labels = ex["label"][first]
+            out[f"agent{agent}"] = {
+                "bayes_accuracy": float(np.mean(np.argmax(bayes, -1) == labels)),
+                "trained_accuracy": float(np.mean(np.asarray(messages.decide(trained))
+                                                  == labels)),
+            }
+        return out
+
+
+class Calibration:
+    """The calibration experiment (paper §5 R2, Figure 5): one conversation per treatment and
+    bias condition, scored by round after the last round."""
+
+    #: Ideal-decoder curve of each conversation (parity): the calibrator kind it sends through.
+    IDEAL = {"unbiased": None, "biased_raw": None, "biased_self": "self",
+             "biased_conversation": "conversation"}
+
+    def __init__(self, cfg: DictConfig, out: Path, results: ResultsFile, logger):
+        self.cfg, self.out, self.results, self.logger = cfg, out, results, logger
+        self.task, mazes = task_data(cfg, jax.random.split(jax.random.PRNGKey(cfg.seed))[0])
+        self.maze_ids = None if mazes is None else mazes[1].examples()["maze"]
+        self.conditions = conv.check_conditions(OmegaConf.to_container(cfg.bias.conditions))
+        self.done: dict[str, list[dict]] = {}
+        n_rounds = cfg.n_rounds
+        results.set(("rounds",), list(range(1, n_rounds + 1)))
+        results.set(("cross_fit",), bool(cfg.data.cross_fit))
+        results.data.setdefault("calibrators_converged", True)
+        for cond, (beta, gamma) in self.conditions.items():
+            results.set(("conditions", cond, "beta"), beta)
+            results.set(("conditions", cond, "gamma"), gamma)
+            results.set(("conditions", cond, "expected_conversation_weights"),
+                        [1 / beta, -gamma / beta])
+        if self.task.name == "parity":
+            alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
+            curve = theory.parity_curves(alphas, n_rounds)["prob_excess_mse"][1:]
+            results.set(("theory_mse_vs_pstar",), [float(v) for v in curve])
+            for cond, (beta, gamma) in self.conditions.items():
+                ideal = {t: np.asarray(conversation_mse(alphas, n_rounds, beta, gamma, k)).tolist()
+                         for t, k in self.IDEAL.items()}
+                ideal["unbiased"] = [float(v) for v in curve]
+                results.set(("conditions", cond, "ideal_decoder"), ideal)
+
+    def conversations(self) -> dict:
+        codec = messages.MessageCodec("probability", self.task.vocab, self.task.class_chars,
+                                      self.cfg.protocol.digits)
+        common = {"task": self.task, "codec": codec,
+                  "model": OmegaConf.to_container(self.cfg.model),
+                  "train": TrainConfig(**self.cfg.train), "n_rounds": self.cfg.n_rounds,
+                  # this experiment's training key (its measured figures were made with it)
+                  "key": jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 1),
+                  "cross_fit": bool(self.cfg.data.cross_fit), "progress": self.logger.progress}
+        self.runs = conv.make_trainers(common, self.out, self.conditions,
+                                       self.cfg.calibration.newton_steps, self._fit_log)
+        return self.runs
+
+    def _fit_log(self, name: str):
+        """Records each round's fitted calibrators of conversation ``name``."""
+        cond, treatment = name.split("/")
+
+        def log(r: int, cals) -> None:
+            entry = {"weights": np.asarray(cals.weights).tolist(),
+                     "bias": np.asarray(cals.bias[:, 1:]).tolist(),
+                     "converged": np.asarray(cals.converged).tolist()}
+            self.results.set(("conditions", cond, "calibrators", treatment, f"round_{r}"), entry)
+            if not all(entry["converged"]):
+                self.results.set(("calibrators_converged",), False)
+                print(f"WARNING: {name} round {r}: a calibrator fit did not converge")
+
+        return log
+
+    def record(self, name: str, metrics: dict) -> None:
+        self.done.setdefault(name, []).append(metrics)
+        self.results.set(("runs", name), self.done[name])
+        print(f"{name} round {metrics['round']}: speaker posterior "
+              f"test_mse_vs_pstar={metrics['test_mse_vs_pstar']:.5g}", flush=True)
+
+    def finish(self) -> None:
+        test, cal = self.task.test, self.cfg.calibration
+        for cond in self.conditions:
+            scores = conv.condition_treatments(self.runs, cond, test.labels, test.target,
+                                               cal.n_bins, self.maze_ids, cal.newton_steps)
+            self.results.set(("conditions", cond, "treatments"), scores)
+        metric = "mse_vs_pstar" if self.maze_ids is None else "maze_success"
+        data = self.results.data
+        panels = {c: {t: m[metric] for t, m in d["treatments"].items()}
+                  for c, d in data["conditions"].items()}
+        if is_main():
+            if self.maze_ids is None:
+                plots.plot_by_condition(self.out / "mse.png", data["rounds"], panels,
+                                        "E[(m_k − p*)²]", True)
+            else:
+                plots.plot_by_condition(self.out / "success.png", data["rounds"], panels,
+                                        "maze success", False)
+        for cond, d in data["conditions"].items():
+            print(f"{cond} (β={d['beta']:g}, γ={d['gamma']:g}): {metric} by round")
+            for t, m in d["treatments"].items():
+                print(f"  {t:>22}: " + " ".join(f"{v:.5f}" for v in m[metric]))
+
+
+def experiment(cfg: DictConfig):
+    """The experiment the config describes (module docstring)."""
+    if cfg.calibration is not None:
+        return Calibration
+    return Mazes if cfg.task.name == "maze" else Protocols
 
 
 def run(cfg: DictConfig) -> dict:
     """The whole job on a composed config; returns the results (also in ``results.json``)."""
     start = time.perf_counter()
-    job = start_run(cfg, frozen=FROZEN, check=check_config)
+    job = start_run(cfg, frozen=FROZEN)  # schema, ranges, cross-key checks, resume guard
     cfg, out, results = job.cfg, job.out, job.results
-    if cfg.task.name == "parity":
-        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
-        results.set(("theory",), theory.parity_curves(alphas, cfg.n_rounds))
-    seeds = None if cfg.seeds is None else list(cfg.seeds)
-    if seeds is None:
-        trainers = protocol_trainers(cfg, cfg.seed, lambda name: out / name)
-    else:  # one trainer per seed and protocol, each protocol's seeds in lockstep
-        per_seed = [protocol_trainers(cfg, s, lambda name, s=s: out / name / f"seed_{s}")
-                    for s in seeds]
-        trainers = {name: SeedTrainers([t[name] for t in per_seed], out / name)
-                    for name in protocol_names(cfg)}
+    exp = experiment(cfg)(cfg, out, results, job.logger)  # data, and what it records up front
+    conversations = exp.conversations()  # name -> trainer, all validated before any training
 
-    def on_round(name: str, done: list) -> None:
-        if seeds is None:
-            record_round(results, name, done)
-        else:
-            record_seeds_round(results, seeds, name, done)
-        entry = results.data["protocols"][name]
-        means = {k: _curve(entry, k)[-1] for k in LISTED}
-        # "<protocol>/round" is the x-axis: wandb steps must increase across protocols
-        job.logger.log({f"{name}/round": entry["rounds"][-1],
-                        **{f"{name}/{k}": v for k, v in means.items()}})
-        if is_main():  # one process draws (multi-host)
-            if seeds is not None:
-                seeds_plot(results.data, out / "seeds.png")
-            elif cfg.task.name == "parity":
-                separation_plot(results.data, out / "separation.png")
-        print(f"{name} round {entry['rounds'][-1]}" + (f" (mean of {len(seeds)} seeds)" if seeds
-                                                       else "") + ": "
-              + ", ".join(f"{k}={v:.5g}" for k, v in means.items()))
+    # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
+    # speaker on its view plus the messages of rounds < r, then sends its messages.
+    for r in range(1, cfg.n_rounds + 1):
+        for name, conversation in conversations.items():
+            if r <= conversation.n_rounds:  # the maze baselines play one round
+                exp.record(name, conversation.play(r))
 
-    run_trainers(trainers, job.logger.progress, on_round)
-    if cfg.separation is not None:
-        results.set(("separation",), separation(results.data, cfg.separation))
-        print(f"separation: {results.data['separation']}")
+    exp.finish()
     results.set(("wall_seconds",), time.perf_counter() - start)
     job.finish()
     print(f"wrote {out / 'results.json'}")
     return results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="collab")(run)
+#: ``configs/`` by absolute path: the same under train/maze.py and train/calibration.py.
+CONFIGS = str(Path(__file__).resolve().parents[1] / "configs")
+main = hydra.main(version_base=None, config_path=CONFIGS, config_name="collab")(run)
 
 
 if __name__ == "__main__":

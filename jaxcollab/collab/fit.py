@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from functools import partial
@@ -156,6 +157,15 @@ def make_train_chunk(graphdef, tx: optax.GradientTransformation, batch_size: int
     return chunk
 
 
+@functools.lru_cache(maxsize=64)
+def _train_chunk(graphdef, tc: TrainConfig, dropout: bool, seeds: bool, sharding):
+    """:func:`make_train_chunk` for :func:`fit`, one per model structure, optimisation and data
+    sharding: every later fit with the same shapes (the same round of another protocol or
+    trainer) reuses its compiled code instead of compiling it again."""
+    del sharding  # a key only: make_train_chunk shards batches over the current data mesh
+    return make_train_chunk(graphdef, make_optimizer(tc), tc.batch_size, dropout, seeds)
+
+
 def _batched(fn: Callable, tokens: np.ndarray, batch: int) -> np.ndarray:
     """Apply jitted ``fn`` to row batches of ``min(batch, N)`` rows of ``tokens [..., N, T]``
     (last one padded, so one compile per call site); the outputs' rows are axis −2 too."""
@@ -288,7 +298,7 @@ def fit(
     # Replicated from the start: the step returns them replicated, and a changed input
     # sharding on step 2 would compile the whole step a second time.
     params, opt_state = jax.device_put((params, opt_state), replicated())
-    chunk_fn = make_train_chunk(graphdef, tx, tc.batch_size, model_cfg.dropout > 0, seeds)
+    chunk_fn = _train_chunk(graphdef, tc, model_cfg.dropout > 0, seeds, data_sharding())
     tokens_d, targets_d = replicate((np.asarray(tokens, np.int32), np.asarray(targets, np.int32)))
     shape = np.shape(targets)[:-1]  # (S,) with seeds, else ()
     # best-validation params, their loss and step, steps done, last minibatch loss

@@ -42,6 +42,8 @@ Run directory of one protocol::
 
 ``round.npz`` is written last; a round whose ``round.npz`` exists is finished, and a resumed run
 loads it and starts at the first unfinished round (from fresh weights, as every round does).
+A driver plays the rounds itself, ``trainer.play(r)`` for r = 1, 2, … (``train/collab.py``
+interleaves its conversations round by round); ``trainer.run()`` plays all of them.
 
 Several seeds of one protocol run in lockstep with :class:`SeedTrainers`: one trainer per seed
 (its own task data, key and run directory, laid out as above), each round's models trained
@@ -228,22 +230,31 @@ class RoundTrainer:
         check_divisible(train.batch_size, "batch_size")
         self.run_dir, self.key = Path(run_dir), key
         self.progress = progress or (lambda desc, total: contextlib.nullcontext(_no_update))
+        self.outputs: list[RoundOutput] = []  # the rounds played or loaded so far
 
     def round_dir(self, r: int) -> Path:
         return self.run_dir / f"round_{r}"
 
-    def run(self, on_round: Callable[[int, dict], None] = lambda r, m: None) -> list[dict]:
-        """Play every round (skipping finished ones); returns each round's metrics.
+    def play(self, r: int) -> dict:
+        """Play round r — or load it, if its ``round.npz`` exists — after rounds 1..r−1 of this
+        trainer; returns the round's metrics.
 
-        ``on_round(r, metrics)`` is called as each round finishes or is loaded.
+        Raises:
+            ValueError: r is not the next round of this trainer.
         """
-        outputs: list[RoundOutput] = []
-        for r in range(1, self.n_rounds + 1):
-            rdir = self.round_dir(r)
-            done = (rdir / "round.npz").exists()
-            outputs.append(_load_round(rdir) if done else self._play(r, outputs))
-            on_round(r, outputs[-1].metrics)
-        return [o.metrics for o in outputs]
+        if r != len(self.outputs) + 1 or r > self.n_rounds:
+            raise ValueError(f"round {r} is not the next round ({len(self.outputs) + 1} of "
+                             f"{self.n_rounds})")
+        rdir = self.round_dir(r)
+        done = (rdir / "round.npz").exists()
+        self.outputs.append(_load_round(rdir) if done else self._play(r, self.outputs))
+        return self.outputs[-1].metrics
+
+    def run(self) -> list[dict]:
+        """Play every remaining round (skipping finished ones); returns each round's metrics."""
+        for r in range(len(self.outputs) + 1, self.n_rounds + 1):
+            self.play(r)
+        return [o.metrics for o in self.outputs]
 
     def labelled_rows(self, r: int) -> slice:
         """Training rows round r labels with its messages: the later rounds' chunks
@@ -432,54 +443,36 @@ class SeedTrainers:
         self.trainers, self.run_dir = list(trainers), Path(run_dir)
 
     @property
-    def progress(self) -> Callable:
-        return self.trainers[0].progress
+    def n_rounds(self) -> int:
+        return self.trainers[0].n_rounds
 
-    @progress.setter
-    def progress(self, progress: Callable) -> None:
-        self.trainers[0].progress = progress
+    def play(self, r: int) -> list[dict]:
+        """Play round r for every seed (or load it, if every seed finished it) after rounds
+        1..r−1; returns the round's metrics per seed.
 
-    def run(self, on_round: Callable[[int, list[dict]], None] = lambda r, m: None
-            ) -> list[list[dict]]:
-        """Play every round for every seed (skipping rounds all seeds finished); returns each
-        round's metrics per seed. ``on_round(r, [metrics per seed])`` follows each round."""
-        lead, outputs = self.trainers[0], [[] for _ in self.trainers]
-        history = []
-        for r in range(1, lead.n_rounds + 1):
-            if all((t.round_dir(r) / "round.npz").exists() for t in self.trainers):
-                played = [_load_round(t.round_dir(r)) for t in self.trainers]
-            else:
-                results = (
-                    [t.shared_first_round() for t in self.trainers]
-                    if r == 1 and lead.first_round_from is not None else
-                    fit_and_predict(self.trainers, r, outputs,
-                                    self.run_dir / f"train_state_round_{r}", seeds=True))
-                played = [t.finish(r, o, *res)
-                          for t, o, res in zip(self.trainers, outputs, results, strict=True)]
-            for out, p in zip(outputs, played, strict=True):
-                out.append(p)
-            history.append([p.metrics for p in played])
-            on_round(r, history[-1])
-        return history
+        Raises:
+            ValueError: r is not the next round.
+        """
+        lead = self.trainers[0]
+        if r != len(lead.outputs) + 1 or r > lead.n_rounds:
+            raise ValueError(f"round {r} is not the next round ({len(lead.outputs) + 1} of "
+                             f"{lead.n_rounds})")
+        if all((t.round_dir(r) / "round.npz").exists() for t in self.trainers):
+            played = [_load_round(t.round_dir(r)) for t in self.trainers]
+        else:
+            results = (
+                [t.shared_first_round() for t in self.trainers]
+                if r == 1 and lead.first_round_from is not None else
+                fit_and_predict(self.trainers, r, [t.outputs for t in self.trainers],
+                                self.run_dir / f"train_state_round_{r}", seeds=True))
+            played = [t.finish(r, t.outputs, *res)
+                      for t, res in zip(self.trainers, results, strict=True)]
+        for t, p in zip(self.trainers, played, strict=True):
+            t.outputs.append(p)
+        return [p.metrics for p in played]
 
-
-def run_trainers(trainers: Mapping[str, RoundTrainer | SeedTrainers], progress: Callable | None,
-                 on_round: Callable[[str, list], None]) -> dict[str, list]:
-    """Run each trainer in order (each resumes where it stopped) with one progress display.
-
-    ``on_round(name, done)`` is called after every finished or loaded round with that run's
-    metrics so far (a list by round; for :class:`SeedTrainers` each entry is a list by seed),
-    so callers can write results as each round ends.
-    Returns every run's metrics by name.
-    """
-    history: dict[str, list[dict]] = {}
-    for name, trainer in trainers.items():
-        trainer.progress = progress or trainer.progress
-        done = history.setdefault(name, [])
-
-        def record(r: int, metrics: dict | list[dict], name=name, done=done) -> None:
-            done.append(metrics)
-            on_round(name, done)
-
-        trainer.run(record)
-    return history
+    def run(self) -> list[list[dict]]:
+        """Play every remaining round for every seed; returns each round's metrics per seed."""
+        for r in range(len(self.trainers[0].outputs) + 1, self.n_rounds + 1):
+            self.play(r)
+        return [[t.outputs[r].metrics for t in self.trainers] for r in range(self.n_rounds)]

@@ -2,7 +2,7 @@
 
 from jaxcollab.core.env import Environment
 from jaxcollab.core.registry import groups, make, names, register, resolve
-from jaxcollab.core.spaces import Box, Discrete, Space
+from jaxcollab.core.spaces import Box, Discrete, MultiDiscrete, Space, Tree
 from jaxcollab.core.wrappers import AutoResetWrapper, EpisodeStatsWrapper, Wrapper
 
 __all__ = [
@@ -11,7 +11,9 @@ __all__ = [
     "Discrete",
     "Environment",
     "EpisodeStatsWrapper",
+    "MultiDiscrete",
     "Space",
+    "Tree",
     "Wrapper",
     "groups",
     "make",

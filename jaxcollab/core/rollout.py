@@ -40,10 +40,14 @@ from typing import Any
 import chex
 import jax
 import jax.numpy as jnp
-from jax.sharding import Mesh
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxcollab.core.env import Environment
-from jaxcollab.scale.mesh import data_mesh, data_sharding, data_size, host_readable
+
+#: The mesh axis episodes are sharded over (the ``data`` axis of
+#: :func:`jaxcollab.scale.mesh.data_mesh`, whose meshes callers may pass).
+DATA = "data"
 
 
 def _no_state(key: jax.Array) -> tuple:
@@ -180,9 +184,10 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
             (cheaper when episodes end early; results are identical to the full loop because
             ended episodes are frozen). Not combinable with ``trajectory``.
         trajectory: also return per-step arrays (``lax.scan`` over all ``max_steps`` steps).
-        mesh: shard the episode axis over this mesh's ``data`` axis (default: every device of
-            every process, :func:`jaxcollab.scale.mesh.data_mesh`). In a multi-process job the
-            result is replicated, so every process can read it on the host.
+        mesh: shard the episode axis over this mesh's ``data`` axis (default: a 1-D ``data``
+            mesh of every device of every process, as :func:`jaxcollab.scale.mesh.data_mesh`
+            builds with a model axis of 1). In a multi-process job the result is replicated,
+            so every process can read it on the host.
 
     Returns:
         A :class:`Rollout`.
@@ -195,16 +200,19 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
         raise ValueError(f"max_steps must be positive, got {max_steps!r}")
     if until_done and trajectory:
         raise ValueError("until_done=True cannot record a trajectory; pick one")
-    mesh = mesh if mesh is not None else data_mesh()
-    n, n_dev = keys.shape[0], data_size(mesh)
+    mesh = mesh if mesh is not None else Mesh(np.asarray(jax.devices()), (DATA,))
+    n, n_dev = keys.shape[0], mesh.shape[DATA]
     if n % n_dev:
         raise ValueError(f"{n} episodes do not divide over {n_dev} devices of the data mesh")
     params = env.default_params if params is None else params
-    keys = jax.device_put(keys, data_sharding(mesh))
+    episodes = NamedSharding(mesh, PartitionSpec(DATA))
+    keys = jax.device_put(keys, episodes)
     if batched_params:
-        params = jax.device_put(params, data_sharding(mesh))
+        params = jax.device_put(params, episodes)
     out = _rollout(env, policy, keys, params, max_steps, batched_params, until_done, trajectory)
-    return host_readable(out, mesh)  # multi-process: replicated, so every process can read it
+    if jax.process_count() > 1:  # a process cannot read shards held by another's devices
+        out = jax.device_put(out, NamedSharding(mesh, PartitionSpec()))
+    return out
 
 
 @partial(jax.jit, static_argnums=(0, 1, 4, 5, 6, 7))

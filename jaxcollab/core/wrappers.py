@@ -12,7 +12,11 @@ from jaxcollab.core.env import Environment, StepResult
 
 
 class Wrapper(Environment):
-    """Forwards everything to the wrapped environment unless overridden."""
+    """Forwards everything to the wrapped environment unless overridden.
+
+    Wrappers compare and hash by their type and the wrapped environment (equal by value, as
+    environments are); a subclass with more static config extends ``__eq__`` / ``__hash__``.
+    """
 
     def __init__(self, env: Environment):
         self.env = env
@@ -21,7 +25,18 @@ class Wrapper(Environment):
         self.role_names = env.role_names
 
     def __getattr__(self, attr: str) -> Any:
+        if attr == "env":  # not set yet (e.g. while unpickling): no recursion
+            raise AttributeError(attr)
         return getattr(self.env, attr)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.env == self.env
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.env))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.env!r})"
 
     @property
     def default_params(self):
@@ -36,6 +51,9 @@ class Wrapper(Environment):
 
     def step(self, key, state, actions, params=None) -> StepResult:
         return self.env.step(key, state, actions, params)
+
+    def end_flags(self, state, params=None):
+        return self.env.end_flags(state, params)
 
     def observe(self, state, params=None):
         return self.env.observe(state, params)
@@ -123,6 +141,9 @@ class EpisodeStatsWrapper(Wrapper):
         )
         info = dict(info, episode_return=stats.last_return, episode_length=stats.last_length)
         return obs, stats, reward, terminated, truncated, info
+
+    def end_flags(self, state: EpisodeStats, params=None):
+        return self.env.end_flags(state.env_state, params)
 
     def observe(self, state: EpisodeStats, params=None):
         return self.env.observe(state.env_state, params)

@@ -290,6 +290,7 @@ class ParityState:
     messages: jax.Array
 
 
+@dataclasses.dataclass(frozen=True)
 class ParityEnv(Environment[ParityState, ParityParams]):
     """Two agents exchange messages about the chained-parity label, one speaker per round.
 
@@ -301,35 +302,39 @@ class ParityEnv(Environment[ParityState, ParityParams]):
     yet played). Every agent's reward is the negative Brier score ``-(Y - m)²`` of the round's
     message ``m`` (as a probability). The episode terminates after ``n_rounds`` rounds.
 
+    Equal by value over its static config; ``alphas`` (float tuple, default
+    :func:`make_alphas`) only sets :attr:`default_params`, so it is not compared.
+
     Raises:
-        ValueError: unknown protocol or split, ``n_rounds < 1``, ``digits < 1``.
+        ValueError: unknown protocol or split, ``n_rounds < 1``, ``digits < 1``, or alphas
+            that fail :func:`validate_alphas` or do not have ``n_bits`` entries.
     """
+
+    n_bits: int = SEED_N_BITS
+    n_rounds: int = 5
+    protocol: str = "probability"
+    digits: int = 2
+    split: str = "alternate"
+    alphas: tuple[float, ...] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     n_agents = 2
     role_names = ROLE_NAMES
 
-    def __init__(
-        self,
-        n_bits: int = SEED_N_BITS,
-        n_rounds: int = 5,
-        protocol: str = "probability",
-        digits: int = 2,
-        split: str = "alternate",
-        alphas: Sequence[float] | None = None,
-    ):
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"unknown protocol {protocol!r}; expected one of {PROTOCOLS}")
-        if n_rounds < 1 or digits < 1:
-            raise ValueError(f"need n_rounds >= 1 and digits >= 1, got {n_rounds}, {digits}")
-        self.n_bits, self.n_rounds, self.protocol, self.digits = n_bits, n_rounds, protocol, digits
-        self.split = split
-        self.masks = split_masks(n_bits, split)
-        self.alphas = make_alphas() if alphas is None else validate_alphas(alphas)
-        if len(self.alphas) != n_bits:
-            raise ValueError(f"len(alphas)={len(self.alphas)} does not match n_bits={n_bits}")
-        self.width = 1 if protocol == "action" else digits
-        self.levels = 2 if protocol == "action" else 10**digits
-        self.name = f"parity/{protocol}"
+    def __post_init__(self):
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; expected one of {PROTOCOLS}")
+        if self.n_rounds < 1 or self.digits < 1:
+            raise ValueError(f"need n_rounds >= 1 and digits >= 1, got {self.n_rounds}, "
+                             f"{self.digits}")
+        alphas = make_alphas() if self.alphas is None else validate_alphas(self.alphas)
+        if len(alphas) != self.n_bits:
+            raise ValueError(f"len(alphas)={len(alphas)} does not match n_bits={self.n_bits}")
+        action = self.protocol == "action"
+        derived = dict(alphas=tuple(map(float, alphas)), masks=split_masks(self.n_bits, self.split),
+                       width=1 if action else self.digits, levels=2 if action else 10**self.digits,
+                       name=f"parity/{self.protocol}")
+        for k, v in derived.items():
+            object.__setattr__(self, k, v)
 
     @property
     def max_episode_steps(self) -> int:
@@ -344,6 +349,7 @@ class ParityEnv(Environment[ParityState, ParityParams]):
         return Discrete(len(VOCAB), (2, self.n_bits + self.n_rounds * (1 + self.width)))
 
     def action_space(self, params=None) -> Discrete:
+        """One message value per agent (only the round's speaker's is read)."""
         return Discrete(self.levels, (2,))
 
     def reset(self, key, params=None):
@@ -358,20 +364,19 @@ class ParityEnv(Environment[ParityState, ParityParams]):
         )
         return self.observe(state, params), state
 
-    def step(self, key, state: ParityState, actions, params=None):
-        """One round; once all ``n_rounds`` are played the episode is frozen (contract)."""
-        params = self._params(params)
-        running = state.round < self.n_rounds
+    def step_env(self, key, state: ParityState, actions, params):
+        """One round: the speaker's message is recorded and scored."""
         speaker = state.round % 2
         value = jnp.clip(jnp.asarray(actions, jnp.int32)[speaker], 0, self.levels - 1)
-        messages = state.messages.at[jnp.minimum(state.round, self.n_rounds - 1)].set(value)
-        new = state.replace(messages=messages, round=state.round + 1)
-        state = jax.tree.map(lambda a, b: jnp.where(running, a, b), new, state)
+        state = state.replace(messages=state.messages.at[state.round].set(value),
+                              round=state.round + 1)
         prob = value / (1 if self.protocol == "action" else self.levels)
-        reward = jnp.full((2,), jnp.where(running, -((state.label - prob) ** 2), 0.0), jnp.float32)
-        terminated = state.round >= self.n_rounds
-        info = {"speaker": speaker, "message": value}
-        return self.observe(state, params), state, reward, terminated, jnp.bool_(False), info
+        reward = jnp.full((2,), -((state.label - prob) ** 2), jnp.float32)
+        return state, reward, {"speaker": speaker, "message": value}
+
+    def end_flags(self, state: ParityState, params=None):
+        """Terminated once all ``n_rounds`` are played; never truncated."""
+        return state.round >= self.n_rounds, jnp.bool_(False)
 
     def observe(self, state: ParityState, params=None):
         views = views_from_bits(state.bits, self.masks)  # [2, n]

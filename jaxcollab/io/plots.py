@@ -1,4 +1,12 @@
-"""Plots written next to ``results.json``."""
+"""Every plot the entry points write next to their ``results.json``, in one style (:func:`figure`
+/ :func:`save`: Agg backend, one colour per protocol, light grids, 120 dpi PNGs).
+
+Theory: :func:`theory_plot` (exact chained-parity curves). Training: :func:`separation_plot`
+(parity, the paper's Figure 3), :func:`seeds_plot` (a seed
+sweep), :func:`maze_success_plot` (mazes), :func:`plot_by_condition` (the calibration
+experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
+:func:`plot_reliability`, :func:`plot_conversation_cells`.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +16,64 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
 THEORY_KEYS = {"action": "action_excess_mse", "probability": "prob_excess_mse"}
 COLORS = {"action": "tab:red", "probability": "tab:blue"}
+BASELINE_STYLE = {"solo": ("k", "--"), "agent0": ("tab:gray", ":"), "agent1": ("tab:olive", ":")}
+#: Treatment lines cycle markers and dashes, so equal curves stay visible on top of each other.
+MARKERS = "osD^vx*"
+DASHES = ("-", "--", "-.", ":")
+GRID_ALPHA = 0.3
+DPI = 120
+
+
+def figure(n_panels: int = 1, width: float = 6.0, height: float = 4.0, rows: int = 1):
+    """``(fig, axes [rows, n_panels])``: a figure of equal panels, each ``width`` x ``height``
+    inches."""
+    return plt.subplots(rows, n_panels, figsize=(width * n_panels, height * rows), squeeze=False)
+
+
+def save(fig, path: str | Path, tight: bool = True) -> None:
+    """Write ``fig`` to ``path`` as a PNG and close it."""
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+def _treatment_style(i: int) -> dict:
+    return {"marker": MARKERS[i % len(MARKERS)], "ls": DASHES[i % len(DASHES)],
+            "markerfacecolor": "none" if i % 2 else None}
+
+
+def theory_plot(results: dict, path: str | Path) -> None:
+    """Exact excess squared error (log scale) and decision accuracy by round under both
+    protocols (``results``: :func:`jaxcollab.collab.theory.parity_curves`). Writes a PNG."""
+    rounds = results["rounds"]
+    fig, axes = figure(2, 5.0)
+    ax_err, ax_acc = axes[0]
+    for name, prefix, style in (("probability", "prob", "o-"), ("action", "action", "s--")):
+        ax_err.plot(rounds, [max(v, 1e-12) for v in results[f"{prefix}_excess_mse"]], style,
+                    color=COLORS[name], label=f"{name} exchange")
+        ax_acc.plot(rounds, results[f"{prefix}_accuracy"], style, color=COLORS[name],
+                    label=f"{name} exchange")
+    ax_err.set(yscale="log", xlabel="round k", ylabel="E[(p* − q_k)²]", title="Posterior error")
+    ax_acc.axhline(results["bayes_accuracy"], color="gray", ls=":", label="Bayes (full info)")
+    ax_acc.set(xlabel="round k", ylabel="decision accuracy", title="Accuracy")
+    for ax in (ax_err, ax_acc):
+        ax.set_xticks(rounds)
+        ax.grid(alpha=GRID_ALPHA)
+        ax.legend()
+    fig.suptitle("Chained parity: exact theory")
+    save(fig, path)
 
 
 def separation_plot(results: dict, path: str | Path) -> None:
     """The paper's Figure 3: test E[(p − p*)²] per round, learned (markers) vs theory (dashed),
     for each protocol in ``results["protocols"]``; log scale. Writes a PNG to ``path``."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, axes = figure()
+    ax = axes[0, 0]
     theory = results.get("theory", {})
     for name, res in results.get("protocols", {}).items():
         color = COLORS.get(name)
@@ -29,8 +86,136 @@ def separation_plot(results: dict, path: str | Path) -> None:
     ax.set_xlabel("round")
     ax.set_ylabel("test MSE vs p*")
     ax.set_title("Chained parity: probability vs action messages")
-    ax.grid(True, which="both", alpha=0.3)
+    ax.grid(True, which="both", alpha=GRID_ALPHA)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
+
+
+def seeds_plot(summary: dict, path: str | Path, metric: str = "test_mse_vs_pstar") -> None:
+    """Each protocol's per-seed curves (thin) and mean ± std band (thick) by round; log scale
+    for the MSE. ``summary``: :func:`jaxcollab.io.seeds.summarise` or a vmapped run's results.
+    Writes a PNG to ``path``."""
+    fig, axes = figure()
+    ax = axes[0, 0]
+    for name, res in summary["protocols"].items():
+        color, rounds, m = COLORS.get(name), res["rounds"], res[metric]
+        for curve in m["per_seed"]:
+            ax.plot(rounds, curve, "-", color=color, alpha=0.3, lw=0.8)
+        mean, std = np.array(m["mean"]), np.array(m["std"])
+        ax.plot(rounds, mean, "o-", color=color, lw=2,
+                label=f"{name}: mean ± std over {len(m['per_seed'])} seeds")
+        ax.fill_between(rounds, mean - std, mean + std, color=color, alpha=0.2)
+    if metric == "test_mse_vs_pstar":
+        ax.set_yscale("log")
+    ax.set_xlabel("round")
+    ax.set_ylabel(metric)
+    ax.grid(True, which="both", alpha=GRID_ALPHA)
+    ax.legend()
+    save(fig, path)
+
+
+def maze_success_plot(results: dict, path: str | Path) -> None:
+    """Maze success (left) and step accuracy (right) by round for each protocol in
+    ``results["protocols"]``, with the trained baselines as horizontal lines. Writes a PNG."""
+    fig, axes = figure(2, 5.0)
+    baselines = results.get("baselines", {})
+    lines = dict(baselines.get("half_view", {}))
+    if "solo" in baselines:
+        lines["solo"] = baselines["solo"]
+    rounds = sorted({r for res in results.get("protocols", {}).values() for r in res["rounds"]})
+    for ax, key, title in zip(
+        axes[0], ("maze_success", "step_accuracy"), ("maze success", "step accuracy"), strict=True
+    ):
+        for name, res in results.get("protocols", {}).items():
+            ax.plot(res["rounds"], res[key], "o-", color=COLORS.get(name), label=name)
+        for name, value in lines.items():
+            color, style = BASELINE_STYLE.get(name, ("tab:green", "-."))
+            label = "solo (full maze)" if name == "solo" else f"{name} alone (half view)"
+            ax.axhline(value[key], color=color, linestyle=style, label=label)
+        ax.set_xticks(rounds)
+        ax.set_xlabel("round (decision after the round)")
+        ax.set_ylabel(title)
+        ax.set_ylim(0, 1)
+        ax.grid(True, alpha=GRID_ALPHA)
+        ax.set_title(f"Split-mask 6x6 mazes: {title}")
+    axes[0, 0].legend(fontsize=8)
+    save(fig, path)
+
+
+def plot_by_condition(path: Path, rounds: list[int], panels: dict, ylabel: str, log: bool):
+    """One panel per bias condition, one line per treatment (paper Figure 5 layout).
+
+    ``panels[condition][treatment]`` is a list of values by round; ``log`` sets a log y axis
+    (squared errors), otherwise the axis spans [0, 1] (success rates).
+    """
+    fig, axes = figure(len(panels), 5.5)
+    for ax, (cond, curves) in zip(axes[0], panels.items(), strict=True):
+        for i, (name, values) in enumerate(curves.items()):
+            values = np.asarray(values, float)
+            ax.plot(rounds, np.maximum(values, 1e-12) if log else values, label=name,
+                    **_treatment_style(i))
+        ax.set(xlabel="round k", ylabel=ylabel, title=cond)
+        ax.set_yscale("log") if log else ax.set_ylim(0, 1)
+        ax.set_xticks(rounds)
+        ax.grid(alpha=GRID_ALPHA)
+    axes[0][0].legend(fontsize=8)
+    save(fig, path)
+
+
+def plot_error_by_round(path: Path, rounds: list[int], curves: dict, ylabel: str, title: str):
+    """One line per treatment of ``curves[name]`` (values per round), log y axis."""
+    fig, axes = figure()
+    ax = axes[0, 0]
+    for i, (name, values) in enumerate(curves.items()):
+        ax.plot(rounds, np.maximum(np.asarray(values, float), 1e-12), label=name,
+                markersize=9 - i % len(MARKERS), **_treatment_style(i))
+    ax.set(yscale="log", xlabel="round k", ylabel=ylabel, title=title)
+    ax.set_xticks(rounds)
+    ax.grid(alpha=GRID_ALPHA)
+    ax.legend()
+    save(fig, path)
+
+
+def plot_reliability(path: Path, rounds: list[int], metrics: dict, title: str):
+    """Reliability diagrams: one panel per round, one curve per treatment.
+
+    ``metrics[name]["reliability"][k]`` is ``(mean_p, mean_y, mass)`` per bin; empty bins
+    (NaN) are skipped; marker area follows the bin's mass.
+    """
+    fig, axes = figure(len(rounds), 3.2, 3.4)
+    for k, ax in zip(range(len(rounds)), axes[0], strict=True):
+        ax.plot([0, 1], [0, 1], color="gray", ls=":", lw=1)
+        for name, m in metrics.items():
+            mean_p, mean_y, mass = (np.asarray(v, float) for v in m["reliability"][k])
+            keep = mass > 0
+            line = ax.plot(mean_p[keep], mean_y[keep], "-", lw=1, label=name)[0]
+            ax.scatter(mean_p[keep], mean_y[keep], s=10 + 300 * mass[keep], color=line.get_color())
+        ax.set(xlim=(0, 1), ylim=(0, 1), title=f"round {rounds[k]}", xlabel="message")
+        ax.grid(alpha=GRID_ALPHA)
+    axes[0, 0].set_ylabel("observed frequency")
+    axes[0, 0].legend(fontsize=8)
+    fig.suptitle(title)
+    save(fig, path)
+
+
+def plot_conversation_cells(path: Path, rounds: list[int], metrics: dict, title: str):
+    """Heat maps of the calibration gap ``E[y − p]`` over cells of (message k, message k−1).
+
+    One row per treatment, one column per round; empty cells are blank.
+    """
+    names = list(metrics)
+    fig, axes = figure(len(rounds), 2.6, 2.6, rows=len(names))
+    image = None
+    for row, name in zip(axes, names, strict=True):
+        for k, ax in enumerate(row):
+            gap = np.asarray(metrics[name]["cells"][k], float)
+            image = ax.imshow(gap, origin="lower", extent=(0, 1, 0, 1), cmap="coolwarm",
+                              vmin=-0.25, vmax=0.25)
+            ax.set_title(f"{name}, round {rounds[k]}", fontsize=8)
+            ax.tick_params(labelsize=6)
+        row[0].set_ylabel("message k", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("message k−1", fontsize=8)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="E[y − p] in cell")
+    fig.suptitle(title)
+    save(fig, path, tight=False)  # the shared colour bar does not take tight_layout

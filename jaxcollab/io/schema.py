@@ -14,7 +14,6 @@ Adding a config key means adding it to its schema: the composed config is closed
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import secrets
 from dataclasses import dataclass, field
@@ -23,8 +22,6 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
-
-from jaxcollab.collab.fit import TrainConfig
 
 
 class ConfigValueError(ValueError):
@@ -93,32 +90,10 @@ class ParitySplit(StrEnum):
     alternate = "alternate"
 
 
-class Protocol(StrEnum):
-    action = "action"
-    probability = "probability"
-
-
 class LoggerMode(StrEnum):
     disabled = "disabled"
     offline = "offline"
     online = "online"
-
-
-class Dtype(StrEnum):
-    auto = "auto"
-    float32 = "float32"
-    bfloat16 = "bfloat16"
-
-
-class Attention(StrEnum):
-    auto = "auto"
-    xla = "xla"
-    cudnn = "cudnn"
-
-
-class Activation(StrEnum):
-    gelu = "gelu"
-    relu = "relu"
 
 
 class Decoder(StrEnum):
@@ -177,46 +152,7 @@ class MazeTask:
             raise ConfigValueError("task.name", _plain(self.name), "'maze' in task/maze")
 
 
-# -- training --------------------------------------------------------------------------------
-
-@dataclass
-class Model:
-    """nanoGPT-style transformer shape (:class:`jaxcollab.models.gpt.GPTConfig` minus vocab)."""
-
-    n_layer: int = count(4)
-    n_head: int = count(6)
-    n_embd: int = count(240)
-    dropout: float = bounded(0.0, ge=0.0, lt=1.0)
-    bias: bool = True
-    dtype: Dtype = Dtype.auto
-    attention: Attention = Attention.auto
-    activation: Activation = Activation.gelu
-    block_size: int | None = count(None)
-
-    def check(self) -> None:
-        if self.n_embd % self.n_head:
-            raise ConfigValueError("model.n_embd", self.n_embd,
-                                   f"a multiple of model.n_head={self.n_head}")
-
-
-def _train_check(self) -> None:
-    TrainConfig(**dataclasses.asdict(self))  # the trainer's own range and cross-field checks
-
-
-#: :class:`jaxcollab.collab.fit.TrainConfig` as a mutable schema (same fields and defaults; a
-#: frozen dataclass would make the composed node read-only), checked by ``TrainConfig`` itself.
-Train = dataclasses.make_dataclass(
-    "Train",
-    [(f.name, f.type, field(default=f.default)) for f in dataclasses.fields(TrainConfig)],
-    namespace={"check": _train_check, "__doc__": "Per-round optimisation."},
-)
-
-
-@dataclass
-class MessageProtocol:
-    name: Protocol = Protocol.probability
-    digits: int = bounded(2, ge=1, le=6)
-
+# -- shared by training and evaluation (the training schema: jaxcollab.collab.config) --------
 
 @dataclass
 class Logger:
@@ -225,78 +161,11 @@ class Logger:
 
 
 @dataclass
-class Separation:
-    """The parity separation experiment's checks (``experiment/parity_separation.yaml``)."""
-
-    round: int = count(3)
-    prob_below: float = bounded(0.01, gt=0.0)
-    action_rounds: list[int] = field(default_factory=lambda: [3, 5])
-    action_above: float = bounded(0.02, ge=0.0)
-
-
-@dataclass
-class BiasCondition:
-    """One bias condition of the trained R2 experiment (``bias.conditions.<name>``)."""
-
-    beta: float = bounded(2.0, gt=0.0)
-    gamma: float = 0.0
-
-
-@dataclass
 class Bias:
-    """The log-linear bias model (:mod:`jaxcollab.collab.bias`); the trained R2 experiment
-    runs every condition in ``conditions`` (name -> β, γ)."""
+    """The log-linear bias model (:mod:`jaxcollab.collab.bias`): miscalibration β, anchoring γ."""
 
     beta: float = bounded(1.0, gt=0.0)
     gamma: float = 0.5
-    conditions: dict[str, BiasCondition] | None = None
-
-
-@dataclass
-class Calibration:
-    """Calibrator fits of ``train/calibration.py`` (:mod:`jaxcollab.collab.conversations`)."""
-
-    n_bins: int = count(10)
-    newton_steps: int = count(30)
-
-
-@dataclass
-class Data:
-    """Data plan of the round trainer: ``cross_fit`` true = one disjoint chunk per round (no
-    model labels rows it trained on, ours); false = every round trains on and labels the whole
-    training set (the paper)."""
-
-    cross_fit: bool = True
-
-
-@dataclass
-class Collab:
-    """``configs/collab.yaml``: ``train/collab.py``, ``train/maze.py``, ``train/calibration.py``."""
-
-    seed: int = count(0, 0)
-    seeds: list[int] | None = None  # train/collab.py: these seeds at once (vmapped), not seed
-    task: Any = MISSING  # ParityTask | MazeTask, typed by the task group's own schema
-    model: Model = field(default_factory=Model)
-    protocol: MessageProtocol = field(default_factory=MessageProtocol)
-    n_rounds: int = count("${task.n_rounds}")
-    protocols: list[Protocol] | None = None
-    experiment_name: str | None = None
-    separation: Separation | None = None
-    bayes_mazes: int = count(0, 0)
-    bias: Bias | None = None
-    calibration: Calibration | None = None
-    data: Data = field(default_factory=Data)
-    train: Train = field(default_factory=Train)
-    logger: Logger = field(default_factory=Logger)
-    out_dir: str = MISSING
-
-    def check(self) -> None:
-        if self.protocols is not None and not self.protocols:
-            raise ConfigValueError("protocols", [], "null or a non-empty list of protocols")
-        seeds = self.seeds
-        if seeds is not None and (not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds)):
-            raise ConfigValueError("seeds", seeds,
-                                   "null or a non-empty list of distinct integers >= 0")
 
 
 # -- evaluations -----------------------------------------------------------------------------
@@ -533,7 +402,7 @@ class Report:
             raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
 
 
-SCHEMAS = {"collab": Collab, "calibration": CalibrationEval, "theory": Theory, "bench": Bench,
+SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
            "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}

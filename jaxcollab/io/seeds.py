@@ -2,7 +2,8 @@
 
 Seeds run either as separate jobs (a Hydra multirun, one process or cluster job per seed), whose
 ``results.json`` files this module reads and summarises, or together in one job
-(``train/collab.py seeds=[0,1,2,3]``, vmapped), whose results hold the same summary.
+(``train/collab.py seeds=[0,1,2,3]``, vmapped), whose results hold the same summary. The plot
+is :func:`jaxcollab.io.plots.seeds_plot`.
 """
 
 from __future__ import annotations
@@ -10,13 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from jaxcollab.io.plots import COLORS  # noqa: E402
+import numpy as np
 
 CURVES = ("test_mse_vs_pstar", "test_accuracy", "test_ce")
 
@@ -74,26 +69,3 @@ def summarise(runs: list[str | Path]) -> dict:
         for metric in CURVES:
             protocols[name][metric] = spread([e[metric] for e in entries])
     return {"seeds": seeds, "runs": [str(r) for r in runs], "protocols": protocols}
-
-
-def seeds_plot(summary: dict, path: str | Path, metric: str = "test_mse_vs_pstar") -> None:
-    """Each protocol's per-seed curves (thin) and mean ± std band (thick) by round; log scale
-    for the MSE. Writes a PNG to ``path``."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, res in summary["protocols"].items():
-        color, rounds, m = COLORS.get(name), res["rounds"], res[metric]
-        for curve in m["per_seed"]:
-            ax.plot(rounds, curve, "-", color=color, alpha=0.3, lw=0.8)
-        mean, std = np.array(m["mean"]), np.array(m["std"])
-        ax.plot(rounds, mean, "o-", color=color, lw=2,
-                label=f"{name}: mean ± std over {len(m['per_seed'])} seeds")
-        ax.fill_between(rounds, mean - std, mean + std, color=color, alpha=0.2)
-    if metric == "test_mse_vs_pstar":
-        ax.set_yscale("log")
-    ax.set_xlabel("round")
-    ax.set_ylabel(metric)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

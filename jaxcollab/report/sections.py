@@ -276,8 +276,8 @@ def analysis(run: RunDir) -> Html:
     """``analysis.json``: its summary keys, flag shares over lost episodes and the failure
     modes stacked by environment."""
     a = run.analysis or {}
-    parts = [keyvalue({k: v for k, v in a.items() if k not in ("episodes", "lost_episodes")},
-                      caption="analysis.json", id="analysis-summary")]
+    summary = {k: v for k, v in a.items() if k not in ("episodes", "lost_episodes")}
+    parts = [keyvalue(summary, caption="analysis.json", id="analysis-summary")]
     coded = analysis_by_episode(a)
     if coded:
         parts.append(_flag_shares(list(coded.values())))

@@ -30,7 +30,9 @@ def analysis_by_episode(analysis: Mapping | None) -> dict[tuple[str, int], dict]
     objects with ``env`` and ``episode``, or an object keyed ``"<env>:<episode>"``; anything
     else (or no analysis) gives ``{}``."""
     analysis = analysis or {}
-    eps = analysis.get("lost_episodes", analysis.get("episodes"))
+    eps = analysis.get("lost_episodes")
+    if not isinstance(eps, list | Mapping):  # eval/analyze.py's list, else a count
+        eps = analysis.get("episodes")
     out = {}
     if isinstance(eps, list):
         for e in eps:

@@ -5,7 +5,6 @@ the trio-vs-solo gap (``python eval/rollout.py env=bomb/all bank=true repeats=3`
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -45,10 +44,9 @@ class PinnedInstances(Wrapper):
         return self.env.observe(state, params.params)
 
 
-@functools.cache
 def pinned_env(speech_bytes: int = 256, gesture_symbols: int = 32) -> PinnedInstances:
-    """The pinned bomb env (one per caps, so rollouts reuse their compile); the variants ride
-    in the params."""
+    """The pinned bomb env (equal by value for equal caps, so rollouts reuse their compile);
+    the variants ride in the params."""
     return PinnedInstances(BombEnv("base-1", speech_bytes, gesture_symbols))
 
 

@@ -22,7 +22,6 @@ gesture Blind gets as blanks; and Blind → speech → Mute for the plate glyph)
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 
 import jax
@@ -305,16 +304,27 @@ def team(name: str) -> Callable:
     return TEAMS[name]
 
 
-@functools.cache
+@dataclasses.dataclass(frozen=True)
+class _ForLayout:
+    """``fn(*args, layout=layout)``, compared by value: equal teams share compiled rollouts."""
+
+    fn: Callable
+    layout: Layout
+
+    def __call__(self, *args):
+        return self.fn(*args, layout=self.layout)
+
+
 def team_policy(name: str, layout: Layout) -> Policy:
-    """Team ``name`` for message caps ``layout`` as a rollout policy (cached, so rollouts reuse
-    their compile): :class:`~jaxcollab.core.rollout.PrivilegedPolicy` for the oracle, else a
-    stateless :class:`~jaxcollab.core.rollout.Policy`.
+    """Team ``name`` for message caps ``layout`` as a rollout policy, equal by value to every
+    other ``team_policy(name, layout)`` (so rollouts reuse their compile):
+    :class:`~jaxcollab.core.rollout.PrivilegedPolicy` for the oracle, else a stateless
+    :class:`~jaxcollab.core.rollout.Policy`.
 
     Raises:
         KeyError: unknown team; the message lists the valid ones.
     """
     fn = team(name)
     if fn is oracle_team:
-        return privileged_policy(functools.partial(oracle_team, layout=layout), name="oracle")
-    return stateless(functools.partial(fn, layout=layout), name=name)
+        return privileged_policy(_ForLayout(oracle_team, layout), name="oracle")
+    return stateless(_ForLayout(fn, layout), name=name)

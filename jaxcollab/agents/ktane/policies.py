@@ -15,7 +15,7 @@ Actions are int32 ``[2, ACTION_LEN]`` ``(verb, target, w_1 … w_L)`` rows (Defu
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,7 @@ from jaxcollab.envs.ktane import KtaneEnv
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.draw import randint, uniforms
 from jaxcollab.envs.ktane.modules.base import ACTION_LEN, SELECT, WAIT
-from jaxcollab.envs.ktane.ruleset import Ruleset, make_ruleset
+from jaxcollab.envs.ktane.ruleset import Ruleset
 
 #: An action row that waits (and sends nothing).
 SILENT = np.array([WAIT] + [0] * (ACTION_LEN - 1), np.int32)
@@ -52,23 +52,36 @@ def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     return jnp.pad(row.astype(jnp.int32), (0, ACTION_LEN - 2))
 
 
-def random_team(env: KtaneEnv) -> Policy:
-    """The random Defuser + silent Expert as a :class:`~jaxcollab.core.rollout.Policy`."""
+@dataclasses.dataclass(frozen=True)
+class _RandomTeam:
+    """The random team's ``act`` for ``env`` (compared by value: equal teams share compiles)."""
 
-    def random_team(key, obs, policy_state):
-        row = _random_defuser(env, key, obs[0])
+    env: KtaneEnv
+
+    def __call__(self, key, obs, policy_state):
+        row = _random_defuser(self.env, key, obs[0])
         return jnp.stack([row, jnp.asarray(SILENT)]), policy_state
 
-    return policy(random_team, name="random")
+
+@dataclasses.dataclass(frozen=True)
+class _OracleTeam:
+    """The oracle team's privileged ``act`` for ``env`` (compared by value)."""
+
+    env: KtaneEnv
+
+    def __call__(self, key, obs, policy_state, state, params):
+        row = oracle_defuser(self.env, state, params)
+        return jnp.stack([row, jnp.asarray(SILENT)]), policy_state
+
+
+def random_team(env: KtaneEnv) -> Policy:
+    """The random Defuser + silent Expert as a :class:`~jaxcollab.core.rollout.Policy`."""
+    return policy(_RandomTeam(env), name="random")
 
 
 def oracle_team(env: KtaneEnv) -> PrivilegedPolicy:
     """Privileged: the oracle Defuser (reads the state) + silent Expert."""
-
-    def oracle_team(key, obs, policy_state, state, params):
-        return jnp.stack([oracle_defuser(env, state, params), jnp.asarray(SILENT)]), policy_state
-
-    return privileged_policy(oracle_team)
+    return privileged_policy(_OracleTeam(env), name="oracle_team")
 
 
 TEAMS = {"oracle": oracle_team, "random": random_team, "talking": talking_team}
@@ -78,20 +91,14 @@ MANUAL_READERS = ("talking",)
 
 def team(name: str, env: KtaneEnv, rules: Ruleset | None = None) -> Policy:
     """The team policy called ``name`` for ``env``, playing under ``rules`` (default vanilla;
-    only :data:`MANUAL_READERS` read it); cached per ruleset seed, so rollouts reuse their
-    compile.
+    only :data:`MANUAL_READERS` read it). Teams compare by value, so rollouts of equal teams
+    reuse their compile.
 
     Raises:
         ValueError: unknown name; the message lists the valid ones.
     """
-    return _team(name, env, -1 if rules is None else int(rules.seed))
-
-
-@functools.cache
-def _team(name: str, env: KtaneEnv, ruleset_seed: int) -> Policy:
     if name not in TEAMS:
         raise ValueError(f"unknown ktane agent {name!r}; valid: {', '.join(TEAMS)}")
     if name not in MANUAL_READERS:
         return TEAMS[name](env)
-    return TEAMS[name](env, make_ruleset("vanilla" if ruleset_seed < 0 else "random",
-                                         max(ruleset_seed, 0)))
+    return TEAMS[name](env, rules)

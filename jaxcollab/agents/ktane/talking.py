@@ -23,6 +23,9 @@ The dialogue, in the message vocabulary:
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -355,18 +358,28 @@ def expert_turn(env: KtaneEnv, manual: Ruleset, row: jax.Array, mem: ExpertMemor
 # --- the team --------------------------------------------------------------------------------
 
 
-def talking_team(env: KtaneEnv, manual: Ruleset | None = None) -> Policy:
-    """The talking Defuser + Expert as a plain :class:`~jaxcollab.core.rollout.Policy` whose
-    state is a :class:`TeamMemory`; the Expert holds ``manual`` (the public rule tables of the
-    ruleset played, default vanilla: the manual is a document, not hidden state)."""
-    manual = vanilla_ruleset() if manual is None else manual
+def _init(key) -> TeamMemory:
+    return TeamMemory(turn=jnp.int32(0), defuser=_init_defuser(), expert=_init_expert())
 
-    def init(key):
-        return TeamMemory(turn=jnp.int32(0), defuser=_init_defuser(), expert=_init_expert())
 
-    def talking(key, obs, mem: TeamMemory):
-        d_row, d_mem = defuser_turn(env, obs[0], mem.defuser)
-        e_row, e_mem = expert_turn(env, manual, obs[1], mem.expert, key)
+@dataclasses.dataclass(frozen=True)
+class _Talking:
+    """The talking team's ``act``, compared by value (the env and the manual's contents), so
+    equal teams share compiled rollouts."""
+
+    env: KtaneEnv
+    manual: Ruleset = dataclasses.field(compare=False)
+    manual_digest: bytes = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        digest = hashlib.sha256()
+        for leaf in jax.tree.leaves(self.manual):
+            digest.update(np.asarray(leaf).tobytes())
+        object.__setattr__(self, "manual_digest", digest.digest())
+
+    def __call__(self, key, obs, mem: TeamMemory):
+        d_row, d_mem = defuser_turn(self.env, obs[0], mem.defuser)
+        e_row, e_mem = expert_turn(self.env, self.manual, obs[1], mem.expert, key)
         mine = mem.turn % 2
         keep = lambda role, new, old: jax.tree.map(  # noqa: E731
             lambda a, b: jnp.where(mine == role, a, b), new, old)
@@ -374,4 +387,11 @@ def talking_team(env: KtaneEnv, manual: Ruleset | None = None) -> Policy:
             turn=mem.turn + 1, defuser=keep(0, d_mem, mem.defuser),
             expert=keep(1, e_mem, mem.expert))
 
-    return policy(talking, init, name="talking")
+
+def talking_team(env: KtaneEnv, manual: Ruleset | None = None) -> Policy:
+    """The talking Defuser + Expert as a plain :class:`~jaxcollab.core.rollout.Policy` whose
+    state is a :class:`TeamMemory`; the Expert holds ``manual`` (the public rule tables of the
+    ruleset played, default vanilla: the manual is a document, not hidden state). Equal by value
+    to every talking team of an equal env and manual."""
+    manual = vanilla_ruleset() if manual is None else manual
+    return policy(_Talking(env, manual), _init, name="talking")

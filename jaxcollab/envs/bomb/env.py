@@ -3,17 +3,20 @@
 
 One :meth:`BombEnv.step` is one *turn*; a round is three turns (one per role, in the variant's
 turn order). Variants differ only in :class:`~jaxcollab.envs.bomb.params.BombParams` (data), so
-every variant with the same message caps shares one compiled ``reset``/``step``.
+every variant with the same message caps shares one compiled ``reset``/``step``: environments
+compare and hash by their caps (the static config), not by variant.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.core.env import Environment
-from jaxcollab.core.spaces import Discrete
+from jaxcollab.core.spaces import Box, Discrete, Tree
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.generate import generate
 from jaxcollab.envs.bomb.observe import Layout, observe
@@ -22,6 +25,7 @@ from jaxcollab.envs.bomb.rules import BombAction, noop_action, turn
 from jaxcollab.envs.bomb.state import BombState
 
 
+@dataclasses.dataclass(frozen=True)
 class BombEnv(Environment[BombState, BombParams]):
     """Deaf / Mute / Blind bomb defusal, one variant of the 24 (SANZARU, Table 9).
 
@@ -30,24 +34,32 @@ class BombEnv(Environment[BombState, BombParams]):
         speech_bytes: speech cap S in bytes (default 256, our choice).
         gesture_symbols: gesture cap G in symbols (default 32, our choice).
 
+    Equal by value over the caps: ``variant`` only sets :attr:`default_params` and the name,
+    so every variant with the same caps is one compiled environment.
+
     Raises:
         KeyError: unknown variant (lists the valid ones).
         ValueError: a cap below 4, above 4096 or not a multiple of 4 (messages are packed
             four bytes / symbols per word).
     """
 
+    variant: T.Variant = dataclasses.field(compare=False)
+    speech_bytes: int = T.DEFAULT_SPEECH_BYTES
+    gesture_symbols: int = T.DEFAULT_GESTURE_SYMBOLS
+
     n_agents = T.N_AGENTS
     role_names = T.ROLE_NAMES
 
-    def __init__(self, variant: str, speech_bytes: int = T.DEFAULT_SPEECH_BYTES,
-                 gesture_symbols: int = T.DEFAULT_GESTURE_SYMBOLS):
-        self.variant = T.variant(variant)
-        for label, cap in (("speech_bytes", speech_bytes), ("gesture_symbols", gesture_symbols)):
+    def __post_init__(self):
+        for label in ("speech_bytes", "gesture_symbols"):
+            cap = getattr(self, label)
             if not 4 <= int(cap) <= 4096 or int(cap) % 4:
                 raise ValueError(f"{label}={cap!r} must be a multiple of 4 in 4..4096")
-        self.speech_bytes, self.gesture_symbols = int(speech_bytes), int(gesture_symbols)
-        self.layout = Layout(self.speech_bytes, self.gesture_symbols)
-        self.name = f"bomb/{self.variant.name}"
+            object.__setattr__(self, label, int(cap))
+        variant = T.variant(self.variant) if isinstance(self.variant, str) else self.variant
+        object.__setattr__(self, "variant", variant)
+        object.__setattr__(self, "layout", Layout(self.speech_bytes, self.gesture_symbols))
+        object.__setattr__(self, "name", f"bomb/{variant.name}")
 
     @property
     def max_episode_steps(self) -> int:
@@ -62,28 +74,21 @@ class BombEnv(Environment[BombState, BombParams]):
     def observation_space(self, params=None) -> Discrete:
         return Discrete(T.VOCAB_SIZE, (T.N_AGENTS, self.layout.length))
 
-    def action_space(self, params=None) -> Discrete:
-        """Act ids per agent (``WAIT``/``CUT``/``PRESS``); messages ride in :class:`BombAction`."""
-        return Discrete(len(T.ACT_NAMES), (T.N_AGENTS,))
+    def action_space(self, params=None) -> Tree:
+        """A :class:`BombAction` of spaces, per role: an act id (``WAIT``/``CUT``/``PRESS``)
+        and a position (0..6), a speech recipient (a role or ``NO_TARGET``) and S bytes, a
+        gesture recipient and G symbol ids (0 = empty)."""
+        n, s, g = T.N_AGENTS, self.speech_bytes, self.gesture_symbols
+        return Tree(BombAction(
+            act=Discrete(len(T.ACT_NAMES), (n,)), arg=Discrete(T.MAX_WIRES, (n,)),
+            speak_to=Box(T.NO_TARGET, n - 1, (n,), jnp.int32),
+            speech=Box(0, 255, (n, s), jnp.uint8),
+            gesture_to=Box(T.NO_TARGET, n - 1, (n,), jnp.int32),
+            gesture=Discrete(T.N_SYMBOLS + 1, (n, g), jnp.uint8)))
 
     def noop(self) -> BombAction:
         """A joint action where everyone waits and sends nothing."""
         return noop_action(self.speech_bytes, self.gesture_symbols)
-
-    def sample_action(self, key, params=None) -> BombAction:
-        """A random joint action: per role a random act id and position (0..6), 4 random
-        printable bytes and 2 random symbols to a random role or nobody (jit-safe)."""
-        k = jax.random.split(key, 6)
-        n, shape = T.N_AGENTS, (T.N_AGENTS,)
-        speech = jax.random.randint(k[2], (n, 4), 32, 127).astype(jnp.uint8)
-        gesture = jax.random.randint(k[3], (n, 2), 1, T.N_SYMBOLS + 1).astype(jnp.uint8)
-        pad = lambda x, w: jnp.pad(x, ((0, 0), (0, w - x.shape[1])))  # noqa: E731
-        return BombAction(
-            act=jax.random.randint(k[0], shape, 0, len(T.ACT_NAMES)),
-            arg=jax.random.randint(k[1], shape, 0, T.MAX_WIRES),
-            speak_to=jax.random.randint(k[4], shape, -1, n), speech=pad(speech, self.speech_bytes),
-            gesture_to=jax.random.randint(k[5], shape, -1, n),
-            gesture=pad(gesture, self.gesture_symbols))
 
     def action(self, role: int | str, act: str = "wait", arg: int = 0,
                speak_to: int | str | None = None, text: str = "",
@@ -119,23 +124,21 @@ class BombEnv(Environment[BombState, BombParams]):
         state = generate(key, params, self.speech_bytes, self.gesture_symbols)
         return observe(state, params), state
 
-    def step(self, key, state: BombState, actions: BombAction, params=None):
+    def step_env(self, key, state: BombState, actions: BombAction, params):
         """One turn. ``key`` is unused (all randomness is drawn at reset); kept for the contract.
-        ``terminated``: defused or a wrong action; ``truncated``: the round budget ran out.
-        Once ended, a turn changes nothing (frozen, contract).
 
-        Returns ``(obs, state, reward, terminated, truncated, info)``; ``info`` holds int32
-        ``ending``, ``round``, ``progress``, ``bounces`` (dead-channel calls so far),
-        ``rejected``, ``acts`` and bool ``wrong_round``.
+        ``info`` holds int32 ``ending``, ``round``, ``progress``, ``bounces`` (dead-channel calls
+        so far), ``rejected``, ``acts`` and bool ``wrong_round``.
         """
-        params = self._params(params)
         state, reward, _, _ = turn(state, actions, params)
-        # Flags from the ending, so they stay set on the frozen steps after the end (contract).
-        terminated = (state.ending == T.DEFUSED) | (state.ending == T.WRONG_ACTION)
-        truncated = state.ending == T.TIMED_OUT
         info = {k: getattr(state, k) for k in ("ending", "round", "progress", "bounces",
                                                "rejected", "acts", "wrong_round")}
-        return observe(state, params), state, reward, terminated, truncated, info
+        return state, reward, info
+
+    def end_flags(self, state: BombState, params=None):
+        """``terminated``: defused or a wrong action; ``truncated``: the round budget ran out."""
+        return ((state.ending == T.DEFUSED) | (state.ending == T.WRONG_ACTION),
+                state.ending == T.TIMED_OUT)
 
     def observe(self, state: BombState, params=None) -> jax.Array:
         return observe(state, self._params(params))
@@ -151,13 +154,6 @@ class BombEnv(Environment[BombState, BombParams]):
 
         self._check_role(role)
         return render_tokens(np.asarray(obs_row), self.layout)
-
-    def render_text(self, state: BombState, role: int, params=None) -> str:
-        """:meth:`render_observation` of ``observe(state)[role]`` (one compiled ``observe``
-        shared by every variant with the same caps)."""
-        self._check_role(role)
-        tokens = np.asarray(jax.device_get(observe_jit(state, self._params(params))))[role]
-        return self.render_observation(tokens, role)
 
     def solution(self, state: BombState, params=None) -> list[int]:
         """Host side: the required positions (cuts) or keys (code) in order, 0-based, for an

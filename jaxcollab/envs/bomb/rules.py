@@ -83,30 +83,30 @@ def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:
     return jnp.where(alive, colour[jnp.clip(source, 0, colour.shape[0] - 1)], colour)
 
 
-def _cell(state: BombState, actor, active) -> jax.Array:
+def _cell(state: BombState, actor) -> jax.Array:
     """bool ``[CHAT_SLOTS, 3]``: the actor's slot in this round's row of the message ring."""
     row = jnp.arange(T.CHAT_SLOTS)[:, None] == state.round % T.CHAT_SLOTS
-    return row & (jnp.arange(T.N_AGENTS)[None, :] == actor) & active
+    return row & (jnp.arange(T.N_AGENTS)[None, :] == actor)
 
 
-def _silent(state: BombState, actor, active):
+def _silent(state: BombState, actor):
     """:func:`_send` for a joint action known (statically) to carry no messages."""
-    cell = _cell(state, actor, active)
+    cell = _cell(state, actor)
     return dict(speech_to=jnp.where(cell, T.NO_TARGET, state.speech_to),
                 gesture_to=jnp.where(cell, T.NO_TARGET, state.gesture_to),
                 bounced=state.bounced & ~cell.any(0)[:, None])
 
 
-def _send(state: BombState, actions: BombAction, actor, active):
+def _send(state: BombState, actions: BombAction, actor):
     """Channel delivery for the actor's speech and gesture into this round's row of the message
     ring; returns updated message fields. A bounced call is not stored; a call that is not
     delivered in full (bounced, or blanks) counts as dead-channel use in ``bounces``."""
-    cell = _cell(state, actor, active)
+    cell = _cell(state, actor)
     out, bounced, dead = {}, [], []
     for ch, (to_f, body_f) in enumerate((("speak_to", "speech"), ("gesture_to", "gesture"))):
         to = getattr(actions, to_f)[actor]
         mode = delivery(actor, to, ch)
-        sent = (to != T.NO_TARGET) & active
+        sent = to != T.NO_TARGET
         ok = mode != T.BOUNCE
         bounced.append(sent & ~ok)
         dead.append(sent & (mode != T.FULL))
@@ -120,10 +120,10 @@ def _send(state: BombState, actions: BombAction, actor, active):
     return out
 
 
-def _act(state: BombState, params: BombParams, actions: BombAction, actor, active):
+def _act(state: BombState, params: BombParams, actions: BombAction, actor):
     """Blind's cut/press (others' attempts are rejected); returns updated fields and flags."""
     act, arg = actions.act[actor], actions.arg[actor]
-    trying = (act != T.WAIT) & active
+    trying = act != T.WAIT
     acting = trying & (actor == T.BLIND)
     req = required_value(state, params)
     pos = jnp.clip(arg, 0, T.MAX_WIRES - 1)
@@ -149,15 +149,16 @@ def _act(state: BombState, params: BombParams, actions: BombAction, actor, activ
         progress=state.progress + right,
         acts=state.acts + acting,
         rejected=state.rejected + (trying & ~acting),
-        act_rejected=jnp.where((jnp.arange(T.N_AGENTS) == actor) & active, trying & ~acting,
+        act_rejected=jnp.where(jnp.arange(T.N_AGENTS) == actor, trying & ~acting,
                                state.act_rejected),
         wrong_round=state.wrong_round | (wrong & cut & wire_ok & (earlier == 1)),
-        seen_colours=jnp.where(active, seen, state.seen_colours),
+        seen_colours=seen,
     ), wrong
 
 
 def turn(state: BombState, actions: BombAction, params: BombParams, messages: bool = True):
-    """Play the current role's turn.
+    """Play the current role's turn of a running episode (ended episodes are frozen by
+    :meth:`jaxcollab.core.env.Environment.step`, not here).
 
     Args:
         state: the episode state; actions: the joint :class:`BombAction`; params: the variant.
@@ -169,25 +170,23 @@ def turn(state: BombState, actions: BombAction, params: BombParams, messages: bo
         ``(state, reward, terminated, truncated)``: reward float32 ``[3]`` is +1 for every
         agent on the turn the bomb is defused, -1 on a wrong action, else 0; ``terminated``
         (defused or wrong action) and ``truncated`` (round budget spent) are bool scalars.
-        Once an episode has ended, further turns change nothing.
     """
     actor = jnp.asarray(params.turn_order)[state.turn]
-    active = state.ending == T.RUNNING
-    msg = _send(state, actions, actor, active) if messages else _silent(state, actor, active)
-    acted, wrong = _act(state, params, actions, actor, active)
+    msg = _send(state, actions, actor) if messages else _silent(state, actor)
+    acted, wrong = _act(state, params, actions, actor)
     state = state.replace(**msg, **acted)
-    defused = active & (state.progress >= params.steps)
-    end_round = active & (state.turn == T.N_AGENTS - 1)
+    defused = state.progress >= params.steps
+    end_round = state.turn == T.N_AGENTS - 1
     r = jnp.arange(T.MAX_ROUNDS) == state.round
     state = state.replace(
         hist_light=jnp.where(r & end_round, light_now(state, params), state.hist_light),
         hist_disp=jnp.where(r & end_round, display_now(state, params), state.hist_disp),
-        turn=jnp.where(active, (state.turn + 1) % T.N_AGENTS, state.turn),
+        turn=(state.turn + 1) % T.N_AGENTS,
         round=state.round + end_round,
     )
-    timed_out = active & ~defused & ~wrong & (state.round >= params.rounds)
+    timed_out = ~defused & ~wrong & (state.round >= params.rounds)
     ending = jnp.select([wrong, defused, timed_out], [T.WRONG_ACTION, T.DEFUSED, T.TIMED_OUT],
                         state.ending)
     state = state.replace(ending=ending.astype(jnp.int32))
     reward = jnp.full(T.N_AGENTS, defused.astype(jnp.float32) - wrong.astype(jnp.float32))
-    return state, reward, active & (defused | wrong), timed_out
+    return state, reward, defused | wrong, timed_out

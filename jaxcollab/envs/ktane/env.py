@@ -10,7 +10,7 @@ Defuser turn, whatever it does, costs ``3 s × rate(strikes)`` of bomb time, wit
 turns are free. Time is int32 centiseconds. A module action is evaluated on the timer display
 shown at the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
 solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
-outcome, :meth:`KtaneEnv.step` leaves the state unchanged.
+outcome, :meth:`KtaneEnv.step` leaves the state unchanged (the base class freezes it).
 
 Actions are int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role, ``L =
 MESSAGE_WORDS`` (see :data:`~jaxcollab.envs.ktane.modules.base.VERBS`). Only the role whose turn
@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.core.env import Environment
-from jaxcollab.core.spaces import Discrete
+from jaxcollab.core.spaces import Discrete, MultiDiscrete
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.dispatch import context, module_oracle
@@ -44,6 +44,7 @@ from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
 from jaxcollab.envs.ktane.state import BombState, init_state
 
 
+@dataclasses.dataclass(frozen=True)
 class KtaneEnv(Environment[BombState, KtaneParams]):
     """A bomb with the modules of a :class:`Mission`, played by a Defuser and an Expert.
 
@@ -52,22 +53,37 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
     visible face, then the zoomed module's view, then the Expert's last phrase; the Expert's row
     holds only the Defuser's last phrase. Rewards are float32 ``[2]`` (shared): +1 on the turn
     the bomb is solved, -1 on strikeout or timeout, else 0.
+
+    Equal by value over the mission without its seed (:attr:`static_mission`): the seed and the
+    name only set :attr:`default_params` and labels, so seeded missions of one module set share
+    one compiled environment.
     """
+
+    mission: Mission = dataclasses.field(compare=False)
+    name: str = dataclasses.field(default="ktane", compare=False)
+    #: The mission without its seed (a runtime param): the static config compared and hashed.
+    static_mission: Mission = dataclasses.field(init=False, repr=False)
 
     n_agents = 2
     role_names = ROLE_NAMES
 
-    def __init__(self, mission: Mission, name: str):
-        self.mission, self.name = mission, name
-        self.types = [module_type(m) for m in mission.modules]
-        self.kinds = list(dict.fromkeys(self.types))  # distinct types, lax.switch branches
-        self.slot_kind = np.array([self.kinds.index(t) for t in self.types], np.int32)
-        self.n_slots = len(self.types)
-        self.slot_face = np.arange(self.n_slots, dtype=np.int32) // T.SLOTS_PER_FACE
-        self.n_targets = np.array([t.n_targets for t in self.kinds], np.int32)
-        self.accepts = np.array([[v in t.verbs for v in range(len(VERBS))] for t in self.kinds])
-        #: Upper bound on turns per episode (each Defuser turn costs at least 3 s).
-        self.max_turns = 2 * math.ceil(mission.time_limit_s / T.TURN_S) + 2
+    def __post_init__(self):
+        mission = self.mission
+        types = [module_type(m) for m in mission.modules]
+        kinds = list(dict.fromkeys(types))  # distinct types, lax.switch branches
+        n_slots = len(types)
+        derived = dict(
+            static_mission=dataclasses.replace(mission, seed=None),
+            types=types, kinds=kinds, n_slots=n_slots,
+            slot_kind=np.array([kinds.index(t) for t in types], np.int32),
+            slot_face=np.arange(n_slots, dtype=np.int32) // T.SLOTS_PER_FACE,
+            n_targets=np.array([t.n_targets for t in kinds], np.int32),
+            accepts=np.array([[v in t.verbs for v in range(len(VERBS))] for t in kinds]),
+            # Upper bound on turns per episode (each Defuser turn costs at least 3 s).
+            max_turns=2 * math.ceil(mission.time_limit_s / T.TURN_S) + 2,
+        )
+        for k, v in derived.items():
+            object.__setattr__(self, k, v)
 
     @property
     def max_episode_steps(self) -> int:
@@ -90,23 +106,16 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         the same compiled functions run it, since rulesets differ only in array values."""
         return self.default_params.replace(rules=rules)
 
-    def _shape(self):
-        return type(self), dataclasses.replace(self.mission, seed=None)
-
-    def __eq__(self, other):
-        """Missions that differ only in their seed (a runtime param) are one compiled env."""
-        return isinstance(other, KtaneEnv) and self._shape() == other._shape()
-
-    def __hash__(self):
-        return hash(self._shape())
-
     def observation_space(self, params=None) -> Discrete:
         return Discrete(len(V.VOCAB), (2, OBS_LEN))
 
-    def action_space(self, params=None) -> Discrete:
-        """``(verb, target, w_1 … w_L)`` per role, int32 ``[2, ACTION_LEN]``; bounded by the
-        vocabulary size (the largest)."""
-        return Discrete(len(V.VOCAB), (2, ACTION_LEN))
+    def action_space(self, params=None) -> MultiDiscrete:
+        """``(verb, target, w_1 … w_L)`` per role, int32 ``[2, ACTION_LEN]``: a verb id, a
+        target (a face slot label, a rotation 0–3 or a module's labelled target) and
+        vocabulary tokens."""
+        targets = max(T.SLOTS_PER_FACE, 4, int(self.n_targets.max()))
+        row = [len(VERBS), targets] + [len(V.VOCAB)] * (ACTION_LEN - 2)
+        return MultiDiscrete([row, row])
 
     # --- reset ----------------------------------------------------------------------------
 
@@ -131,16 +140,15 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
 
     # --- step -----------------------------------------------------------------------------
 
-    def step(self, key, state: BombState, actions, params=None):
-        params = self._params(params)
-        new, reward, info = self.transition(key, state, actions, params)
-        terminated = new.outcome != T.RUNNING
-        return self.observe(new, params), new, reward, terminated, jnp.bool_(False), info
+    def step_env(self, key, state: BombState, actions, params):
+        """One turn: ``(state, reward, info)`` (see :func:`jaxcollab.envs.ktane.rules.
+        transition`)."""
+        return transition(self, key, state, actions, params)
 
-    def transition(self, key, state: BombState, actions, params=None):
-        """:meth:`step` without the observation: ``(state, reward, info)`` (see
-        :func:`jaxcollab.envs.ktane.rules.transition`)."""
-        return transition(self, key, state, actions, self._params(params))
+    def end_flags(self, state: BombState, params=None):
+        """Terminated once the bomb has an outcome (solved, strikeout, timeout: the timer is
+        part of the task); never truncated."""
+        return state.outcome != T.RUNNING, jnp.bool_(False)
 
     def observe(self, state: BombState, params=None):
         return observe(self, state, self._params(params))
@@ -171,7 +179,4 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         """
         self._check_role(role)
         params = self._params(params)
-        if "_observe_jit" not in self.__dict__:
-            self._observe_jit = jax.jit(self.observe)
-        tokens = np.asarray(jax.device_get(self._observe_jit(state, params)))
-        return self.render_observation(tokens[role], role, params.rules)
+        return self.render_observation(self.observe_host(state, params)[role], role, params.rules)

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParams):
-    """One turn without the observation: ``(state, reward, info)``; a no-op once ended.
+    """One turn of a running episode without the observation: ``(state, reward, info)`` (ended
+    episodes are frozen by :meth:`jaxcollab.core.env.Environment.step`, not here).
 
     ``actions`` is int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role; a
     ``message`` verb sends the phrase ``w_1 … w_L`` (tokens clipped into the vocabulary).
@@ -41,16 +42,14 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
     phrase = jnp.clip(actions[role, 2:], 0, len(V.VOCAB) - 1)
     defuser_state, strike, valid = defuser_turn(env, key, state, verb, target, phrase, params)
     expert_state = expert_turn(state, verb, phrase)
-    running = state.outcome == T.RUNNING
-    pick = lambda d, e, old: jnp.where(running, jnp.where(role == DEFUSER, d, e), old)  # noqa: E731
-    new = jax.tree.map(pick, defuser_state, expert_state, state)
-    ended = running & (new.outcome != T.RUNNING)
+    new = jax.tree.map(lambda d, e: jnp.where(role == DEFUSER, d, e), defuser_state, expert_state)
+    ended = new.outcome != T.RUNNING
     won = new.outcome == T.SOLVED
     reward = jnp.full((2,), jnp.where(ended, jnp.where(won, 1.0, -1.0), 0.0), jnp.float32)
     info = {
         "role": role,
-        "strike": running & (role == DEFUSER) & strike,
-        "valid": running & jnp.where(role == DEFUSER, valid, True),
+        "strike": (role == DEFUSER) & strike,
+        "valid": jnp.where(role == DEFUSER, valid, True),
         "outcome": new.outcome,
     }
     return new, reward, info

@@ -6,10 +6,12 @@ observes its masked grid with ``@`` on the position (:func:`~.text.views`). A st
 team's joint move: the move of agent ``decider`` (the last speaker of the conversation; the
 other agent's action is ignored). A move other than the next move of the unique path ends the
 episode (failure); reaching the goal ends it with success and reward 1 for both agents;
-running out of ``max_steps`` truncates it. Ended episodes are frozen (contract).
+running out of ``max_steps`` truncates it. Ended episodes are frozen (by the base class).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import chex
 import jax
@@ -79,9 +81,11 @@ def state_from_maze(open_flat, masks, moves, n_moves) -> MazeState:
     )
 
 
+@dataclasses.dataclass(frozen=True)
 class MazeEnv(Environment[MazeState, MazeParams]):
     """Two agents with complementary half views walk the maze's unique path (module docstring).
 
+    Equal by value over ``shape``, ``wall_prob`` and ``decider`` (its static config).
     ``info`` keys: ``move`` (the joint move), ``correct`` (it was the path's next move),
     ``success`` (the goal was reached).
 
@@ -89,18 +93,23 @@ class MazeEnv(Environment[MazeState, MazeParams]):
         ValueError: ``decider`` not 0 or 1, or a bad ``shape`` / ``wall_prob``.
     """
 
+    shape: tuple[int, int] = (HEIGHT, WIDTH)
+    wall_prob: float = WALL_PROB
+    decider: int = 1
+
     n_agents = N_AGENTS
     role_names = ROLE_NAMES
 
-    def __init__(self, shape=(HEIGHT, WIDTH), wall_prob: float = WALL_PROB, decider: int = 1):
-        if decider not in range(N_AGENTS):
-            raise ValueError(f"decider must be 0 or 1, got {decider!r}")
-        h, w = shape
-        if h < 4 or not 4 <= w <= 15 or not 0 <= wall_prob < 1 or (h * w) % 2:
-            raise ValueError(f"bad maze shape {shape} or wall_prob {wall_prob}")
-        self.shape, self.wall_prob, self.decider = (int(h), int(w)), float(wall_prob), decider
-        self.n_cells = h * w
-        self.name = f"maze/split-{h}x{w}"
+    def __post_init__(self):
+        if self.decider not in range(N_AGENTS):
+            raise ValueError(f"decider must be 0 or 1, got {self.decider!r}")
+        h, w = self.shape
+        if h < 4 or not 4 <= w <= 15 or not 0 <= self.wall_prob < 1 or (h * w) % 2:
+            raise ValueError(f"bad maze shape {self.shape} or wall_prob {self.wall_prob}")
+        object.__setattr__(self, "shape", (int(h), int(w)))
+        object.__setattr__(self, "wall_prob", float(self.wall_prob))
+        object.__setattr__(self, "n_cells", h * w)
+        object.__setattr__(self, "name", f"maze/split-{h}x{w}")
 
     @property
     def max_episode_steps(self) -> int:
@@ -140,25 +149,24 @@ class MazeEnv(Environment[MazeState, MazeParams]):
         state = state_from_maze(open_.reshape(-1), masks, moves[0], n_moves[0])
         return self.observe(state, params), state
 
-    def step(self, key, state: MazeState, actions, params=None):
-        params = self._params(params)
-        running = state.ending == RUNNING
+    def step_env(self, key, state: MazeState, actions, params):
         move = jnp.asarray(actions, jnp.int32)[self.decider]
         expected = state.moves[jnp.clip(state.step, 0, self.n_cells - 2)]
-        correct = running & (move == expected) & (state.step < state.n_moves)
+        correct = (move == expected) & (state.step < state.n_moves)
         delta = jnp.asarray(MOVE_DELTAS @ np.array([self.shape[1], 1]), jnp.int32)[expected]
-        step = state.step + running
+        step = state.step + 1
         success = correct & (step == state.n_moves)
-        ending = jnp.select(
-            [~running, success, ~correct, step >= params.max_steps],
-            [state.ending, SUCCESS, WRONG_MOVE, OUT_OF_STEPS], RUNNING)
+        ending = jnp.select([success, ~correct, step >= params.max_steps],
+                            [SUCCESS, WRONG_MOVE, OUT_OF_STEPS], RUNNING)
         state = state.replace(pos=state.pos + jnp.where(correct, delta, 0), step=step,
                               ending=ending.astype(jnp.int32))
         reward = jnp.full((N_AGENTS,), success, jnp.float32)
-        terminated = (ending == SUCCESS) | (ending == WRONG_MOVE)
-        truncated = ending == OUT_OF_STEPS
-        info = {"move": move, "correct": correct, "success": success}
-        return self.observe(state, params), state, reward, terminated, truncated, info
+        return state, reward, {"move": move, "correct": correct, "success": success}
+
+    def end_flags(self, state: MazeState, params=None):
+        """Terminated on success or a wrong move; truncated when ``max_steps`` ran out."""
+        return ((state.ending == SUCCESS) | (state.ending == WRONG_MOVE),
+                state.ending == OUT_OF_STEPS)
 
     def observe(self, state: MazeState, params=None):
         return views(state.open_, state.masks, state.pos)[:N_AGENTS]

@@ -47,7 +47,10 @@ def generate(key, facts, rules):
     n_words = codes.shape[0]
     u = uniforms(key, 1 + n_words * K + K * N_LETTERS + K * C + K)
     answer = randint(u[0], 0, n_words)
-    target = codes[answer]
+    # A one-hot sum, not ``codes[answer]``: XLA CPU fuses that gather, with the hash chain behind
+    # its index, into every element of the fill below, and LLVM then took > 15 min to compile the
+    # unbatched reset (vmapped it was 3 s). Same values.
+    target = jnp.sum(jnp.where((jnp.arange(n_words) == answer)[:, None], codes, 0), axis=0)
     u_del = u[1 : 1 + n_words * K].reshape(n_words, K)
     u_fill = u[1 + n_words * K : 1 + n_words * K + K * N_LETTERS].reshape(K, N_LETTERS)
     u_mix = u[-K * C - K : -K].reshape(K, C)

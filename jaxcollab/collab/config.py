@@ -1,0 +1,213 @@
+"""The training entry point's config schema (``configs/collab.yaml``, ``train/collab.py``).
+
+Defaults live here, once: the YAML files under ``configs/`` name a schema and override only what
+a task, preset or experiment changes (``python train/collab.py --cfg job`` prints the composed
+result). Hydra refuses a wrong type, a choice outside its enum or an unknown key while
+composing; :func:`jaxcollab.io.run.validate` then checks each field's bounds and
+:meth:`Collab.check` the cross-key rules.
+
+A run is the protocol conversations of its task, plus at most one experiment block:
+``separation`` (:class:`Separation`, parity) or ``calibration`` with its ``bias`` conditions
+(:class:`Calibration`, :class:`BiasConditions`); on mazes ``bayes_mazes`` sets the exact-Bayes
+comparison of the maze task's baselines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from jaxcollab.collab.conversations import check_conditions
+from jaxcollab.collab.fit import TrainConfig
+from jaxcollab.collab.messages import KINDS
+from jaxcollab.io.schema import Bias, ConfigValueError, Logger, bounded, count
+from jaxcollab.models.gpt import GPTConfig
+
+
+class Protocol(StrEnum):
+    action = "action"
+    probability = "probability"
+
+
+class Dtype(StrEnum):
+    auto = "auto"
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+
+
+class Attention(StrEnum):
+    auto = "auto"
+    xla = "xla"
+    cudnn = "cudnn"
+
+
+class Activation(StrEnum):
+    gelu = "gelu"
+    relu = "relu"
+
+
+@dataclass
+class Model:
+    """nanoGPT-style transformer shape: :class:`jaxcollab.models.gpt.GPTConfig`'s fields and
+    defaults (the paper's 4x6x240), minus ``vocab_size`` (the task's); ``block_size`` None
+    sizes the context to the last round's prefix."""
+
+    n_layer: int = count(GPTConfig.n_layer)
+    n_head: int = count(GPTConfig.n_head)
+    n_embd: int = count(GPTConfig.n_embd)
+    dropout: float = bounded(GPTConfig.dropout, ge=0.0, lt=1.0)
+    bias: bool = GPTConfig.bias
+    dtype: Dtype = Dtype(GPTConfig.dtype)
+    attention: Attention = Attention(GPTConfig.attention)
+    activation: Activation = Activation(GPTConfig.activation)
+    block_size: int | None = count(None)
+
+    def check(self) -> None:
+        if self.n_embd % self.n_head:
+            raise ConfigValueError("model.n_embd", self.n_embd,
+                                   f"a multiple of model.n_head={self.n_head}")
+
+
+def _train_check(self) -> None:
+    TrainConfig(**dataclasses.asdict(self))  # the trainer's own range and cross-field checks
+
+
+#: :class:`jaxcollab.collab.fit.TrainConfig` as a mutable schema (its fields and defaults, the
+#: paper's optimisation; a frozen dataclass would make the composed node read-only).
+Train = dataclasses.make_dataclass(
+    "Train",
+    [(f.name, f.type, field(default=f.default)) for f in dataclasses.fields(TrainConfig)],
+    namespace={"check": _train_check, "__doc__": "Per-round optimisation."},
+)
+
+
+@dataclass
+class MessageProtocol:
+    """What each round's speaker sends (:class:`jaxcollab.collab.messages.MessageCodec`)."""
+
+    name: Protocol = Protocol.probability
+    digits: int = bounded(2, ge=1, le=6)  # probability messages: decimal digits per class
+
+
+@dataclass
+class Data:
+    """The round trainer's data plan: ``cross_fit`` true = one disjoint chunk per round, no
+    model labels rows it trained on (ours); false = every round trains on and labels the whole
+    training set (the paper, App. E)."""
+
+    cross_fit: bool = True
+
+
+@dataclass
+class Separation:
+    """Parity separation checks (the paper's Figure 3): probability MSE vs p* below
+    ``prob_below`` at ``round``, action MSE above ``action_above`` at every ``action_rounds``."""
+
+    round: int = count(3)
+    prob_below: float = bounded(0.01, gt=0.0)
+    action_rounds: list[int] = field(default_factory=lambda: [3, 5])
+    action_above: float = bounded(0.02, ge=0.0)
+
+
+@dataclass
+class BiasCondition:
+    """One bias condition of the calibration experiment (``bias.conditions.<name>``)."""
+
+    beta: float = bounded(2.0, gt=0.0)
+    gamma: float = 0.0
+
+
+@dataclass
+class BiasConditions(Bias):
+    """The bias model (:mod:`jaxcollab.collab.bias`) of the calibration experiment, which runs
+    every condition in ``conditions`` (name -> β, γ)."""
+
+    conditions: dict[str, BiasCondition] | None = None
+
+
+@dataclass
+class Calibration:
+    """The calibration experiment's calibrator fits (:mod:`jaxcollab.collab.conversations`)."""
+
+    n_bins: int = count(10)
+    newton_steps: int = count(30)
+
+
+@dataclass
+class Collab:
+    """``configs/collab.yaml``: every run of ``train/collab.py``."""
+
+    seed: int = count(0, 0)            # data, initialisation and batches
+    seeds: list[int] | None = None     # these seeds at once (vmapped), instead of seed
+    task: Any = MISSING                # ParityTask | MazeTask, typed by the task group's schema
+    model: Model = field(default_factory=Model)
+    protocol: MessageProtocol = field(default_factory=MessageProtocol)
+    n_rounds: int = count("${task.n_rounds}")
+    protocols: list[Protocol] | None = None  # the protocols to run; None runs `protocol` only
+    experiment_name: str | None = None
+    separation: Separation | None = None
+    bayes_mazes: int = count(0, 0)     # mazes: test mazes of the exact-Bayes first-move check
+    bias: BiasConditions | None = None
+    calibration: Calibration | None = None
+    data: Data = field(default_factory=Data)
+    train: Train = field(default_factory=Train)
+    logger: Logger = field(default_factory=Logger)
+    out_dir: str = MISSING
+
+    def protocol_names(self) -> list[str]:
+        return [str(p) for p in self.protocols] if self.protocols else [str(self.protocol.name)]
+
+    def check(self) -> None:
+        if self.protocols is not None and not self.protocols:
+            raise ConfigValueError("protocols", [], "null or a non-empty list of protocols")
+        seeds = self.seeds
+        if seeds is not None and (not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds)):
+            raise ConfigValueError("seeds", seeds,
+                                   "null or a non-empty list of distinct integers >= 0")
+        if seeds is not None and (self.task.name != "parity" or self.calibration is not None):
+            raise ConfigValueError("seeds", seeds, "null: vmapped seeds run the parity protocol "
+                                   "conversations (one seed per maze or calibration run)")
+        if self.separation is not None:
+            self._check_separation()
+        if (self.calibration is None) != (self.bias is None or not self.bias.conditions):
+            raise ConfigValueError("calibration", self.calibration, "a calibration block together"
+                                   " with bias.conditions (experiment=parity_calibration or "
+                                   "maze_calibration), or neither")
+        if self.calibration is not None:
+            self._check_calibration()
+
+    def _check_separation(self) -> None:
+        if set(self.protocol_names()) != set(KINDS):
+            raise ConfigValueError("protocols", self.protocol_names(),
+                                   f"both {list(KINDS)} when separation checks are set")
+        if self.task.name != "parity":
+            raise ConfigValueError("task.name", str(self.task.name),
+                                   "'parity' with separation checks (a parity experiment)")
+        rounds = [self.separation.round, *self.separation.action_rounds]
+        if not all(1 <= r <= self.n_rounds for r in rounds):
+            raise ConfigValueError("separation", rounds, f"rounds in 1..n_rounds={self.n_rounds}")
+
+    def _check_calibration(self) -> None:
+        if self.protocol_names() != ["probability"]:
+            key, value = (("protocols", self.protocol_names()) if self.protocols else
+                          ("protocol.name", self.protocol_names()[0]))
+            raise ConfigValueError(key, value, "'probability' (biased reports are probability "
+                                   "messages)")
+        conditions = {k: dataclasses.asdict(v) for k, v in self.bias.conditions.items()}
+        try:
+            check_conditions(conditions)
+        except ValueError as e:
+            raise ConfigValueError("bias.conditions", conditions, str(e)) from None
+
+
+def register() -> None:
+    """Store the schema as ``collab_schema`` with Hydra's ConfigStore (idempotent; on import)."""
+    ConfigStore.instance().store(name="collab_schema", node=Collab)
+
+
+register()
