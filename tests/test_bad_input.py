@@ -75,8 +75,6 @@ ROWS = [
     ("train/collab.py", ["out_dir={file}"], r"out_dir='.*file' is invalid; expected a directory, "
      r"but it is an existing file"),
     ("train/collab.py", ["out_dir={file}/run"], r"but .*file is an existing file"),
-    ("train/collab.py", ["experiment=maze_messages", "separation={{}}"],
-     r"task\.name='maze' is invalid; expected 'parity' with separation checks"),
     ("train/maze.py", ["experiment=maze_messages", "bayes_mazes=-1"],
      r"bayes_mazes=-1 is invalid; expected an integer >= 0"),
     ("train/maze.py", ["experiment=maze_messages", "task.height=1"], r"task\.height=1"),
