@@ -24,7 +24,7 @@ for half in (list(MODULE_TYPES)[:6], list(MODULE_TYPES)[6:]):
     env = KtaneEnv(Mission(tuple(half), time_limit_s=600), "test/" + "+".join(half))
     params = env.default_params
     state = jax.eval_shape(env.reset, key, params)[1]
-    actions = jax.eval_shape(env.sample_action, key, params)
+    actions = jax.eval_shape(env.action_space(params).sample, key)
     for name, fn, args in (("reset", env.reset, (key, params)),
                            ("step", env.step, (key, state, actions, params))):
         cpu = time.process_time()

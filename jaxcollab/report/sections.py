@@ -276,7 +276,8 @@ def analysis(run: RunDir) -> Html:
     """``analysis.json``: its summary keys, flag shares over lost episodes and the failure
     modes stacked by environment."""
     a = run.analysis or {}
-    summary = {k: v for k, v in a.items() if k not in ("episodes", "lost_episodes")}
+    summary = {k: v for k, v in a.items()
+               if k != "episodes" and not (k == "lost_episodes" and isinstance(v, list))}
     parts = [keyvalue(summary, caption="analysis.json", id="analysis-summary")]
     coded = analysis_by_episode(a)
     if coded:
