@@ -5,9 +5,14 @@ group through any OpenAI-compatible endpoint, played by the one rollout driver. 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import hydra
 
-from eval.rollout import run
+# run as a script, Python puts eval/ on the path, not the repository root that holds eval/
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from eval.rollout import run  # noqa: E402
 
 
 @hydra.main(version_base=None, config_path="../configs", config_name="llm")
