@@ -25,6 +25,7 @@ The served model name picks the strategy:
 * ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
   short client timeout), later attempts at once; both ``good``.
 
+:attr:`LLMServer.in_flight_max` is the most chat requests it was serving at once.
 Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server).
 Any other model name is unknown (``GET /v1/models`` lists those above). ``LLMServer(latency=f)``
 sleeps ``f(body)`` seconds before every chat reply (:func:`fixed_latency`,
@@ -142,6 +143,13 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.record(body)
+        self.server.serving(+1)
+        try:
+            self._chat(body)
+        finally:
+            self.server.serving(-1)
+
+    def _chat(self, body: dict) -> None:
         model, messages = body["model"], body["messages"]
         if model not in MODELS:
             return self._send(404, {"error": {"message": f"model {model!r} does not exist"}})
@@ -201,6 +209,7 @@ class LLMServer(ThreadingHTTPServer):
         self.latency = latency
         self.requests: list[dict] = []
         self.models_delay = 0.0
+        self.in_flight = self.in_flight_max = 0
         self.generated: Counter = Counter()
         self.slot = threading.Lock()
         self._seen: Counter = Counter()
@@ -214,6 +223,11 @@ class LLMServer(ThreadingHTTPServer):
     def record(self, body: dict) -> None:
         with self._lock:
             self.requests.append(body)
+
+    def serving(self, delta: int) -> None:
+        with self._lock:
+            self.in_flight += delta
+            self.in_flight_max = max(self.in_flight_max, self.in_flight)
 
     def attempt(self, body: dict) -> int:
         """How many times this exact body was received before (0 on the first attempt)."""

@@ -14,7 +14,10 @@ the next episode the moment one is free, with zero overhead (greedy list schedul
 order). ``value`` is measured wall time / ideal time (1.0 = bound by the server alone); the
 notes also give the lockstep time the same latencies would cost when chunks of 8 episodes wait
 for their slowest reply at every step (the previous design; computed, not run). Compilation is
-excluded (see above).
+excluded (see above). Each row runs in a fresh Python process (``python -m
+eval.benchmarks.llm_pacing SPEC EPISODES``), as ``eval/rollout.py agent=llm`` does, so the team
+sizes XLA:CPU's thread pool before JAX starts (:func:`jaxcollab.llm.play.reserve_callback_threads`)
+whatever the benchmarks before it ran.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import importlib.util
+import json
 import subprocess
 import sys
 import tempfile
@@ -32,6 +36,7 @@ from pathlib import Path
 import jaxcollab
 from jaxcollab.core.family import Spec
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
+from jaxcollab.llm.play import reserve_callback_threads
 from jaxcollab.llm.run import LLMTeam, RunConfig, read_transcripts, transcript_path
 
 EPISODES, CONCURRENCY, LOCKSTEP = 64, 16, 8
@@ -92,6 +97,16 @@ def lockstep(steps: list[list[float]], chunk: int) -> float:
 
 
 def _row(label: str, spec: str, episodes: int) -> dict:
+    """One row, measured in a child process (module docstring)."""
+    out = subprocess.run([sys.executable, "-m", "eval.benchmarks.llm_pacing", spec, str(episodes)],
+                         capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    return {"name": f"bomb LLM run / ideal async schedule ({label})",
+            **json.loads(out.stdout.splitlines()[-1])}
+
+
+def _measure(spec: str, episodes: int) -> dict:
+    reserve_callback_threads(CONCURRENCY)
     latency = _server_module().latency_from_spec(spec)
     with served(spec) as url, tempfile.TemporaryDirectory() as tmp:
         cfg = LLMConfig(base_url=url, model="good", concurrency=CONCURRENCY,
@@ -106,7 +121,7 @@ def _row(label: str, spec: str, episodes: int) -> dict:
         per_ep = chains(records, ChatClient(cfg), latency)
         played = team.host.play_s
     ideal = ideal_async([sum(c) for c in per_ep], CONCURRENCY)
-    return {"name": f"bomb LLM run / ideal async schedule ({label})", "value": played / ideal,
+    return {"value": played / ideal,
             "unit": "x", "played_s": played, "wall_s": wall, "ideal_s": ideal,
             "lockstep_chunk8_s": lockstep(per_ep, LOCKSTEP), "episodes": episodes,
             "requests": sum(map(len, per_ep)), "concurrency": CONCURRENCY,
@@ -121,3 +136,7 @@ def run(quick: bool = False) -> list[dict]:
         _row(f"heavy tail {lat['FAST_S']} s, 1 in 10 {lat['SLOW_S']} s",
              f"tail:{lat['FAST_S']}:{lat['SLOW_S']}", EPISODES),
     ]
+
+
+if __name__ == "__main__":
+    print(json.dumps(_measure(sys.argv[1], int(sys.argv[2]))))

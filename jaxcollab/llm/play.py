@@ -10,6 +10,12 @@ renders the prompts of that episode, waits for its replies and returns the joint
 the next episode starts as soon as a worker is free. Up to ``llm.concurrency`` episodes, so
 about as many requests, are in flight at once, and the run's time is set by the server.
 
+XLA:CPU runs a host callback that waits on a reply on a thread of its client's pool, which has
+one thread per core by default: on a 2-core machine at most 2 episodes could wait at once, and
+a 16-episode pool ran ~8x slower than the server allowed. :func:`reserve_callback_threads`
+sizes that pool (``PJRT_NPROC``, read once when the CPU backend starts) for the run's
+concurrency; the LLM team calls it before its first JAX operation.
+
 Episodes are told apart by a tag the :class:`Tagged` wrapper carries in the params and appends
 to every observation row (with a sticky "game over" flag, so the host never queries an ended
 episode): the host maps the tag to that episode's :class:`~jaxcollab.llm.bridge.Game` and
@@ -20,6 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +43,34 @@ from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.llm import signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import ChatClient
+
+log = logging.getLogger(__name__)
+
+
+def reserve_callback_threads(concurrency: int) -> bool:
+    """Size XLA:CPU's thread pool for ``concurrency`` episodes waiting on host callbacks at once
+    (module docstring): sets ``PJRT_NPROC`` to ``concurrency`` plus one thread per core, unless
+    the user set it. Only a CPU backend that has not started yet reads it.
+
+    Returns:
+        whether the pool will have room for ``concurrency`` waiting episodes (False, with a
+        warning naming ``PJRT_NPROC``, when JAX's backends already started with fewer threads).
+    """
+    cores = os.cpu_count() or 1
+    want = int(concurrency) + cores
+    if "PJRT_NPROC" not in os.environ:
+        from jax._src import xla_bridge  # no public way to ask whether a backend started
+
+        if not xla_bridge.backends_are_initialized():
+            os.environ["PJRT_NPROC"] = str(want)
+            return True
+    have = int(os.environ.get("PJRT_NPROC", cores))
+    if have >= want or jax.default_backend() != "cpu":
+        return True
+    log.warning("the XLA:CPU thread pool has %d threads, fewer than llm.concurrency=%d plus %d "
+                "cores: about %d requests at most will be in flight; export PJRT_NPROC=%d "
+                "before starting Python to lift the cap", have, concurrency, cores, have, want)
+    return False
 
 
 class Tagged(Wrapper):
@@ -255,4 +291,4 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     return done
 
 
-__all__ = ["Host", "Played", "Tagged", "llm_policy", "play_pool"]
+__all__ = ["Host", "Played", "Tagged", "llm_policy", "play_pool", "reserve_callback_threads"]

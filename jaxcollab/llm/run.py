@@ -49,7 +49,7 @@ from jaxcollab.core.family import Family, Spec
 from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.parse import REFUSAL
-from jaxcollab.llm.play import Host, Played, play_pool
+from jaxcollab.llm.play import Host, Played, play_pool, reserve_callback_threads
 from jaxcollab.scale import preempt
 
 #: ``llm`` block keys that are not client settings.
@@ -107,6 +107,7 @@ class LLMTeam:
             raise ValueError(f"llm.tools must be 'text' or 'native', got {tools!r}")
         self.family, self.options, self.out = family, options, Path(out_dir)
         self.cfg = llm_config(family, options)
+        reserve_callback_threads(self.cfg.concurrency)
         cache = options.get("llm", {}).get("cache") or self.out / "cache.jsonl"
         self.client = ChatClient(self.cfg, cache)  # checks the endpoint at its first request
         self.host = Host(self.client, None if progress is None else self._turn)

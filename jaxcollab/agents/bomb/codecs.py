@@ -13,12 +13,15 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcollab.envs.bomb import tables as T
 
 MAX_VALUES = 12  # longest value list any scripted team sends
-_CHARS = jnp.asarray([ord(c) for c in "0123456789abcdefghijklmnopqrstuvwxyz"], jnp.uint8)
-_CHAR_VALUE = jnp.full(256, -1, jnp.int32).at[_CHARS].set(jnp.arange(36))
+# numpy, not jnp: a module-level device array would start JAX's backend at import
+_CHARS = np.array([ord(c) for c in "0123456789abcdefghijklmnopqrstuvwxyz"], np.uint8)
+_CHAR_VALUE = np.full(256, -1, np.int32)
+_CHAR_VALUE[_CHARS] = np.arange(36)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +39,8 @@ class Codec:
         if not self.counting:
             j = jnp.arange(width)
             v = values[jnp.minimum(j, MAX_VALUES - 1)]
-            body = jnp.where(gesture, v + 1, _CHARS[jnp.clip(v, 0, 35)].astype(jnp.int32))
+            char = jnp.asarray(_CHARS)[jnp.clip(v, 0, 35)].astype(jnp.int32)
+            body = jnp.where(gesture, v + 1, char)
             return jnp.where(j < jnp.minimum(n, MAX_VALUES), body, 0).astype(jnp.uint8)
         mark, sep = _count_marks(gesture)
         lengths = jnp.where(jnp.arange(MAX_VALUES) < n, values + 2, 0)
@@ -52,7 +56,7 @@ class Codec:
         """uint8-valued ``[width]`` → (values int32 ``[MAX_VALUES]``, count of whole values)."""
         body = body.astype(jnp.int32)
         if not self.counting:
-            v = jnp.where(gesture, body - 1, _CHAR_VALUE[jnp.clip(body, 0, 255)])
+            v = jnp.where(gesture, body - 1, jnp.asarray(_CHAR_VALUE)[jnp.clip(body, 0, 255)])
             v = jnp.pad(v, (0, max(0, MAX_VALUES - v.shape[0])), constant_values=-1)[:MAX_VALUES]
             n = jnp.argmin(jnp.concatenate([v >= 0, jnp.zeros(1, bool)]))
             return jnp.where(jnp.arange(MAX_VALUES) < n, v, 0), n

@@ -30,8 +30,6 @@ from jaxcollab.envs.bomb.state import (
     unpack,
 )
 
-_RECEIVE = jnp.asarray(T.RECEIVE)
-
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
@@ -171,7 +169,7 @@ def _addressed(to: jax.Array, words: jax.Array, channel: int, base: int
     meta = jnp.where(shown, T.ROLE_TOK + to, T.PAD)
     body = unpack(words).astype(jnp.int32)
     tokens = jnp.where(body > 0, base + body, T.PAD)
-    blanks = (_RECEIVE[me, channel] == T.BLANKS) & (sender != me)
+    blanks = (jnp.asarray(T.RECEIVE)[me, channel] == T.BLANKS) & (sender != me)
     tokens = jnp.where(blanks[..., None] & (body > 0), T.BLANK, tokens)
     tokens = jnp.where(shown[..., None], tokens, T.PAD)
     return meta, tokens.reshape(tokens.shape[:-2] + (-1,))

@@ -23,9 +23,6 @@ from jaxcollab.envs.bomb.state import (
     required_value,
 )
 
-_CAN_SEND = jnp.asarray(T.CAN_SEND)
-_RECEIVE = jnp.asarray(T.RECEIVE)
-
 
 @chex.dataclass(frozen=True)
 class BombAction:
@@ -66,8 +63,9 @@ def delivery(sender: jax.Array, to: jax.Array, channel: int) -> jax.Array:
     bounces; a gesture to Blind arrives as blanks, one ``?`` per symbol (SANZARU Table 1,
     Fig. 9). Every other call from a sender that has the channel is delivered in full.
     """
-    valid = (to >= 0) & (to < T.N_AGENTS) & (to != sender) & _CAN_SEND[sender, channel]
-    return jnp.where(valid, _RECEIVE[jnp.clip(to, 0, T.N_AGENTS - 1), channel], T.BOUNCE)
+    can_send, receive = jnp.asarray(T.CAN_SEND), jnp.asarray(T.RECEIVE)
+    valid = (to >= 0) & (to < T.N_AGENTS) & (to != sender) & can_send[sender, channel]
+    return jnp.where(valid, receive[jnp.clip(to, 0, T.N_AGENTS - 1), channel], T.BOUNCE)
 
 
 def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:
