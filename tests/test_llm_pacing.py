@@ -40,3 +40,16 @@ def test_a_started_backend_is_reported_not_resized(monkeypatch, caplog):
     monkeypatch.delenv("PJRT_NPROC", raising=False)
     assert reserve_callback_threads(10_000) is False
     assert "PJRT_NPROC" not in os.environ and "PJRT_NPROC=" in caplog.text
+
+
+def test_importing_jaxcollab_starts_no_backend():
+    """Every module of the package imports without starting JAX's backend (a module-level
+    device array would), so an entry point can still size the thread pool after its imports.
+    The JaxMARL adapter is left out: the ``jaxmarl`` package itself starts it at import."""
+    code = ("import importlib, pkgutil, jaxcollab\n"
+            "from jax._src import xla_bridge\n"
+            "for m in pkgutil.walk_packages(jaxcollab.__path__, 'jaxcollab.'):\n"
+            "    if m.name == 'jaxcollab.marl.adapter': continue\n"
+            "    importlib.import_module(m.name)\n"
+            "    assert not xla_bridge.backends_are_initialized(), m.name\n")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -33,12 +33,13 @@ from functools import partial
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 SELF = "self"
 CONVERSATION = "conversation"
 KINDS = (SELF, CONVERSATION)
 #: Step sizes tried by the line search of each Newton step.
-_STEP_SIZES = 2.0 ** -jnp.arange(24)
+_STEP_SIZES = 2.0 ** -np.arange(24, dtype=np.float32)  # numpy: no device array at import
 #: A fit has converged when the gradient of the mean cross-entropy (nats) with respect to the
 #: whitened parameters has at most this Euclidean norm (float32 loss resolution).
 GRAD_TOL = 1e-4
@@ -178,7 +179,8 @@ def fit_calibrator(
         trial = jax.vmap(lambda t: change(theta, t * step))(_STEP_SIZES)
         best = jnp.argmin(trial)
         improved = trial[best] < 0
-        return theta + jnp.where(improved, _STEP_SIZES[best], 0.0) * step, i + 1, improved
+        size = jnp.where(improved, jnp.asarray(_STEP_SIZES)[best], 0.0)
+        return theta + size * step, i + 1, improved
 
     def going(carry):
         _, i, improved = carry

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
@@ -21,7 +22,7 @@ K, C = T.PW_LETTERS, T.PW_COLUMN
 N_LETTERS = len(T.LETTERS)
 SUBMIT = 2 * K
 LAYOUT = Layout({"columns": (K,), "index": (K,), "answer": ()})
-_SHIFT = 5 * jnp.arange(C)
+_SHIFT = 5 * np.arange(C, dtype=np.int32)  # numpy: no device array at import
 
 
 def unpack(columns: jax.Array) -> jax.Array:
