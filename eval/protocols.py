@@ -12,17 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import hydra
-import matplotlib
 import numpy as np
 from omegaconf import DictConfig
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-import jaxcollab  # noqa: E402
-from jaxcollab.core.family import Spec  # noqa: E402
-from jaxcollab.io.run import env_selection, start_run  # noqa: E402
-from jaxcollab.io.schema import ConfigValueError  # noqa: E402
+import jaxcollab
+from jaxcollab.core.family import Spec
+from jaxcollab.io.plots import rate_heatmap
+from jaxcollab.io.run import env_selection, start_run
+from jaxcollab.io.schema import ConfigValueError
 
 
 def table(results: dict[str, dict], key) -> tuple[list[str], np.ndarray]:
@@ -51,19 +48,8 @@ def markdown(results: dict[str, dict]) -> str:
 def heatmap(results: dict[str, dict], path: Path) -> None:
     """PNG heatmap of success rates, teams x variants."""
     variants, values = table(results, lambda v: v["success_rate"])
-    fig, ax = plt.subplots(figsize=(0.45 * len(variants) + 2, 0.5 * len(results) + 1.5))
-    im = ax.imshow(values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(variants)), [v.removeprefix("bomb/") for v in variants],
-                  rotation=70, fontsize=8)
-    ax.set_yticks(range(len(results)), list(results))
-    for (i, j), x in np.ndenumerate(values):
-        ax.text(j, i, f"{x:.1f}", ha="center", va="center", fontsize=6,
-                color="white" if x < 0.5 else "black")
-    fig.colorbar(im, ax=ax, label="success rate")
-    ax.set_title("bomb: scripted team x variant success rate")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    rate_heatmap(values, list(results), [v.removeprefix("bomb/") for v in variants], path,
+                 "bomb: scripted team x variant success rate")
 
 
 def check_config(cfg: DictConfig) -> None:

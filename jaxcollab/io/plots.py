@@ -5,7 +5,8 @@ Theory: :func:`theory_plot` (exact chained-parity curves). Training: :func:`sepa
 (parity, the paper's Figure 3), :func:`seeds_plot` (a seed
 sweep), :func:`maze_success_plot` (mazes), :func:`plot_by_condition` (the calibration
 experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
-:func:`plot_reliability`, :func:`plot_conversation_cells`.
+:func:`plot_reliability`, :func:`plot_conversation_cells`. Tables of rates (teams x variants,
+model pairs): :func:`rate_heatmap`.
 """
 
 from __future__ import annotations
@@ -219,3 +220,23 @@ def plot_conversation_cells(path: Path, rounds: list[int], metrics: dict, title:
     fig.colorbar(image, ax=axes, shrink=0.6, label="E[y − p] in cell")
     fig.suptitle(title)
     save(fig, path, tight=False)  # the shared colour bar does not take tight_layout
+
+
+def rate_heatmap(values, rows: list[str], cols: list[str], path: str | Path, title: str,
+                 label: str = "success rate") -> None:
+    """A heatmap of rates in [0, 1] (``values [len(rows), len(cols)]``, NaN: not played), each
+    cell annotated with its value."""
+    values = np.asarray(values, float)
+    fig, axes = figure(width=0.45 * len(cols) + 2.5, height=0.5 * len(rows) + 1.8)
+    ax = axes[0, 0]
+    im = ax.imshow(values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(cols)), cols, rotation=70 if len(cols) > 6 else 0, fontsize=8)
+    ax.set_yticks(range(len(rows)), rows)
+    for (i, j), x in np.ndenumerate(values):
+        if np.isfinite(x):
+            ax.text(j, i, f"{x:.2f}" if len(cols) <= 6 else f"{x:.1f}", ha="center",
+                    va="center", fontsize=6 if len(cols) > 6 else 8,
+                    color="white" if x < 0.5 else "black")
+    fig.colorbar(im, ax=ax, label=label)
+    ax.set_title(title)
+    save(fig, path)
