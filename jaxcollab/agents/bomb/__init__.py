@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import jax
@@ -80,8 +80,15 @@ def rounds_used(state: BombState) -> jax.Array:
     return state.round + (state.turn > 0)
 
 
-def _unpinned_act(act, key, obs, policy_state, state, params):
-    return act(key, obs, policy_state, state, params.params)
+@dataclasses.dataclass(frozen=True)
+class _Unpinned:
+    """A privileged ``act`` reading the variant's params inside the bank's pinned ones; equal
+    by value (its ``act``), so every bank run reuses one compiled rollout."""
+
+    act: Callable
+
+    def __call__(self, key, obs, policy_state, state, params):
+        return self.act(key, obs, policy_state, state, params.params)
 
 
 def _policy(name: str, env) -> Policy:
@@ -89,13 +96,8 @@ def _policy(name: str, env) -> Policy:
     bank's pinned ones, on :class:`~jaxcollab.agents.bomb.bank.PinnedInstances`)."""
     policy = team_policy(name, env.layout)
     if policy.privileged and isinstance(env, PinnedInstances):
-        policy = _pinned_oracle(policy)
+        policy = dataclasses.replace(policy, act=_Unpinned(policy.act))
     return policy
-
-
-@functools.cache
-def _pinned_oracle(policy: Policy) -> Policy:
-    return dataclasses.replace(policy, act=functools.partial(_unpinned_act, policy.act))
 
 
 def scripted(name: str) -> ScriptedTeam:
@@ -237,14 +239,9 @@ def _llm_game(env_name: str, env, params, options: Mapping):
     params = params.params if isinstance(params, PinnedParams) else params
     block = options.get("bomb", {})
     order = tuple(int(r) for r in np.asarray(params.turn_order))
-    return BombGame(_variant_env(env_name), block.get("hint", "weak"), order,
+    return BombGame(make(env_name), block.get("hint", "weak"), order,
                     block.get("solo_player", False),
                     options.get("llm", {}).get("tools", "text") == "native")
-
-
-@functools.lru_cache(maxsize=32)
-def _variant_env(name: str) -> BombEnv:
-    return make(name)
 
 
 def _outcome(state) -> tuple[bool, str]:
