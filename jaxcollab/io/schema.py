@@ -201,8 +201,8 @@ class Theory:
 class Bench:
     """``configs/bench.yaml``: ``eval/bench.py``."""
 
-    only: list[str] | None = None
-    quick: bool = False
+    only: list[str] | None = None  # benchmark module names in eval/benchmarks/; None: all
+    quick: bool = False            # smaller sizes, for a smoke test
     out: str = "bench.json"
 
 
@@ -279,8 +279,8 @@ class Rollout:
 class Export:
     """``configs/export.yaml``: ``eval/export.py`` (instances of an env or group as JSONL)."""
 
-    env: str = "maze/split-6x6"
-    n: int = count(10)
+    env: str = "maze/split-6x6"    # an environment name or group
+    n: int = count(10)             # instances per environment (instance i = rollout episode i)
     seed: int = count(0, 0)
     out: str = "instances.jsonl"
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
@@ -294,7 +294,7 @@ class Protocols:
     env: str = "bomb/all"
     teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "solo",
                                                       "random", "oracle"])
-    episodes: int = count(60)
+    episodes: int = count(60)  # per variant; episode e plays turn order TURN_ORDERS[e % 6]
     seed: int = count(0, 0)
     out_dir: str = MISSING
 
