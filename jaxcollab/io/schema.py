@@ -68,8 +68,14 @@ class MazeSetting(StrEnum):
     action = "action"
     verbalized = "verbalized"
     verbalized_calibrated = "verbalized_calibrated"
+    verbalized_naive = "verbalized_naive"
     sampled = "sampled"
     solo = "solo"
+
+
+class MazeAdvance(StrEnum):
+    team = "team"      # the team's move is applied; a wrong one ends the maze
+    path = "path"      # walked along the unique path: every round of every step is scored
 
 
 class TaskName(StrEnum):
@@ -250,6 +256,8 @@ class MazeBlock:
     rounds: int = count(4)               # K rounds of conversation per maze step
     samples: int = count(5)              # M responses per round (sampled)
     calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
+    advance: MazeAdvance = MazeAdvance.team  # team | path (every round's maze success)
+    rollouts: int = count(1)             # rollouts per maze: episode e is maze e // rollouts
 
 
 @dataclass
