@@ -108,8 +108,8 @@ def test_by_round_success_is_per_round_and_team_play_decides_only_the_last():
     assert walked["maze_success_interval"][1] == [1.0, 1.0] and walked["mazes"] == 1
     played = by_round(recs, 2, rollouts=1, advance="team")
     assert played["maze_success"] == [None, 1.0] and played["maze_success_interval"][0] is None
-    with pytest.raises(ValueError, match=r"missing episodes \[1\]"):
-        by_round(recs[:1], 2, rollouts=2)
+    stopped = by_round(recs[:1], 2, rollouts=2)  # a maze without all its rollouts: left out
+    assert stopped["mazes"] == 0 and stopped["maze_success"] == [None, None]
 
 
 def test_naive_correction_and_path_solver():

@@ -153,25 +153,27 @@ def by_round(records: Sequence[dict], n_rounds: int, rollouts: int = 1,
         ``confidence`` (per round, :func:`confidence_histogram`); lists by round, ``None``
         where not determined. Plus ``mazes``, ``rollouts``, ``level``.
 
-    Raises:
-        ValueError: no records, an episode index outside ``mazes x rollouts``, or a maze
-            without all its rollouts (names the missing episodes).
+    Only mazes with all their rollouts count (a stopped run's last maze may lack some);
+    ``mazes`` says how many.
     """
-    if not records:
-        raise ValueError("no transcript records to summarise")
-    episodes = sorted(r["episode"] for r in records)
-    n_mazes = -(-(episodes[-1] + 1) // rollouts)
-    missing = sorted(set(range(n_mazes * rollouts)) - set(episodes))
-    if missing:
-        raise ValueError(f"maze results need every rollout of every maze; missing episodes "
-                         f"{missing[:10]} of {n_mazes} mazes x {rollouts} rollouts")
-    order = sorted(records, key=lambda r: r["episode"])
+    by_maze: dict[int, list[dict]] = {}
+    for r in records:
+        by_maze.setdefault(r["episode"] // rollouts, []).append(r)
+    complete = sorted(m for m, rs in by_maze.items() if len(rs) == rollouts)
+    order = sorted((r for m in complete for r in by_maze[m]), key=lambda r: r["episode"])
+    n_mazes = len(complete)
+    if not order:
+        none = [None] * n_rounds
+        return {"rounds": list(range(1, n_rounds + 1)), "maze_success": none,
+                "maze_success_interval": none, "step_accuracy": none, "calibration_loss": none,
+                "calibration_loss_interval": none, "confidence": none, "mazes": 0,
+                "rollouts": rollouts, "level": LEVEL}
     decided = [_decisions(r, n_rounds) for r in order]
     success = np.zeros((n_rounds, n_mazes, rollouts))
-    for r, (correct, _) in zip(order, decided):
-        success[:, r["episode"] // rollouts, r["episode"] % rollouts] = correct.all(axis=1)
-        success[-1, r["episode"] // rollouts, r["episode"] % rollouts] = bool(
-            correct[-1].all() if advance == "path" else r["success"])
+    for i, (r, (correct, _)) in enumerate(zip(order, decided)):
+        m, j = divmod(i, rollouts)
+        success[:, m, j] = correct.all(axis=1)
+        success[-1, m, j] = bool(correct[-1].all() if advance == "path" else r["success"])
     known = [advance == "path" or k == n_rounds - 1 for k in range(n_rounds)]
     intervals = [bootstrap_interval(success[k]) if known[k] else None for k in range(n_rounds)]
     hits = sum(c.sum(axis=1) for c, _ in decided)

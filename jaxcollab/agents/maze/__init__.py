@@ -136,9 +136,9 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     n_rounds = 1 if setting == "solo" else int(block.get("rounds", 4))
     curves = by_round(records, n_rounds, int(block.get("rollouts", 1)), advance)
     out = {"protocols": {setting: curves}}
-    if advance == "path":
-        rate = curves["maze_success"][-1]
-        n = len(records)
+    rate = curves["maze_success"][-1]
+    if advance == "path" and rate is not None:
+        n = curves["mazes"] * curves["rollouts"]
         out |= {"success_rate": rate, "maze_success": rate,
                 "step_accuracy": curves["step_accuracy"][-1],
                 "endings": {"running": 0, "success": round(rate * n),
