@@ -227,3 +227,14 @@ def test_r5_sampled_against_verbalized_and_calibrated(server, tmp_path):
     assert sampled["step_accuracy"] == [share(test, D), share(test, U)]
     rec = transcript(tmp_path, "sampled")[0]
     assert len([h for h in rec["agents"]["agent0"] if h["step"] == 0]) == 3
+
+
+def test_bad_experiment_options_are_refused_before_any_request(server, tmp_path):
+    from jaxcollab.io.schema import ConfigValueError
+
+    sent = len(server.requests)
+    with pytest.raises(ConfigValueError, match="calibration_seed"):
+        experiment("r3", server, tmp_path / "a", "calibration_seed=0")
+    with pytest.raises(ConfigValueError, match="steps.verbalized_calibrated.calibration"):
+        experiment("r3", server, tmp_path / "b", "steps.3.calibration=null")
+    assert len(server.requests) == sent and not (tmp_path / "a" / "results.json").exists()

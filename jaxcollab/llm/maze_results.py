@@ -15,7 +15,8 @@ communicated ``probs``). From them :func:`by_round` gives the layout of
   within each maze (pooled variance across mazes, §6); calibration loss computed per rollout
   (moves of all mazes pooled) and its mean's interval over rollouts (§6).
 * **calibration loss** by round: self-calibration error in round 1, conversation-calibration
-  error against the previous round's vector after (Fig. 7b; binned, :mod:`jaxcollab.collab.metrics`).
+  error against the previous round's vector after (Fig. 7b; binned,
+  :mod:`jaxcollab.collab.metrics`).
 * **confidence histograms** (Fig. 10, R6): per round, the count of the top probability in bins
   of width 0.1 from 0.2 to 1.0 and a bin of its own for 1.0, with the accuracy of the argmax
   move and the mean top probability in each bin.
