@@ -226,6 +226,11 @@ LLM_MAZE_PANELS = {"maze_success": "maze success", "step_accuracy": "move accura
                    "calibration_loss": "calibration loss"}
 
 
+def _floats(values) -> np.ndarray:
+    """``values`` as floats, ``None`` as NaN (not drawn)."""
+    return np.array([np.nan if v is None else v for v in values], float)
+
+
 def llm_maze_plot(results: dict, path: str | Path, panels=("maze_success",)) -> None:
     """The collaboration-gap paper's LLM figures (Figs. 7-9, 11): one panel per key of
     ``panels`` (:data:`LLM_MAZE_PANELS`), one line per protocol of ``results["protocols"]``
@@ -236,10 +241,9 @@ def llm_maze_plot(results: dict, path: str | Path, panels=("maze_success",)) -> 
     fig, axes = figure(len(panels), 5.0)
     for ax, key in zip(axes[0], panels, strict=True):
         for i, (name, res) in enumerate(protocols.items()):
-            values = np.array([np.nan if v is None else v for v in res[key]], float)
+            values = _floats(res[key])
             bands = res.get(f"{key}_interval") or [None] * len(values)
-            lo, hi = (np.array([np.nan if b is None else b[j] for b in bands], float)
-                      for j in (0, 1))
+            lo, hi = (_floats([None if b is None else b[j] for b in bands]) for j in (0, 1))
             if len(values) == 1:
                 ax.axhline(values[0], color="k", ls="--", label=f"{name} (reference)")
                 continue
@@ -258,12 +262,13 @@ def llm_maze_plot(results: dict, path: str | Path, panels=("maze_success",)) -> 
 def confidence_plot(results: dict, path: str | Path) -> None:
     """The paper's Fig. 10: per protocol (rows) and round (columns), the histogram of the top
     probability of the communicated vectors (bars, left axis) with the accuracy of the argmax
-    move per bin (markers, right axis; the dotted line is the bin's mean confidence, where a
-    calibrated report's accuracy lies). ``results["protocols"][name]["confidence"]``: per round
+    move per bin (dots, right axis; the dash is the bin's mean confidence, where a calibrated
+    report's accuracy lies). ``results["protocols"][name]["confidence"]``: per round
     :func:`jaxcollab.llm.maze_results.confidence_histogram`. Writes a PNG."""
     protocols = {n: r for n, r in results.get("protocols", {}).items() if r.get("confidence")}
     n_rounds = max(len(r["confidence"]) for r in protocols.values())
     fig, axes = figure(n_rounds, 3.2, 3.0, rows=len(protocols))
+    twins = []  # each row's last accuracy axis
     for row, (name, res) in zip(axes, protocols.items(), strict=True):
         for k, ax in enumerate(row):
             if k >= len(res["confidence"]):
@@ -275,11 +280,15 @@ def confidence_plot(results: dict, path: str | Path) -> None:
             ax.set_xticks(x, hist["bins"], rotation=60, fontsize=6)
             ax.set_title(f"{name}, round {k + 1}", fontsize=8)
             acc = ax.twinx()
-            as_float = lambda v: np.array([np.nan if a is None else a for a in v], float)  # noqa: E731
-            acc.plot(x, as_float(hist["accuracy"]), "o", color=COLORS["action"])
-            acc.plot(x, as_float(hist["confidence"]), ":", color="gray")
+            acc.plot(x, _floats(hist["accuracy"]), "o", color=COLORS["action"],
+                     label="accuracy")
+            acc.plot(x, _floats(hist["confidence"]), "_", color="k", markersize=14,
+                     label="mean confidence")
             acc.set_ylim(0, 1)
             acc.tick_params(labelsize=6)
         row[0].set_ylabel("count", fontsize=8)
+        acc.set_ylabel("accuracy", fontsize=8)
+        twins.append(acc)
+    twins[0].legend(fontsize=6, loc="upper left")
     fig.suptitle("Top probability of the communicated vector: count and accuracy per bin")
     save(fig, path)
