@@ -132,7 +132,7 @@ def r3(server, tmp_path_factory):
     out = tmp_path_factory.mktemp("r3")
     cmd = [sys.executable, str(ROOT / "eval" / "collabgap.py"), "experiment=r3", *SIZE,
            f"llm.base_url={server.url}", "llm.model=maze", "llm.backoff_s=0.01", f"out_dir={out}"]
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    env = os.environ | {"PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     sent = len(server.requests)
@@ -169,7 +169,9 @@ def test_r3_chains_action_verbalized_fit_and_calibrated(r3):
     shown = prompts(cal[0], "agent1", 1)
     assert f"down {cal[0]['data']['rounds'][0]['probs'][0]:.2f}" in shown
     assert transcript(out, "calibration_fit")[0]["data"]["labels"] == held[0]
-    assert [r["episode"] for r in transcript(out, "action")] == [0, 1, 2, 3]
+    # episode e is rollout e % 2 of maze e // 2
+    assert [(r["episode"], r["data"]["labels"]) for r in transcript(out, "action")] == \
+        [(e, test[e // 2]) for e in range(4)]
 
 
 def test_r3_rerun_with_another_model_is_refused(r3):
