@@ -12,7 +12,8 @@ Gap, Probably, §6, R3-R7, Figs. 7-11)::
 * ``r5``: verbalized, calibrated and sampled (M = ``samples`` responses a round; Fig. 9);
 * ``r6``: verbalized and sampled with the confidence histograms (Fig. 10);
 * ``r7``: full responses (with the reasoning text a server returns apart) against action and
-  verbalized (Fig. 11);
+  verbalized (Fig. 11); ``tell_partner=true`` also asks the full steps' agents for a message to
+  their partner (R7's prompt change for models whose reasoning the API hides);
 * ``solo``: one agent with the whole maze (the full-maze reference of Fig. 7).
 
 Each step is one run of the one driver (``eval/rollout.py``'s :func:`~eval.rollout.run`,
@@ -60,7 +61,8 @@ def step_config(cfg: DictConfig, step: DictConfig, out: Path) -> DictConfig:
     held = step.held_out
     maze = {"setting": step.setting, "rounds": cfg.rounds, "samples": cfg.samples,
             "calibration_dir": None if step.calibration is None else str(out / step.calibration),
-            "advance": cfg.advance, "rollouts": cfg.rollouts}
+            "advance": cfg.advance, "rollouts": cfg.rollouts,
+            "tell_partner": cfg.tell_partner and step.setting == "full"}
     return OmegaConf.merge(OmegaConf.structured(Rollout), {
         "env": cfg.env, "agent": "llm", "episodes": cfg.calibration_mazes if held else cfg.mazes,
         "seed": cfg.calibration_seed if held else cfg.seed, "chunk": cfg.chunk,

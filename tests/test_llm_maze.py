@@ -205,11 +205,14 @@ def test_r6_confidence_histograms(server, tmp_path):
 
 
 def test_r7_full_passes_the_reasoning_text(server, tmp_path):
-    res = experiment("r7", server, tmp_path)
+    res = experiment("r7", server, tmp_path, "tell_partner=true")
     rec = transcript(tmp_path, "full")[0]
     shown = prompts(rec, "agent1", 1)
     assert f"Your partner's latest message: {MAZE_REASONING} 1.\n\nMy move. ~d % 0.55" in shown
-    assert "probability for each move" in rec["agents"]["agent0"][0]["prompt"][0]["content"]
+    system = rec["agents"]["agent0"][0]["prompt"][0]["content"]
+    assert "probability for each move" in system and "write your partner a message" in system
+    other = transcript(tmp_path, "action")[0]["agents"]["agent0"][0]["prompt"][0]["content"]
+    assert "write your partner a message" not in other  # tell_partner reaches full steps only
     assert res["protocols"]["full"]["step_accuracy"] == res["protocols"]["action"]["step_accuracy"]
 
 

@@ -258,6 +258,7 @@ class MazeBlock:
     calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
     advance: MazeAdvance = MazeAdvance.team  # team | path (every round's maze success)
     rollouts: int = count(1)             # rollouts per maze: episode e is maze e // rollouts
+    tell_partner: bool = False           # full: also ask for a message to the partner (R7)
 
 
 @dataclass
@@ -445,6 +446,7 @@ class Collabgap:
     rounds: int = count(4)
     samples: int = count(5)
     advance: MazeAdvance = MazeAdvance.path
+    tell_partner: bool = False            # full steps: ask for a message to the partner (R7)
     chunk: int = count(10)                # episodes per kept chunk of each run
     llm: LLMBlock = field(default_factory=LLMBlock)
     out_dir: str = MISSING

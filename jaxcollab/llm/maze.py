@@ -83,14 +83,19 @@ def merge_views(rows: np.ndarray) -> np.ndarray:
     return np.where(rows[0] == UNSEEN, rows[1], rows[0])
 
 
-def system_prompt(setting: str, rounds: int) -> str:
-    """The instructions for ``setting`` (paper §6 LLM setup).
+def system_prompt(setting: str, rounds: int, tell_partner: bool = False) -> str:
+    """The instructions for ``setting`` (paper §6 LLM setup; the wording is ours). With
+    ``tell_partner`` (``full`` only) the agent is also asked to write its partner a message,
+    as R7 modifies the prompt for models whose reasoning the API keeps hidden.
 
     Raises:
-        ValueError: unknown setting, or ``verbalized_calibrated`` (needs a fitted calibrator).
+        ValueError: unknown setting, or ``tell_partner`` with another setting than ``full``.
     """
     if setting not in SETTINGS:
         raise ValueError(f"unknown communication setting {setting!r}; valid: {SETTINGS}")
+    if tell_partner and setting != "full":
+        raise ValueError(f"maze.tell_partner=true asks for a message to pass on whole: setting "
+                         f"'full' only, got {setting!r}")
     legend = ("Legend: # wall, . open cell, ? cell you cannot see, @ the team's current "
               "position. Rows are numbered from the top, columns from the left. The path starts "
               "at row 1, column 1 and ends at the bottom-right cell; exactly one path of open "
@@ -111,8 +116,10 @@ def system_prompt(setting: str, rounds: int) -> str:
         task = (f"You and a partner each see a different half of the maze. You talk for "
                 f"{rounds} rounds before each move, taking turns; the last speaker's move is the "
                 f"team's. A single wrong move ends the maze.{passed}")
-    return (f"{task}\n\n{legend}\n\nThink briefly, then give your move after the delimiter ~, "
-            f"e.g. ~d.{probs}")
+    think = ("Think briefly, then write your partner a message: what you see that it may not "
+             "and what you conclude. Then give your move" if tell_partner else
+             "Think briefly, then give your move")
+    return f"{task}\n\n{legend}\n\n{think} after the delimiter ~, e.g. ~d.{probs}"
 
 
 def _answers(pattern: re.Pattern, text: str) -> list[re.Match]:
@@ -207,21 +214,24 @@ class MazeGame(Game):
         samples: M responses per round in the ``sampled`` setting.
         calibrator: the per-round conversation calibrators of ``verbalized_calibrated``.
         advance: ``team`` or ``path`` (module docstring).
+        tell_partner: ask for a message to the partner (``full`` only; :func:`system_prompt`).
 
     Raises:
         ValueError: bad setting or advance, ``rounds < 1`` or ``samples < 1``, a calibrator
-            given to another setting than ``verbalized_calibrated`` or missing there.
+            given to another setting than ``verbalized_calibrated`` or missing there,
+            ``tell_partner`` outside ``full``.
     """
 
     roles = ("agent0", "agent1", "solo")
 
     def __init__(self, env, setting: str = "action", rounds: int = 4, samples: int = 5,
-                 calibrator: Calibrator | None = None, advance: str = "team"):
+                 calibrator: Calibrator | None = None, advance: str = "team",
+                 tell_partner: bool = False):
         if int(rounds) < 1 or int(samples) < 1:
             raise ValueError(f"need rounds >= 1 and samples >= 1, got {rounds!r}, {samples!r}")
         if advance not in ADVANCE:
             raise ValueError(f"maze.advance must be one of {ADVANCE}, got {advance!r}")
-        self.system = system_prompt(setting, int(rounds))
+        self.system = system_prompt(setting, int(rounds), bool(tell_partner))
         if (setting == "verbalized_calibrated") != (calibrator is not None):
             raise ValueError("setting 'verbalized_calibrated' needs a calibrator (fit_calibrator "
                              "on a held-out 'verbalized' run: maze.calibration_dir=DIR), and only "

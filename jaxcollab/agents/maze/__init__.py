@@ -91,14 +91,16 @@ def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 def _llm_game(env_name: str, env, params, options: Mapping):
     """:class:`~jaxcollab.llm.maze.MazeGame` with ``maze.setting``, ``maze.rounds``,
-    ``maze.samples``, ``maze.advance`` (and the calibrator fitted on ``maze.calibration_dir``)."""
+    ``maze.samples``, ``maze.advance``, ``maze.tell_partner`` (and the calibrator fitted on
+    ``maze.calibration_dir``)."""
     from jaxcollab.llm.maze import MazeGame
 
     block = options.get("maze", {})
     cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4)) \
         if block.get("setting") == "verbalized_calibrated" else None
     return MazeGame(env, block.get("setting", "action"), block.get("rounds", 4),
-                    block.get("samples", 5), cal, block.get("advance", "team"))
+                    block.get("samples", 5), cal, block.get("advance", "team"),
+                    block.get("tell_partner", False))
 
 
 @functools.lru_cache(maxsize=4)
@@ -163,7 +165,7 @@ FAMILY = Family(
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
                 data=_data, summary=_llm_summary),
     config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None,
-                     "advance": "team", "rollouts": 1}},
+                     "advance": "team", "rollouts": 1, "tell_partner": False}},
     check=_check,
 )
 register_family(FAMILY)
