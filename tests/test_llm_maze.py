@@ -242,4 +242,11 @@ def test_bad_experiment_options_are_refused_before_any_request(server, tmp_path)
         experiment("r3", server, tmp_path / "a", "calibration_seed=0")
     with pytest.raises(ConfigValueError, match="steps.verbalized_calibrated.calibration"):
         experiment("r3", server, tmp_path / "b", "steps.3.calibration=null")
+    from eval.rollout import run
+
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        cfg = compose("rollout", ["env=maze/split-6x6", "agent=llm", "maze.tell_partner=true",
+                                  f"llm.base_url={server.url}", f"out_dir={tmp_path / 'c'}"])
+    with pytest.raises(ConfigValueError, match="maze.tell_partner"):
+        run(cfg)
     assert len(server.requests) == sent and not (tmp_path / "a" / "results.json").exists()

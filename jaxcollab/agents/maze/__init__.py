@@ -154,6 +154,10 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     for name in env_names:
         if not isinstance(make(name), MazeEnv):
             raise ConfigValueError("env", name, "a maze environment")
+    block = options.get("maze", {})
+    if block.get("tell_partner") and block.get("setting") != "full":
+        raise ConfigValueError("maze.tell_partner", True, "false unless maze.setting=full "
+                               f"(the setting is {block.get('setting')!r})")
 
 
 #: The maze family's plug-in (:mod:`jaxcollab.core.family`).
