@@ -301,8 +301,9 @@ class MazeGame(Game):
             last_msg = self._message(replies[0], move, probs)
         move = 0 if team_move is None else team_move  # no valid move at all: "d" (documented)
         if self.advance == "path":  # walked along the path: the true move, whatever was decided
-            path = ep.data.setdefault("path", solve_path(merge_views(obs), self.env.shape))
-            move = path[step]
+            if "path" not in ep.data:  # solved once, from the two views at the start
+                ep.data["path"] = solve_path(merge_views(obs), self.env.shape)
+            move = ep.data["path"][step]
         ep.data["moves"] = taken + MOVE_CHARS[move]
         return np.full(2, move, np.int32)
 
