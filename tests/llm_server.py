@@ -24,6 +24,10 @@ The served model name picks the strategy:
 * ``long``: ``good`` followed by :data:`LONG_CHARS` characters of rambling.
 * ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
   short client timeout), later attempts at once; both ``good``.
+* ``maze``: exact maze replies (:func:`maze_reply`): in the odd rounds of a conversation
+  ``~d`` with :data:`MAZE_ODD`, in the even rounds ``~u`` with :data:`MAZE_EVEN`; given the whole
+  maze (solo) the path's true next move with :data:`MAZE_SURE` on it. Each reply carries a
+  ``reasoning_content`` field, :data:`MAZE_REASONING` and the round (hosted reasoning models).
 
 :attr:`LLMServer.in_flight_max` is the most chat requests it was serving at once.
 Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server).
@@ -43,7 +47,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
-          "context", "long", "late")
+          "context", "long", "late", "maze")
 SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
@@ -94,6 +98,48 @@ def _ktane(system: str, user: str) -> str:
 
 def _maze(system: str, user: str) -> str:
     return "I move down. ~d % 0.55, 0.35, 0.05, 0.05"
+
+
+MAZE_ODD = (0.55, 0.35, 0.05, 0.05)
+MAZE_EVEN = (0.1, 0.2, 0.6, 0.1)
+MAZE_SURE = 0.97
+MAZE_REASONING = "Hidden reasoning of round"
+_STEPS = ((1, 0), (0, 1), (-1, 0), (0, -1))  # d r u l
+
+
+def _solve(rows: list[str]) -> str:
+    """The moves of the path from the top-left to the bottom-right cell (breadth-first)."""
+    h, w = len(rows), len(rows[0])
+    came, frontier = {(0, 0): None}, [(0, 0)]
+    while frontier:
+        nxt = []
+        for r, c in frontier:
+            for m, (dr, dc) in enumerate(_STEPS):
+                cell = (r + dr, c + dc)
+                if 0 <= cell[0] < h and 0 <= cell[1] < w and rows[cell[0]][cell[1]] != "#" \
+                        and cell not in came:
+                    came[cell] = ((r, c), "drul"[m])
+                    nxt.append(cell)
+        frontier = nxt
+    moves, cell = "", (h - 1, w - 1)
+    while came[cell] is not None:
+        cell, m = came[cell]
+        moves = m + moves
+    return moves
+
+
+def maze_reply(user: str) -> str:
+    """The ``maze`` strategy's reply text to a maze prompt (module docstring)."""
+    rows = ["".join(line.split()[1:]) for line in user.splitlines()
+            if re.fullmatch(r"\s*\d+( [#.?@])+", line)]
+    if rows and "?" not in "".join(rows):  # the whole maze: the true next move
+        done = re.search(r"Moves so far: (.*)", user).group(1)
+        move = _solve(rows)[0 if done == "(none)" else len(done.split())]
+        probs = [MAZE_SURE if c == move else (1 - MAZE_SURE) / 3 for c in "drul"]
+    else:
+        k = int(re.search(r"Round (\d+) of", user).group(1))
+        move, probs = ("d", MAZE_ODD) if k % 2 else ("u", MAZE_EVEN)
+    return f"My move. ~{move} % " + ", ".join(f"{p:g}" for p in probs)
 
 
 def good_reply(messages: list[dict]) -> str:
@@ -185,9 +231,14 @@ class _Handler(BaseHTTPRequestHandler):
                                        "predicted_ms": 1000 * (time.perf_counter() - started)}}
                 self.server.generated[json.dumps(messages)] += 1
         text = "Let me think about the bomb." if model == "garbage" else good_reply(messages)
+        if model == "maze":
+            text = maze_reply(messages[-1]["content"])
         if model == "long":
             text += " And so on." * (LONG_CHARS // 11)
         message: dict = {"role": "assistant", "content": text}
+        if model == "maze":
+            found = re.search(r"Round (\d+)", messages[-1]["content"])
+            message["reasoning_content"] = f"{MAZE_REASONING} {found.group(1) if found else 1}."
         if body.get("tools") and model != "garbage":
             message = {"role": "assistant", "content": None, "tool_calls": _tool_calls(text)}
         self._send(200, timings | {

@@ -19,7 +19,8 @@ from jaxcollab.llm.bomb import REPHRASE, BombGame
 from jaxcollab.llm.bridge import Episode
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, Reply, Request
 from jaxcollab.llm.ktane import KtaneGame, decode_action
-from jaxcollab.llm.maze import bootstrap_success, parse_move
+from jaxcollab.llm.maze import parse_move
+from jaxcollab.llm.maze_results import bootstrap_interval
 from jaxcollab.llm.parse import ERROR_CLASSES, parse_reply, parse_tool_calls
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 
@@ -112,7 +113,7 @@ def test_tool_calls_and_maze_parse():
     assert move == 1 and np.allclose(probs, [0.2, 0.6, 0.1, 0.1]) and p.errors == ()
     move, probs, p = parse_move("no idea", verbalized=True)
     assert move is None and p.errors == ("no_action", "unparseable")
-    ci = bootstrap_success(np.array([[1, 1], [0, 0]]))
+    ci = bootstrap_interval(np.array([[1, 1], [0, 0]]))
     assert ci["mean"] == 0.5 and ci["ci_low"] == 0.5 and ci["ci_high"] == 0.5
 
 
@@ -301,10 +302,12 @@ def test_maze_end_to_end(server, tmp_path):
         round2 = r["agents"]["agent1"][0]["prompt"][-1]["content"]
         assert "Your partner's latest message: down 0.55, right 0.35, up 0.05, left 0.05" \
             in round2
-    assert len(results["calibration_loss_by_round"]) == 2
-    assert results["success_interval"]["mean"] == results["success_rate"]
+    by_round = results["protocols"]["verbalized"]
+    assert len(by_round["calibration_loss"]) == 2 and by_round["rounds"] == [1, 2]
+    # the team's own play decides only the last round's maze success (advance=path: all)
+    assert by_round["maze_success"] == [None, results["success_rate"]]
     assert results["maze_success"] == results["success_rate"]
-    assert len(results["step_accuracy_by_round"]) == 2
+    assert len(by_round["step_accuracy"]) == 2
     # calibrators fitted on that run (held-out in real use: another seed), then applied
     calibrated = dataclasses.replace(rc, setting="verbalized_calibrated",
                                      calibration_dir=str(tmp_path))

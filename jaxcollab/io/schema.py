@@ -68,8 +68,14 @@ class MazeSetting(StrEnum):
     action = "action"
     verbalized = "verbalized"
     verbalized_calibrated = "verbalized_calibrated"
+    verbalized_naive = "verbalized_naive"
     sampled = "sampled"
     solo = "solo"
+
+
+class MazeAdvance(StrEnum):
+    team = "team"      # the team's move is applied; a wrong one ends the maze
+    path = "path"      # walked along the unique path: every round of every step is scored
 
 
 class TaskName(StrEnum):
@@ -250,6 +256,9 @@ class MazeBlock:
     rounds: int = count(4)               # K rounds of conversation per maze step
     samples: int = count(5)              # M responses per round (sampled)
     calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
+    advance: MazeAdvance = MazeAdvance.team  # team | path (every round's maze success)
+    rollouts: int = count(1)             # rollouts per maze: episode e is maze e // rollouts
+    tell_partner: bool = False           # full: also ask for a message to the partner (R7)
 
 
 @dataclass
@@ -402,9 +411,69 @@ class Report:
             raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
 
 
+class CollabgapPlot(StrEnum):
+    maze_success = "maze_success"          # by round, 90 % intervals (Figs. 7a, 8, 9, 11)
+    step_accuracy = "step_accuracy"        # by round
+    calibration_loss = "calibration_loss"  # by round, 90 % intervals (Fig. 7b)
+    confidence = "confidence"              # top-probability histograms (Fig. 10)
+
+
+@dataclass
+class CollabgapStep:
+    """One run of a collaboration-gap experiment: ``eval/rollout.py agent=llm`` into
+    ``out_dir/<name>/``."""
+
+    name: str = MISSING
+    setting: MazeSetting = MazeSetting.action
+    held_out: bool = False           # play the calibration mazes (calibration_seed), not plotted
+    calibration: str | None = None   # verbalized_calibrated: the held-out step it is fitted on
+
+
+@dataclass
+class Collabgap:
+    """``configs/collabgap/collabgap.yaml``: ``eval/collabgap.py`` (the collaboration-gap
+    paper's LLM experiments, one ``experiment=`` each)."""
+
+    experiment: str = MISSING
+    steps: list[CollabgapStep] = MISSING
+    plots: list[CollabgapPlot] = field(default_factory=lambda: [CollabgapPlot.maze_success])
+    env: str = "maze/split-6x6"
+    mazes: int = count(30)                # test mazes (the paper's 30)
+    rollouts: int = count(10)             # rollouts per maze (the paper's 10)
+    seed: int = count(0, 0)               # seed of the test mazes
+    calibration_mazes: int = count(30)    # held-out mazes the calibrator is fitted on
+    calibration_seed: int = count(1, 0)   # their seed (must differ from seed)
+    rounds: int = count(4)
+    samples: int = count(5)
+    advance: MazeAdvance = MazeAdvance.path
+    tell_partner: bool = False            # full steps: ask for a message to the partner (R7)
+    chunk: int = count(10)                # episodes per kept chunk of each run
+    llm: LLMBlock = field(default_factory=LLMBlock)
+    out_dir: str = MISSING
+
+    def check(self) -> None:
+        if self.seed == self.calibration_seed:
+            raise ConfigValueError("calibration_seed", self.calibration_seed,
+                                   f"a seed other than seed={self.seed} (the calibrator is "
+                                   "fitted on other mazes)")
+        names = [s.name for s in self.steps]
+        for s in self.steps:
+            if not s.name or "/" in s.name or names.count(s.name) > 1:
+                raise ConfigValueError("steps.name", s.name, "a unique name without '/'")
+            fitted = s.setting == MazeSetting.verbalized_calibrated
+            if fitted != (s.calibration is not None):
+                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
+                                       "the name of a held-out verbalized step, given exactly "
+                                       "for verbalized_calibrated")
+            if fitted and s.calibration not in names[: names.index(s.name)]:
+                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
+                                       f"an earlier step of {names}")
+
+
 SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
-           "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl}
+           "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl,
+           "collabgap": Collabgap}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

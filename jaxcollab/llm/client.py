@@ -122,7 +122,8 @@ class Reply:
     ``queue_s`` (seconds the request waited in this client before it was sent), ``refused``
     (HTTP 4xx content-policy refusal; ``text`` then holds the error message) and ``failure``
     (``"context_length"``: the server refused the prompt as longer than its context; never
-    cached)."""
+    cached) and ``reasoning`` (the reasoning text a server returns apart from the content, in
+    the message's ``reasoning_content`` or ``reasoning`` field; "" if none)."""
 
     text: str
     tool_calls: tuple[dict, ...] = ()
@@ -133,6 +134,7 @@ class Reply:
     refused: bool = False
     queue_s: float = 0.0
     failure: str = ""
+    reasoning: str = ""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self) | {"tool_calls": list(self.tool_calls)}
@@ -575,4 +577,5 @@ def _reply(data: dict, wall: float) -> Reply:
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         latency_s=round(served if 0 < served <= wall else wall, 6),
+        reasoning=_text(msg.get("reasoning_content") or msg.get("reasoning")),
     )

@@ -2,21 +2,32 @@
 (§6, LLM setup; appendix "Experimental details").
 
 Per maze step the two agents alternate for K rounds (default 4), agent 0 first. Each prompt holds
-(i) the agent's legend-annotated masked maze (the environment's observation row), (ii) the moves
-taken so far and (iii) the partner's most recent message; the agent answers a move after ``~`` and,
-in the verbalized settings, a probability vector over ``d r u l`` after ``%``. The team's move is
-the last speaker's; one wrong move ends the maze. Communication settings (what of the partner's
-response is passed on): ``full`` (the whole response), ``action`` (the move), ``verbalized`` (the
-reported vector), ``verbalized_calibrated`` (the reported vector after per-round conversation
-calibrators fitted on the transcripts of a held-out ``verbalized`` run, paper Algorithm 1 / R3:
-inputs ``log r_k`` and ``log r_{k−1}``), ``sampled`` (M independent responses per round, their
-empirical move distribution) and ``solo`` (one agent sees the full maze, one query per step). In
-the probability settings a round's move is the one given the highest probability (paper §6: "the
-answer assigned the highest probability value"), the ``~`` move when no vector was read. Defaults
-follow the paper: temperature 1.0, maze success with a 90 % bootstrap interval, and per-round
-(conversation) calibration loss of the communicated vectors. Episode ``i`` plays maze instance
-``i`` of the run's seed, as every other team does (the paper's 30 mazes x 10 rollouts is not
-expressed: each episode is its own maze).
+(i) the round number, (ii) the agent's legend-annotated masked maze (the environment's
+observation row), (iii) the moves taken so far and (iv) the partner's most recent message; the
+agent answers a move after ``~`` and, in the probability settings and ``full``, a probability
+vector over ``d r u l`` after ``%``. Communication settings (what of the partner's response is
+passed on): ``full`` (the whole response, with the reasoning text when the server returns it
+apart: R7), ``action`` (the move), ``verbalized`` (the reported vector), ``verbalized_calibrated``
+(the reported vector after per-round conversation calibrators fitted on the transcripts of a
+held-out ``verbalized`` run, paper Algorithm 1 / R3: inputs ``log r_k`` and ``log r_{k−1}``),
+``verbalized_naive`` (R4's naive rare-action correction: a vector whose highest probability is
+on up or left becomes 0.5 down / 0.5 right, in context), ``sampled`` (M independent responses
+per round, their empirical move distribution) and ``solo`` (one agent sees the full maze, one
+query per step). A round's move is the one given the highest probability (paper §6: "the answer
+assigned the highest probability value"; ties go to the first of ``d r u l``), the ``~`` move
+when no vector was read.
+
+How the team advances (``advance``): ``team`` (the last speaker's move is applied; one wrong
+move ends the maze) or ``path`` (the team is walked along the maze's unique path whatever it
+decides, so every round of every step is scored, as the trained transformers are scored on
+every path step, paper App. E). Along the path the prompts of a step depend only on the
+position, the moves so far and the earlier rounds of that step, so a ``path`` run's round-k
+maze success is that of a team committing round k's move (the first wrong one would end its
+maze), for every round from one run (:mod:`jaxcollab.llm.maze_results`); its last round is the
+``team`` game itself.
+Episode ``i`` plays maze instance ``i`` of the run's seed, as every other team does (with
+``maze.rollouts=R``, episode ``e`` is rollout ``e % R`` of maze ``e // R``: the paper's 30 mazes x
+10 rollouts). Defaults follow the paper: temperature 1.0.
 """
 
 from __future__ import annotations
@@ -34,18 +45,19 @@ from jaxcollab.collab.calibration import (
     features,
     fit_rounds,
 )
-from jaxcollab.collab.metrics import (
-    conversation_calibration_error,
-    event_probs,
-    self_calibration_error,
-)
-from jaxcollab.envs.maze.generator import MOVE_CHARS
+from jaxcollab.envs.maze.generator import MOVE_CHARS, MOVE_DELTAS
+from jaxcollab.envs.maze.text import UNSEEN, WALL
 from jaxcollab.llm.bridge import Episode, Game, Turn, clip
-from jaxcollab.llm.client import Request
+from jaxcollab.llm.client import Reply, Request
 from jaxcollab.llm.parse import Parsed
 
 #: Communication settings (module docstring).
-SETTINGS = ("full", "action", "verbalized", "verbalized_calibrated", "sampled", "solo")
+SETTINGS = ("full", "action", "verbalized", "verbalized_calibrated", "verbalized_naive",
+            "sampled", "solo")
+#: Settings whose round result is the reported probability vector.
+VERBALIZED = ("verbalized", "verbalized_calibrated", "verbalized_naive")
+#: How the team advances (module docstring).
+ADVANCE = ("team", "path")
 _MOVE = re.compile(r"~[ \t]*(down|right|up|left|[drul])(?![a-z])", re.I)
 _NUM = r"(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?"
 _SEP = r"[ \t]*[,;]?[ \t]*"
@@ -68,34 +80,46 @@ def annotated(grid: str) -> str:
 def merge_views(rows: np.ndarray) -> np.ndarray:
     """The full maze from the two complementary masked rows (solo, paper §6: "given the full
     maze directly"): each cell from the agent that sees it (``?`` is where a mask hides it)."""
-    from jaxcollab.envs.maze.text import UNSEEN
-
     return np.where(rows[0] == UNSEEN, rows[1], rows[0])
 
 
-def system_prompt(setting: str, rounds: int) -> str:
-    """The instructions for ``setting`` (paper §6 LLM setup).
+def system_prompt(setting: str, rounds: int, tell_partner: bool = False) -> str:
+    """The instructions for ``setting`` (paper §6 LLM setup; the wording is ours). With
+    ``tell_partner`` (``full`` only) the agent is also asked to write its partner a message,
+    as R7 modifies the prompt for models whose reasoning the API keeps hidden.
 
     Raises:
-        ValueError: unknown setting, or ``verbalized_calibrated`` (needs a fitted calibrator).
+        ValueError: unknown setting, or ``tell_partner`` with another setting than ``full``.
     """
     if setting not in SETTINGS:
         raise ValueError(f"unknown communication setting {setting!r}; valid: {SETTINGS}")
+    if tell_partner and setting != "full":
+        raise ValueError(f"maze.tell_partner=true asks for a message to pass on whole: setting "
+                         f"'full' only, got {setting!r}")
     legend = ("Legend: # wall, . open cell, ? cell you cannot see, @ the team's current "
               "position. Rows are numbered from the top, columns from the left. The path starts "
               "at row 1, column 1 and ends at the bottom-right cell; exactly one path of open "
               "cells leads there. Moves: d (down), r (right), u (up), l (left).")
+    # R7: "full" keeps the prompt of the probability settings ("asks the model for its
+    # uncertainty"), so the passed-on response holds the reasoning and the vector.
     probs = (" Then give your probability for each move, in the order d, r, u, l, after the "
-             "delimiter %, e.g. % 0.6, 0.3, 0.05, 0.05." if setting.startswith("verbalized")
+             "delimiter %, e.g. % 0.6, 0.3, 0.05, 0.05." if setting in (*VERBALIZED, "full")
              else "")
+    passed = {"full": " Your whole response, reasoning included, is passed to your partner.",
+              "action": " Your partner receives only your move.",
+              "sampled": " Your partner receives the distribution of several answers like "
+                         "yours."}.get(setting, " Your partner receives only your probabilities."
+                                       if setting in VERBALIZED else "")
     if setting == "solo":
         task = "You see the whole maze. Choose the team's next move along the path."
     else:
         task = (f"You and a partner each see a different half of the maze. You talk for "
                 f"{rounds} rounds before each move, taking turns; the last speaker's move is the "
-                f"team's. A single wrong move ends the maze.")
-    return (f"{task}\n\n{legend}\n\nThink briefly, then give your move after the delimiter ~, "
-            f"e.g. ~d.{probs}")
+                f"team's. A single wrong move ends the maze.{passed}")
+    think = ("Think briefly, then write your partner a message: what you see that it may not "
+             "and what you conclude. Then give your move" if tell_partner else
+             "Think briefly, then give your move")
+    return f"{task}\n\n{legend}\n\n{think} after the delimiter ~, e.g. ~d.{probs}"
 
 
 def _answers(pattern: re.Pattern, text: str) -> list[re.Match]:
@@ -142,6 +166,44 @@ def _describe(probs: np.ndarray) -> str:
     return ", ".join(f"{_NAMES[c]} {p:.2f}" for c, p in zip(MOVE_CHARS, probs))
 
 
+def naive_rare_action(probs: np.ndarray) -> np.ndarray:
+    """R4's naive rare-action correction (paper §6): a vector whose highest probability is on
+    up or left becomes 0.5 down / 0.5 right; any other vector is kept. float ``[4]``."""
+    if int(np.argmax(probs)) >= 2:  # u or l (move order d r u l)
+        return np.array([0.5, 0.5, 0.0, 0.0])
+    return probs
+
+
+def solve_path(grid: np.ndarray, shape: tuple[int, int]) -> list[int]:
+    """The move ids of the path from the top-left to the bottom-right cell of a full maze
+    (tokens ``[H·W]``, any non-wall cell open), by breadth-first search: the maze's unique
+    path (the generator keeps only mazes with one simple path).
+
+    Raises:
+        ValueError: no path (not a generated maze).
+    """
+    h, w = shape
+    open_ = np.asarray(grid).reshape(h, w) != WALL
+    came: dict[tuple[int, int], tuple[tuple[int, int], int]] = {(0, 0): ((0, 0), -1)}
+    frontier = [(0, 0)]
+    while frontier and (h - 1, w - 1) not in came:
+        nxt = []
+        for r, c in frontier:
+            for m, (dr, dc) in enumerate(MOVE_DELTAS):
+                cell = (r + int(dr), c + int(dc))
+                if 0 <= cell[0] < h and 0 <= cell[1] < w and open_[cell] and cell not in came:
+                    came[cell] = ((r, c), m)
+                    nxt.append(cell)
+        frontier = nxt
+    if (h - 1, w - 1) not in came:
+        raise ValueError("no path from the top-left to the bottom-right cell")
+    moves, cell = [], (h - 1, w - 1)
+    while cell != (0, 0):
+        cell, m = came[cell]
+        moves.append(m)
+    return moves[::-1]
+
+
 class MazeGame(Game):
     """Host side of the maze protocol.
 
@@ -150,23 +212,31 @@ class MazeGame(Game):
         setting: a communication setting (:data:`SETTINGS`).
         rounds: K rounds of conversation per maze step (paper: 4).
         samples: M responses per round in the ``sampled`` setting.
+        calibrator: the per-round conversation calibrators of ``verbalized_calibrated``.
+        advance: ``team`` or ``path`` (module docstring).
+        tell_partner: ask for a message to the partner (``full`` only; :func:`system_prompt`).
 
     Raises:
-        ValueError: bad setting, ``rounds < 1`` or ``samples < 1``.
+        ValueError: bad setting or advance, ``rounds < 1`` or ``samples < 1``, a calibrator
+            given to another setting than ``verbalized_calibrated`` or missing there,
+            ``tell_partner`` outside ``full``.
     """
 
     roles = ("agent0", "agent1", "solo")
 
     def __init__(self, env, setting: str = "action", rounds: int = 4, samples: int = 5,
-                 calibrator: Calibrator | None = None):
+                 calibrator: Calibrator | None = None, advance: str = "team",
+                 tell_partner: bool = False):
         if int(rounds) < 1 or int(samples) < 1:
             raise ValueError(f"need rounds >= 1 and samples >= 1, got {rounds!r}, {samples!r}")
-        self.system = system_prompt(setting, int(rounds))
+        if advance not in ADVANCE:
+            raise ValueError(f"maze.advance must be one of {ADVANCE}, got {advance!r}")
+        self.system = system_prompt(setting, int(rounds), bool(tell_partner))
         if (setting == "verbalized_calibrated") != (calibrator is not None):
             raise ValueError("setting 'verbalized_calibrated' needs a calibrator (fit_calibrator "
                              "on a held-out 'verbalized' run: maze.calibration_dir=DIR), and only "
                              f"it takes one; got setting {setting!r}")
-        self.env, self.setting, self.calibrator = env, setting, calibrator
+        self.env, self.setting, self.calibrator, self.advance = env, setting, calibrator, advance
         self.rounds = 1 if setting == "solo" else int(rounds)
         self.samples = int(samples) if setting == "sampled" else 1
 
@@ -176,51 +246,64 @@ class MazeGame(Game):
     def noop(self):
         return np.zeros(2, np.int32)
 
-    def _message(self, reply: str, move, probs) -> str:
-        """What the partner receives of a response in this setting."""
+    def _message(self, reply: Reply, move, probs) -> str:
+        """What the partner receives of a response in this setting (``full``: the reasoning
+        text the server returned apart, then the reply; R7)."""
         if self.setting == "full":
-            return reply
+            return clip("\n\n".join(t for t in (reply.reasoning, reply.text) if t))
         if move is None:
             return "(no answer)"
         if self.setting == "action":
             return MOVE_CHARS[move]
         return _describe(probs)
 
+    def _prompt(self, ep: Episode, k: int, speaker: str, obs: np.ndarray, taken: str,
+                last_msg: str) -> tuple[dict, ...]:
+        row = merge_views(obs) if speaker == "solo" else obs[k % 2]
+        parts = [] if speaker == "solo" else [f"Round {k + 1} of {self.rounds}."]
+        parts += [annotated(self.env.render_observation(row, k % 2)),
+                  f"Moves so far: {' '.join(taken) if taken else '(none)'}"]
+        if k > 0:
+            parts.append(f"Your partner's latest message: {last_msg}")
+        note = ep.take_note(speaker)
+        if note:
+            parts.append(note)
+        return ({"role": "system", "content": self.system},
+                {"role": "user", "content": "\n\n".join(parts)})
+
     def turn(self, ep: Episode, step: int, obs: np.ndarray) -> Turn:
         taken = ep.data.setdefault("moves", "")
         last_msg, team_move, prev_raw = "", None, None
         for k in range(self.rounds):
             speaker = "solo" if self.setting == "solo" else f"agent{k % 2}"
-            row = merge_views(obs) if speaker == "solo" else obs[k % 2]
-            parts = [annotated(self.env.render_observation(row, k % 2)),
-                     f"Moves so far: {' '.join(taken) if taken else '(none)'}"]
-            if k > 0:
-                parts.append(f"Your partner's latest message: {last_msg}")
-            note = ep.take_note(speaker)
-            if note:
-                parts.append(note)
-            req_msgs = ({"role": "system", "content": self.system},
-                        {"role": "user", "content": "\n\n".join(parts)})
-            reqs = [Request(speaker, req_msgs, nonce=f"{ep.index}:{step}:{k}:{m}")
+            messages = self._prompt(ep, k, speaker, obs, taken, last_msg)
+            reqs = [Request(speaker, messages, nonce=f"{ep.index}:{step}:{k}:{m}")
                     for m in range(self.samples)]
             replies = yield reqs
-            parsed_all = [parse_move(r.text, self.setting.startswith("verbalized"))
-                          for r in replies]
+            parsed_all = [parse_move(r.text, self.setting in VERBALIZED) for r in replies]
             for req, reply, (_, _, parsed) in zip(reqs, replies, parsed_all):
                 parsed = self.refusal(reply) if reply.refused or reply.failure else parsed
                 ep.record(speaker, step, req, reply, parsed, round=k)
             move, probs = self._round_result(parsed_all)
             raw = probs
-            if self.calibrator is not None and probs is not None:
+            if probs is not None and self.calibrator is not None:
                 probs = self._calibrate(k, probs, prev_raw)
+            elif probs is not None and self.setting == "verbalized_naive":
+                probs = naive_rare_action(probs)
+            if probs is not None and self.setting in VERBALIZED:
                 move = int(np.argmax(probs))
             prev_raw = raw
             team_move = move if move is not None else team_move
             ep.data.setdefault("rounds", []).append(
-                {"step": step, "round": k, "probs": None if probs is None else probs.tolist(),
+                {"step": step, "round": k, "move": move,
+                 "probs": None if probs is None else probs.tolist(),
                  "raw": None if raw is None else raw.tolist()})
-            last_msg = self._message(clip(replies[0].text), move, probs)
+            last_msg = self._message(replies[0], move, probs)
         move = 0 if team_move is None else team_move  # no valid move at all: "d" (documented)
+        if self.advance == "path":  # walked along the path: the true move, whatever was decided
+            if "path" not in ep.data:  # solved once, from the two views at the start
+                ep.data["path"] = solve_path(merge_views(obs), self.env.shape)
+            move = ep.data["path"][step]
         ep.data["moves"] = taken + MOVE_CHARS[move]
         return np.full(2, move, np.int32)
 
@@ -234,7 +317,8 @@ class MazeGame(Game):
         return np.asarray(jnp.exp(apply_calibrator(cal, feats)), np.float64)
 
     def _round_result(self, parsed_all) -> tuple[int | None, np.ndarray | None]:
-        """The round's move and communicated distribution (one-hot for a bare move)."""
+        """The round's move and communicated distribution (one-hot for a bare move; the
+        reported vector in the probability settings and ``full``)."""
         moves = [m for m, _, p in parsed_all if m is not None]
         if self.setting == "sampled":
             if not moves:
@@ -242,60 +326,11 @@ class MazeGame(Game):
             probs = np.bincount(moves, minlength=4) / len(moves)
             return int(np.argmax(probs)), probs
         move, probs, _ = parsed_all[0]
-        if probs is not None and self.setting.startswith("verbalized"):
+        if probs is not None and self.setting in (*VERBALIZED, "full"):
             return int(np.argmax(probs)), probs
-        if move is not None and probs is None:
+        if move is not None:
             probs = np.eye(4)[move]
         return move, probs
-
-
-def bootstrap_success(success: np.ndarray, n_boot: int = 2000, level: float = 0.9,
-                      seed: int = 0) -> dict:
-    """Mean maze success and its bootstrap interval pooled across mazes.
-
-    Args:
-        success: bool/float ``[n_mazes, n_rollouts]``.
-
-    Returns:
-        ``{"mean", "ci_low", "ci_high", "level"}``: rollouts are resampled within each maze
-        (pooled variance across mazes, paper §6) and the percentile interval of the mean taken.
-    """
-    success = np.asarray(success, float)
-    rng = np.random.default_rng(seed)
-    m, r = success.shape
-    idx = rng.integers(0, r, (n_boot, m, r))
-    means = success[np.arange(m)[None, :, None], idx].mean(axis=(1, 2))
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return {"mean": float(success.mean()), "ci_low": float(lo), "ci_high": float(hi),
-            "level": level}
-
-
-def calibration_by_round(rounds: list[dict], labels: dict[int, int], n_rounds: int,
-                         n_bins: int = 10) -> list[float | None]:
-    """Calibration loss of the communicated vectors per round: self-calibration error in round
-    1, conversation-calibration error against the previous round's vector after (paper §6,
-    Fig. 7b). ``rounds``: records ``{"step", "round", "probs"}`` of one rollout in order;
-    ``labels``: true move per step. Rounds without vectors give ``None``."""
-    out = []
-    by_step: dict[int, dict[int, list]] = {}
-    for r in rounds:
-        by_step.setdefault(r["step"], {})[r["round"]] = r["probs"]
-    for k in range(n_rounds):
-        rows = [(v[k], v.get(k - 1), labels[s]) for s, v in by_step.items()
-                if s in labels and v.get(k) is not None and (k == 0 or v.get(k - 1) is not None)]
-        if not rows:
-            out.append(None)
-            continue
-        p = np.array([a for a, _, _ in rows], np.float32)
-        y = np.array([c for _, _, c in rows], np.int32)
-        if k == 0:
-            pe, ye, _ = event_probs(p, y)
-            out.append(float(self_calibration_error(pe, ye, n_bins=n_bins)))
-        else:
-            prev = np.array([b for _, b, _ in rows], np.float32)
-            pe, ye, pp = event_probs(p, y, prev)
-            out.append(float(conversation_calibration_error(pe, pp, ye, n_bins=n_bins)))
-    return out
 
 
 def fit_conversation_calibrator(records: list[dict], rounds: int) -> Calibrator:

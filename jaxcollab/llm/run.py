@@ -280,6 +280,9 @@ class RunConfig:
     rounds: int = 4
     samples: int = 5
     calibration_dir: str | None = None
+    advance: str = "team"
+    rollouts: int = 1
+    tell_partner: bool = False
 
     def options(self, llm: LLMConfig, cache_path=None) -> dict:
         """The run config this stands for (the keys ``eval/rollout.py`` reads)."""
@@ -294,7 +297,9 @@ class RunConfig:
                 "bomb": {"hint": self.hint, "solo_player": self.solo},
                 "ktane": {"mode": self.mode, "reflection": self.reflection},
                 "maze": {"setting": self.setting, "rounds": self.rounds,
-                         "samples": self.samples, "calibration_dir": self.calibration_dir}}
+                         "samples": self.samples, "calibration_dir": self.calibration_dir,
+                         "advance": self.advance, "rollouts": self.rollouts,
+                         "tell_partner": self.tell_partner}}
 
 
 def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=None) -> dict:

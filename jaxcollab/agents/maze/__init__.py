@@ -2,6 +2,9 @@
 shared by every team (oracle, LLM), the exporter and the LLM game.
 
 ``python eval/rollout.py env=maze/split-6x6 agent=oracle episodes=N`` (or ``agent=llm``).
+``maze.rollouts=R`` plays each of the ``episodes`` mazes R times (episode ``e`` is rollout
+``e % R`` of maze ``e // R``, maze ``m`` the run's instance ``m``: the paper's 30 mazes x 10
+rollouts, Narrowing the Collaboration Gap, Probably, §6).
 """
 
 from __future__ import annotations
@@ -57,26 +60,27 @@ def summary(final: Mapping[str, np.ndarray]) -> dict:
 
 
 def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
-    """Play ``spec.episodes`` episodes of each maze environment with ``player`` (keys
-    ``episode_keys(seed, episodes)``), ``spec.chunk`` at a time (resumable,
-    :func:`~jaxcollab.scale.preempt.resumable_episodes`).
+    """Play ``spec.episodes`` mazes (keys ``episode_keys(seed, episodes)``) ``maze.rollouts``
+    times each (module docstring) on each maze environment with ``player``, ``spec.chunk``
+    episodes at a time (resumable, :func:`~jaxcollab.scale.preempt.resumable_episodes`).
 
     Returns:
         ``agent``, the :func:`summary` keys over every environment, and ``per_env.<name>`` (the
         same keys) when several environments are given.
     """
     keys = np.asarray(spec.keys())
+    rollouts = int(spec.options.get("maze", {}).get("rollouts", 1))
+    episodes = np.arange(spec.episodes * rollouts)
     finals = {}
     for name in env_names:
         env = make(name)
 
         def run(rows, env=env, name=name):
-            final = player.play(env, keys[rows], env.default_params,
+            final = player.play(env, keys[rows // rollouts], env.default_params,
                                 [(name, int(r)) for r in rows])
             return {f: np.asarray(getattr(final, f)) for f in FIELDS}
 
-        finals[name] = preempt.resumable_episodes(run, np.arange(spec.episodes),
-                                                  min(spec.chunk, spec.episodes),
+        finals[name] = preempt.resumable_episodes(run, episodes, min(spec.chunk, len(episodes)),
                                                   spec.env_dir(name))
     pooled = {f: np.concatenate([x[f] for x in finals.values()]) for f in FIELDS}
     out = {"agent": player.name, **summary(pooled)}
@@ -87,14 +91,16 @@ def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 def _llm_game(env_name: str, env, params, options: Mapping):
     """:class:`~jaxcollab.llm.maze.MazeGame` with ``maze.setting``, ``maze.rounds``,
-    ``maze.samples`` (and the calibrator fitted on ``maze.calibration_dir``)."""
+    ``maze.samples``, ``maze.advance``, ``maze.tell_partner`` (and the calibrator fitted on
+    ``maze.calibration_dir``)."""
     from jaxcollab.llm.maze import MazeGame
 
     block = options.get("maze", {})
     cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4)) \
         if block.get("setting") == "verbalized_calibrated" else None
     return MazeGame(env, block.get("setting", "action"), block.get("rounds", 4),
-                    block.get("samples", 5), cal)
+                    block.get("samples", 5), cal, block.get("advance", "team"),
+                    block.get("tell_partner", False))
 
 
 @functools.lru_cache(maxsize=4)
@@ -119,30 +125,27 @@ def _data(state) -> dict:
 
 
 def _llm_summary(records: list[dict], options: Mapping) -> dict:
-    """``step_accuracy_by_round`` (round ``k``'s stated move equals the true move, over the
-    steps played), ``calibration_loss_by_round`` and the bootstrap interval of the success
-    rate (``success_interval``: mean, 90 % interval; paper §6)."""
-    from jaxcollab.llm.maze import bootstrap_success, calibration_by_round
+    """``protocols.<maze.setting>``: the run's results by round in the layout of the trained
+    transformers' maze runs (``rounds``, ``maze_success``, ``step_accuracy``, with 90 %
+    bootstrap intervals, calibration loss and confidence histograms;
+    :func:`jaxcollab.llm.maze_results.by_round`). With ``maze.advance=path`` the team walked
+    the whole path, so ``success_rate`` / ``maze_success``, ``step_accuracy`` and ``endings``
+    are those of its last-round decisions (the first wrong one ends the maze), not the walk's."""
+    from jaxcollab.llm.maze_results import by_round
 
     block = options.get("maze", {})
-    n_rounds = 1 if block.get("setting") == "solo" else int(block.get("rounds", 4))
-    hits = np.zeros(n_rounds)
-    seen = np.zeros(n_rounds)
-    losses = []
-    for r in records:
-        labels = dict(enumerate(r["data"]["labels"]))
-        for x in r["data"].get("rounds", []):
-            if x["step"] in labels and x["round"] < n_rounds:
-                seen[x["round"]] += 1
-                hits[x["round"]] += x["probs"] is not None and \
-                    int(np.argmax(x["probs"])) == labels[x["step"]]
-        losses.append(calibration_by_round(r["data"].get("rounds", []), labels, n_rounds))
-    loss = np.array([[np.nan if v is None else v for v in row] for row in losses], float)
-    success = np.array([[r["success"]] for r in records], float)
-    return {"step_accuracy_by_round": [float(h / s) if s else None for h, s in zip(hits, seen)],
-            "calibration_loss_by_round": [None if np.all(np.isnan(c)) else float(np.nanmean(c))
-                                          for c in loss.T] if len(loss) else [],
-            "success_interval": bootstrap_success(success) if len(success) else None}
+    setting, advance = block.get("setting", "action"), block.get("advance", "team")
+    n_rounds = 1 if setting == "solo" else int(block.get("rounds", 4))
+    curves = by_round(records, n_rounds, int(block.get("rollouts", 1)), advance)
+    out = {"protocols": {setting: curves}}
+    rate = curves["maze_success"][-1]
+    if advance == "path" and rate is not None:
+        n = curves["mazes"] * curves["rollouts"]
+        out |= {"success_rate": rate, "maze_success": rate,
+                "step_accuracy": curves["step_accuracy"][-1],
+                "endings": {"running": 0, "success": round(rate * n),
+                            "wrong_move": n - round(rate * n), "truncated": 0}}
+    return out
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
@@ -151,6 +154,10 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     for name in env_names:
         if not isinstance(make(name), MazeEnv):
             raise ConfigValueError("env", name, "a maze environment")
+    block = options.get("maze", {})
+    if block.get("tell_partner") and block.get("setting") != "full":
+        raise ConfigValueError("maze.tell_partner", True, "false unless maze.setting=full "
+                               f"(the setting is {block.get('setting')!r})")
 
 
 #: The maze family's plug-in (:mod:`jaxcollab.core.family`).
@@ -161,7 +168,8 @@ FAMILY = Family(
     export=lambda name, n, seed, options: export_instances(name, n, seed),
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
                 data=_data, summary=_llm_summary),
-    config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None}},
+    config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None,
+                     "advance": "team", "rollouts": 1, "tell_partner": False}},
     check=_check,
 )
 register_family(FAMILY)
