@@ -195,13 +195,24 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.ktane.KtaneGame` under the run's ruleset, ``ktane.mode`` and
-    ``ktane.reflection``."""
+    """:class:`~jaxcollab.llm.ktane.KtaneGame` under the run's ruleset, ``ktane.mode``,
+    ``ktane.reflection``, ``ktane.view`` and ``ktane.solo``."""
     from jaxcollab.llm.ktane import KtaneGame
 
     block = options.get("ktane", {})
     return KtaneGame(env, block.get("mode", "sync"), block.get("reflection", True),
-                     _rules(options))
+                     _rules(options), block.get("view", "gptnt"), block.get("solo"))
+
+
+def _llm_summary(records: list[dict], options: Mapping) -> dict:
+    """``messages_sent``: messages each player sent per episode, counted by the host (in
+    async mode the Expert may send several within one Defuser slot, which the environment's
+    ``n_messages`` counts once)."""
+    if not records:
+        return {}
+    sent = [r["data"].get("messages_sent", {}) for r in records]
+    players = sorted({p for s in sent for p in s})
+    return {"messages_sent": {p: float(np.mean([s.get(p, 0) for s in sent])) for p in players}}
 
 
 def _outcome(state) -> tuple[bool, str]:
@@ -212,9 +223,13 @@ def _outcome(state) -> tuple[bool, str]:
 def _check(env_names: Sequence[str], options: Mapping) -> None:
     from jaxcollab.io.schema import ConfigValueError
 
-    mode = options.get("ktane", {}).get("mode", "sync")
-    if mode not in ("sync", "async"):
-        raise ConfigValueError("ktane.mode", mode, "sync or async")
+    block = options.get("ktane", {})
+    for key, valid, default in (("mode", ("sync", "async"), "sync"),
+                                ("view", ("gptnt", "full"), "gptnt"),
+                                ("solo", (None, "with_manual", "no_manual"), None)):
+        if block.get(key, default) not in valid:
+            raise ConfigValueError(f"ktane.{key}", block.get(key),
+                                   " or ".join("null" if v is None else v for v in valid))
     for name in env_names:
         if not isinstance(make(name), KtaneEnv):
             raise ConfigValueError("env", name, "a Keep-Talking environment")
@@ -228,9 +243,10 @@ FAMILY = Family(
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
         name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
-    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6,  # GPTNT app. H
+                summary=_llm_summary),
     config={"ruleset": "vanilla", "ruleset_seed": 0,
-            "ktane": {"mode": "sync", "reflection": True}},
+            "ktane": {"mode": "sync", "reflection": True, "view": "gptnt", "solo": None}},
     check=_check,
 )
 register_family(FAMILY)
