@@ -146,6 +146,13 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
         ``episodes_per_second`` (episodes played in this call / their summed run time,
         compile excluded; None if every chunk was loaded) and ``per_module`` (name → the same
         keys plus ``mean_messages`` per role, when several environments are given).
+        Where fixed missions are played (seeded, e.g. ``ktane/missions/single`` or
+        ``ktane/missions/multi``): ``pass_at_1``, GPTNT's metric (§5, App. I), the mean over
+        those missions of each one's success rate (each mission is one fixed bomb: with one
+        episode per mission, the fraction solved at the first attempt; with ``n``, the
+        unbiased estimate ``c / n`` per mission), ``pass_at_1_missions`` (how many), and
+        ``pass_at_1_by_module`` (single-module missions grouped by module type, as GPTNT's
+        per-module tables).
 
     Raises:
         ValueError: unknown agent, ruleset or a bad ruleset seed, or a non-ktane environment;
@@ -153,11 +160,13 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
     """
     rules = make_ruleset(ruleset, ruleset_seed)
     player = scripted(agent, rules) if isinstance(agent, str) else agent
-    runs = {}
+    runs, missions = {}, {}
     for name in env_names:
         env = make(name)
         if not isinstance(env, KtaneEnv):
             raise ValueError(f"{name!r} is not a ktane environment")
+        if env.mission.seed is not None:
+            missions[name] = env.mission.modules
         runs[name] = run_env(env, player, episodes, seed, chunk,
                              None if save_dir is None else Path(save_dir) / name.replace("/", "-"),
                              rules, name)
@@ -179,9 +188,23 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
         "messages_per_module": mean("messages_per_module"),
         "episodes_per_second": _overall_rate(list(runs.values())),
     }
+    if missions:
+        result |= _pass_at_1({n: runs[n]["success_rate"] for n in missions}, missions)
     if len(runs) > 1:
         result["per_module"] = runs
     return result
+
+
+def _pass_at_1(success: dict[str, float], modules: dict[str, tuple[str, ...]]) -> dict:
+    """GPTNT's pass@1 over fixed missions (:func:`evaluate`): ``success`` mission → success
+    rate, ``modules`` mission → its module types."""
+    by_module: dict[str, list[float]] = {}
+    for name, mods in modules.items():
+        if len(mods) == 1:
+            by_module.setdefault(mods[0], []).append(success[name])
+    return {"pass_at_1": float(np.mean(list(success.values()))),
+            "pass_at_1_missions": len(success),
+            "pass_at_1_by_module": {m: float(np.mean(v)) for m, v in sorted(by_module.items())}}
 
 
 def _rules(options: Mapping) -> Ruleset:
