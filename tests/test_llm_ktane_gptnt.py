@@ -6,7 +6,11 @@ replies arrive late); solo runs end to end; pass@1 on mission sets."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -134,7 +138,8 @@ def test_simon_flashes_are_frames_not_a_list(board):
     assert "[A] red [B] blue [C] green [D] yellow" in text
     solved = defuser_text(row(board, zoom=np.int32(1), modules=staged,
                               solved=np.array([False, True, False, False])), 30.0)
-    assert "buttons lit (16 frames 0.25 s apart, oldest first): " + " ".join(["dark"] * 16) in solved
+    dark = " ".join(["dark"] * 16)
+    assert f"buttons lit (16 frames 0.25 s apart, oldest first): {dark}" in solved
 
 
 def test_maze_is_drawn_as_a_grid(board):
@@ -359,3 +364,24 @@ def test_pass_at_1_on_a_mission_set():
     assert results["pass_at_1_by_module"] == {"wires": pytest.approx(np.mean(rates))}
     fresh = ktane_evaluate(["ktane/wires"], "random", 8, 0, chunk=8)  # fresh bombs: no pass@1
     assert "pass_at_1" not in fresh
+
+
+@pytest.mark.slow
+def test_readme_solo_command_as_a_subprocess(fast, tmp_path):
+    """The README's ``python eval/rollout.py env=ktane/missions/single agent=llm …
+    ktane.solo=no_manual episodes=1`` on one mission of the set: pass@1 in its results."""
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "solo"
+    done = subprocess.run(
+        [sys.executable, "eval/rollout.py", "env=ktane/missions/single/wires/0", "agent=llm",
+         f"llm.base_url={fast.url}", "llm.model=good", "ktane.solo=no_manual", "episodes=1",
+         "ktane.reflection=false", f"out_dir={out}"],
+        cwd=root, env=dict(os.environ, JAX_PLATFORMS="cpu"), text=True, capture_output=True,
+        timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    # the server's player cuts wire B; this bomb's wire to cut is D: a strike, then time out
+    assert results["outcomes"]["timeout"] == 1 and results["mean_strikes"] == 1.0
+    assert results["pass_at_1"] == 0.0 and results["pass_at_1_missions"] == 1
+    assert results["pass_at_1_by_module"] == {"wires": 0.0}
+    assert set(results["tokens"]) == {"defuser", "total"}
