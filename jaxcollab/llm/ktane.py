@@ -362,9 +362,9 @@ class KtaneGame(Game):
             "clock_s": 0.0, "queue": {r: [] for r in ROLE_NAMES}, "pending": None,
             "expert_next_s": 0.0})
 
-    def _messages(self, ep: Episode, name: str, user: str | None) -> tuple[dict, ...]:
-        """The request of ``name``: system prompt, past exchanges and (if not None) the
-        current ``user`` message, kept within the context (:meth:`~.bridge.Game.fit`).
+    def _messages(self, ep: Episode, name: str, user: str) -> tuple[dict, ...]:
+        """The request of ``name``: system prompt, past exchanges and the current ``user``
+        message, kept within the context (:meth:`~.bridge.Game.fit`).
 
         The previous exchange shows that turn's ``prev`` view (``gptnt``: one unlabelled
         frame) or its whole view, older ones their ``brief`` (:data:`OMITTED` for the view:
@@ -378,8 +378,7 @@ class KtaneGame(Game):
             seen = h.get("prev", h["seen"]) if j == len(turns) - 1 else h.get("brief", h["seen"])
             messages += [{"role": "user", "content": seen},
                          {"role": "assistant", "content": clip(h["said"])}]
-        if user is not None:
-            messages.append({"role": "user", "content": user})
+        messages.append({"role": "user", "content": user})
         if role not in self.reads_manual:
             return self.fit(ep, messages)
         first = f"{MANUAL_HEADER}\n\n{self.manual}\n\n{messages[1]['content']}"
@@ -467,7 +466,7 @@ class KtaneGame(Game):
         note = ep.take_note(name)
         if note:
             parts.append(f"<execution-feedback>{note}</execution-feedback>")
-        user = "\n\n".join(parts) or "(Nothing new.)"
+        user = "\n\n".join(parts)
         rest = parts[1:] if view else parts
         brief = "\n\n".join([OMITTED, *rest]) if role == DEFUSER else user
         req = Request(name, self._messages(ep, name, user), nonce=nonce)
