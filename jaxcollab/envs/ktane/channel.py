@@ -18,8 +18,10 @@ Simon Says' flash timing is ours (the paper gives the pause between loops, 1 s, 
 not the flash length): each flash lights one frame and is followed by one dark frame, then the
 stage's sequence repeats after a 1 s pause, so one whole loop (at most 13 frames) fits in the
 16-frame window. The Morse light follows the module's timing (one dot unit = one frame); its
-loop starts at the letter the module's ``phase`` names at game time 0. A solved module's light
-stays dark. Simon's ``entered`` count is not shown: the game shows no such counter.
+loop starts at the letter the module's ``phase`` names at game time 0. GPTNT restarts Simon's
+loop when the Defuser zooms in or gets a strike (App. C.2.3); here both lights loop from game
+time 0. A solved module's light stays dark. Simon's ``entered`` count is not shown: the game
+shows no such counter.
 
 Everything here is host-side text from one int32 observation row; nothing reads hidden state.
 """
