@@ -221,12 +221,19 @@ def gptnt_system_prompt(role: int, mode: str, solo: str | None = None) -> str:
 
 def _mechanics(expert: bool, pair: bool, mode: str) -> str:
     """The game-mechanics part of :func:`gptnt_system_prompt`."""
-    clock = ("Time: the game is paused while either player thinks. Each of the Defuser's turns, "
-             "whatever it does, takes 3 seconds of game time; the Expert's turns take none. "
-             "After each strike the timer runs faster." if mode == "sync" else
-             "Time: the game clock runs continuously, also while the players think, and both "
-             "players act at the same time: the longer a reply takes, the more game time "
-             "passes. After each strike the timer runs faster.")
+    if not pair:
+        clock = ("Time: the game is paused while you think. Each of your turns, whatever you do, "
+                 "takes 3 seconds of game time." if mode == "sync" else
+                 "Time: the game clock runs continuously, also while you think: the longer a "
+                 "reply takes, the more game time passes.")
+    else:
+        clock = ("Time: the game is paused while either player thinks. Each of the Defuser's "
+                 "turns, whatever it does, takes 3 seconds of game time; the Expert's turns "
+                 "take none." if mode == "sync" else
+                 "Time: the game clock runs continuously, also while the players think, and "
+                 "both players act at the same time: the longer a reply takes, the more game "
+                 "time passes.")
+    clock += " After each strike the timer runs faster."
     queue = ("Messages: each message you send is delivered at the start of your partner's next "
              "turn after you send it; several messages may arrive together.")
     if expert:
