@@ -142,6 +142,21 @@ def test_simon_flashes_are_frames_not_a_list(board):
     assert f"buttons lit (16 frames 0.25 s apart, oldest first): {dark}" in solved
 
 
+def test_simon_loop_restarts_when_the_defuser_zooms_in(board):
+    """GPTNT App. C.2.3: the loop starts again from its first flash on a zoom in (here the
+    slot before the observation, 3 s earlier) or a strike."""
+    game = KtaneGame(board[0])
+    ep = Episode(0, {"defuser": [], "expert": []}, {})
+    zero = np.zeros_like(row(board))
+    first = describe(board, 1)["sequence"][0]
+    for step, zoom in enumerate((-1, -1, -1, -1, 1)):  # zoomed in by the action at 3 s
+        obs = np.stack([row(board, zoom=np.int32(zoom)), zero])
+        _, (req,) = play(game, ep, step, obs, lambda r: reply("do_nothing"))
+    line = next(x for x in req.messages[-1]["content"].splitlines() if x.startswith("buttons"))
+    assert line.split(": ")[1].split()[:5] == ["dark", "dark", "dark", first, "dark"]
+    assert ep.data["ktane"]["loop_start_s"] == 3.0 and ep.history["defuser"][-1]["clock_s"] == 6
+
+
 def test_maze_is_drawn_as_a_grid(board):
     maze = describe(board, 2)
     text = defuser_text(row(board, zoom=np.int32(2)), 3.0)

@@ -59,7 +59,7 @@ import numpy as np
 
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
-from jaxcollab.envs.ktane.channel import FRAMES, defuser_text
+from jaxcollab.envs.ktane.channel import FRAMES, defuser_text, loop_key
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, ROLE_NAMES
 from jaxcollab.envs.ktane.modules.base import (
     ACTION_LEN,
@@ -367,7 +367,7 @@ class KtaneGame(Game):
     def _state(self, ep: Episode) -> dict:
         return ep.data.setdefault("ktane", {
             "clock_s": 0.0, "queue": {r: [] for r in ROLE_NAMES}, "pending": None,
-            "expert_next_s": 0.0})
+            "expert_next_s": 0.0, "loop_start_s": 0.0})
 
     def _messages(self, ep: Episode, name: str, user: str) -> tuple[dict, ...]:
         """The request of ``name``: system prompt, past exchanges and the current ``user``
@@ -402,23 +402,28 @@ class KtaneGame(Game):
             return self.noop()
         return (yield from self._expert_turn(ep, step, obs, s["clock_s"]))
 
-    def _defuser_view(self, row: np.ndarray, now: float) -> tuple[str, str | None]:
+    def _defuser_view(self, ep: Episode, row: np.ndarray, now: float) -> tuple[str, str | None]:
         """The Defuser's current view at game time ``now``, and what stands for it once it is
         the previous one (``gptnt``: one unlabelled frame; ``full``: None, the view itself)."""
         if self.view == "full":
             return marks(self.env.render_observation(row, DEFUSER)), None
-        return (marks(defuser_text(row, now, frames=FRAMES)),
-                f"{PREVIOUS}\n{defuser_text(row, now, labels=False, frames=1)}")
+        start = self._state(ep)["loop_start_s"]
+        return (marks(defuser_text(row, now, frames=FRAMES, loop_start_s=start)),
+                f"{PREVIOUS}\n{defuser_text(row, now, labels=False, frames=1, loop_start_s=start)}")
 
     def _defuser_turn(self, ep: Episode, step: int, obs: np.ndarray, now: float) -> Turn:
         s = self._state(ep)
+        key = loop_key(obs[DEFUSER])  # a zoom or a strike in the last slot restarts Simon
+        if s.get("loop_key", key) != key:
+            s["loop_start_s"] = now - KT.TURN_S  # the slot's action came at its start
+        s["loop_key"] = key
         if s["pending"] is not None:  # async: an earlier decision still generating
             ready, action = s["pending"]
             if now < ready:
                 return self.noop()
             s["pending"] = None
             return action
-        view, prev = self._defuser_view(obs[DEFUSER], now)
+        view, prev = self._defuser_view(ep, obs[DEFUSER], now)
         verb, target, text, lag = yield from self._cycle(ep, DEFUSER, f"{ep.index}:{step}",
                                                          step, now, view, prev)
         action = self._action(DEFUSER, verb, target, text)

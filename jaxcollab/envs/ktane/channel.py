@@ -18,9 +18,10 @@ Simon Says' flash timing is ours (the paper gives the pause between loops, 1 s, 
 not the flash length): each flash lights one frame and is followed by one dark frame, then the
 stage's sequence repeats after a 1 s pause, so one whole loop (at most 13 frames) fits in the
 16-frame window. The Morse light follows the module's timing (one dot unit = one frame); its
-loop starts at the letter the module's ``phase`` names at game time 0. GPTNT restarts Simon's
-loop when the Defuser zooms in or gets a strike (App. C.2.3); here both lights loop from game
-time 0. A solved module's light stays dark. Simon's ``entered`` count is not shown: the game
+loop starts at the letter the module's ``phase`` names at game time 0. Simon's loop starts again
+from its first flash at ``loop_start_s``, which the caller sets to when the Defuser last zoomed
+or got a strike (GPTNT App. C.2.3; :func:`loop_key` tells when). A solved module's light stays
+dark. Simon's ``entered`` count is not shown: the game
 shows no such counter.
 
 Everything here is host-side text from one int32 observation row; nothing reads hidden state.
@@ -46,6 +47,8 @@ FRAMES, FRAME_S = 16, 0.25
 SIMON_PAUSE_FRAMES = 3
 #: Header tokens kept: timer, strikes, face, zoom (the ``last <result> |`` tail is dropped).
 _HEADER_KEPT = HEADER_LEN - 3
+#: Header positions of the strike digit and the zoom flag (:func:`~.observe.header`).
+_STRIKES, _ZOOM = 8, 16
 _LETTER = {pattern: letter for letter, pattern in T.MORSE_CODE.items()}
 _LABEL = re.compile(r"\[[A-Z]\] ?")
 _GRID_LEGEND = ("W = the white light, R = the red triangle, G = a green circle, . = an empty "
@@ -85,11 +88,13 @@ def morse_frames(loop: list[str], times: np.ndarray, solved: bool = False) -> li
     return ["on" if light[(start + i) % len(light)] else "off" for i in _index(times)]
 
 
-def simon_frames(colors: list[str], times: np.ndarray, solved: bool = False) -> list[str]:
-    """The lit colour (or ``dark``) at each of ``times`` while the stage's ``colors`` loop."""
+def simon_frames(colors: list[str], times: np.ndarray, solved: bool = False,
+                 start_s: float = 0.0) -> list[str]:
+    """The lit colour (or ``dark``) at each of ``times`` while the stage's ``colors`` loop,
+    the loop started at game time ``start_s`` (earlier times see the end of a loop: dark)."""
     cycle = 2 * len(colors) + SIMON_PAUSE_FRAMES
     out = []
-    for i in _index(times) % cycle:
+    for i in _index(np.asarray(times) - start_s) % cycle:
         out.append(colors[i // 2] if not solved and i < 2 * len(colors) and i % 2 == 0
                    else "dark")
     return out
@@ -119,10 +124,11 @@ def _frames_line(name: str, values: list[str]) -> str:
     return f"{name} ({when}): {' '.join(values)}"
 
 
-def module_text(view_tokens, time_s: float, frames: int = FRAMES, solved: bool = False) -> str:
+def module_text(view_tokens, time_s: float, frames: int = FRAMES, solved: bool = False,
+                loop_start_s: float = 0.0) -> str:
     """The zoomed module's view in the GPTNT channel ("" when not zoomed): Morse and Simon as
-    ``frames`` timed frames ending at game time ``time_s``, the Maze as a grid, every other
-    module as the environment writes it."""
+    ``frames`` timed frames ending at game time ``time_s`` (Simon's loop started at
+    ``loop_start_s``), the Maze as a grid, every other module as the environment writes it."""
     words = V.decode(view_tokens)
     if not words:
         return ""
@@ -133,7 +139,8 @@ def module_text(view_tokens, time_s: float, frames: int = FRAMES, solved: bool =
             line = _frames_line("light", morse_frames(words[1:end], times, solved))
             tail = words[end + 1:]
         else:  # Simon: skip "entered n ;"
-            line = _frames_line("buttons lit", simon_frames(words[1:end], times, solved))
+            line = _frames_line("buttons lit", simon_frames(words[1:end], times, solved,
+                                                               loop_start_s))
             tail = words[words.index(";", end + 1) + 1:]
         return "\n".join([line, tokens_to_text(V.toks(tail))])
     if words[0] == "markers":
@@ -143,12 +150,14 @@ def module_text(view_tokens, time_s: float, frames: int = FRAMES, solved: bool =
     return tokens_to_text(view_tokens)
 
 
-def defuser_text(obs_row, time_s: float, *, labels: bool = True, frames: int = FRAMES) -> str:
+def defuser_text(obs_row, time_s: float, *, labels: bool = True, frames: int = FRAMES,
+                 loop_start_s: float = 0.0) -> str:
     """The Defuser's observation row in GPTNT's channel at game time ``time_s`` (seconds since
     the bomb started): timer, strikes, face, zoom, the visible face and the zoomed module
     (:func:`module_text`); no outcome field, no partner phrase. ``labels=False`` drops the
     set-of-marks labels (GPTNT App. D.4: the previous frame comes unannotated) and
-    ``frames=1`` keeps one frame of a flashing module.
+    ``frames=1`` keeps one frame of a flashing module; ``loop_start_s``: when Simon's loop
+    last started (:func:`module_text`).
 
     Raises:
         ValueError: ``obs_row`` is not one Defuser row of the environment's observation.
@@ -159,10 +168,17 @@ def defuser_text(obs_row, time_s: float, *, labels: bool = True, frames: int = F
     face = row[HEADER_LEN:HEADER_LEN + FACE_LEN]
     view = row[HEADER_LEN + FACE_LEN:HEADER_LEN + FACE_LEN + VIEW_LEN]
     parts = [tokens_to_text(row[:_HEADER_KEPT]), tokens_to_text(face),
-             module_text(view, time_s, frames, _zoomed_solved(V.decode(face)))]
+             module_text(view, time_s, frames, _zoomed_solved(V.decode(face)), loop_start_s)]
     text = "\n".join(p for p in parts if p)
     return text if labels else _LABEL.sub("", text)
 
 
-__all__ = ["FRAMES", "FRAME_S", "defuser_text", "frame_times", "maze_grid", "module_text",
-           "morse_frames", "simon_frames"]
+def loop_key(obs_row) -> bytes:
+    """What restarts Simon's loop when it changes between two observations (GPTNT App.
+    C.2.3): the strike counter, the zoom and the visible face (a zoom in shows on both)."""
+    row = np.asarray(obs_row)
+    return row[[_STRIKES, _ZOOM]].tobytes() + row[HEADER_LEN:HEADER_LEN + FACE_LEN].tobytes()
+
+
+__all__ = ["FRAMES", "FRAME_S", "defuser_text", "frame_times", "loop_key", "maze_grid",
+           "module_text", "morse_frames", "simon_frames"]
