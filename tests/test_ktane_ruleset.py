@@ -380,11 +380,11 @@ def test_llm_expert_reads_the_episode_ruleset():
     from jaxcollab.llm.ktane import KtaneGame, system_prompt
 
     env = single_module_env("wires")
-    assert system_prompt(1, "sync", RANDOM).endswith(manual_text(RANDOM))
-    assert system_prompt(1, "sync").endswith(manual_text())
+    assert system_prompt(1, "sync", RANDOM, view="full").endswith(manual_text(RANDOM))
+    assert system_prompt(1, "sync", view="full").endswith(manual_text())
     options = {"ruleset": "random", "ruleset_seed": SEED}
     game = jaxcollab.family("ktane").llm.game("ktane/wires", env, None, options)
     params = env.ruleset_params(make_ruleset("random", SEED))  # what the family's evaluate plays
     assert isinstance(game, KtaneGame) and int(params.rules.seed) == SEED
-    assert game.systems[1].endswith(manual_text(RANDOM))
+    assert game.manual == manual_text(RANDOM)  # the gptnt view: in the Expert's first message
     assert np.array_equal(params.rules.wire_rules, HOST["random"].wire_rules)

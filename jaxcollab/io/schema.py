@@ -246,6 +246,8 @@ class KtaneBlock:
 
     mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
     reflection: bool = True              # end-of-game reflection request
+    view: str = "gptnt"                  # gptnt (GPTNT's Defuser channel) | full (the env's text)
+    solo: str | None = None              # null | with_manual | no_manual (GPTNT §10 ablations)
 
 
 @dataclass

@@ -116,15 +116,16 @@ class Game:
         (``context_length``): no action."""
         return Parsed(None).with_errors(CONTEXT if reply.failure == CONTEXT else REFUSAL)
 
-    def fit(self, ep: Episode, messages: list[dict]) -> tuple[dict, ...]:
-        """``messages`` kept within the context: the oldest exchanges after the system prompt
-        are dropped (a user/assistant pair at a time) until the estimate
+    def fit(self, ep: Episode, messages: list[dict], keep: int = 1) -> tuple[dict, ...]:
+        """``messages`` kept within the context: the oldest exchanges after the first ``keep``
+        messages (the system prompt; 3 also keeps the first exchange, e.g. one holding a
+        manual) are dropped (a user/assistant pair at a time) until the estimate
         (:func:`estimate_tokens`) is within :attr:`budget` or the episode's learned cap (80 %
         of a prompt the server refused as too long); the current turn is always kept."""
         caps = [c for c in (self.budget, ep.data.get("context_cap")) if c]
         if not caps:
             return tuple(messages)
-        head, body = messages[:1], list(messages[1:])
+        head, body = messages[:keep], list(messages[keep:])
         while len(body) > 2 and estimate_tokens(head + body) > min(caps):
             body = body[2:]
         return tuple(head + body)

@@ -1,27 +1,52 @@
 """Keep Talking (GPTNT) for LLM teams: Defuser and Expert prompts, action schema, sync/async play.
 
-GPTNT appendices: the Defuser sees the bomb (here: the environment's text of its observation row,
-with slot and target labels shown as set-of-marks letters ``[A]``, ``[B]``, …), the Expert gets
-the manual and never the bomb. Both answer ``<thoughts>…</thoughts><action>{"result": {"kind":
-"do_nothing" | "send_message" | "interact_game", "data": {…}}}</action>`` (GPTNT E, F.1).
-Messages travel through per-player queues drained on each turn (GPTNT C.4.2); the environment
-sees each message as the phrase of its first ``MESSAGE_WORDS`` vocabulary words (unknown words
-dropped; it counts messages and shows the phrase; the full text never enters the game, as in
-GPTNT, where messages bypass the game).
+GPTNT appendices: the Defuser sees the bomb, the Expert gets the manual and never the bomb. Both
+answer ``<thoughts>…</thoughts><action>{"result": {"kind": "do_nothing" | "send_message" |
+"interact_game", "data": {…}}}</action>`` (GPTNT E, F.1). Messages travel through per-player
+queues, each message stamped with the game time it was dispatched and delivered, all together, at
+the start of the recipient's next decision cycle after that time (GPTNT C.1.2, C.4.2).
+
+Views (``ktane.view``):
+
+* ``gptnt`` (the default for LLM play): GPTNT's Defuser channel
+  (:mod:`jaxcollab.envs.ktane.channel`: no outcome field, no partner phrase, the Morse light and
+  Simon's buttons as 16 timed frames, the Maze as a grid, set-of-marks letters ``[A]``, …). Each
+  Defuser prompt holds its current view and, in the previous turn, that turn's view as one
+  unlabelled frame; older turns keep their messages and feedback but not their view
+  (:data:`OMITTED`; GPTNT App. D.4). Messages reach the partner only through the queue. A
+  six-part system prompt (GPTNT App. T: scenario, role, reasoning, game mechanics, action
+  commands, requirements) and the manual in the Expert's first message, kept when older turns
+  are dropped for the context (GPTNT App. D.5).
+* ``full``: the environment's text of the observation row (what scripted teams read: the
+  ``last strike|ok|…`` field, the partner's last phrase of vocabulary words), the earlier
+  short system prompts with the manual in the Expert's system prompt.
+
+In both views the environment also gets each message as the phrase of its first
+``MESSAGE_WORDS`` vocabulary words (:func:`message_phrase`: it counts messages; only the
+``full`` view shows the phrase).
 
 Modes (GPTNT C.4.2–C.4.3): ``sync`` — players alternate and game time advances Δ = 3 s after each
-Defuser cycle (the environment's own turn cost); Expert cycles are free. ``async`` — the clock runs
-while models generate: a Defuser decision that took ``L`` seconds lands ``floor(L / Δ)`` Defuser
-slots later (the slots in between are waits, each costing Δ of bomb time), and an Expert message
-reaches the Defuser's queue only once ``L`` seconds of game time have passed; latencies are the
-measured ones (replayed from the cache on reruns), so slow models lose time. At the end, each
-player is asked for a reflection on the game (GPTNT's end-of-game reflection request).
+Defuser cycle (the environment's own turn cost); Expert cycles are free. ``async`` — the two
+loops run in simulated continuous game time, and each reply takes its measured latency ``L``
+(replayed from the cache on reruns), so slow models lose time: the Expert's loop starts a cycle,
+flushes its queue, dispatches its message ``L`` seconds later and starts its next cycle
+:data:`POLL_S` after that (GPTNT C.4.2's 0.5 s sleep), so during a 10 s Defuser reply a 1 s Expert
+takes several turns, and its messages reach the Defuser's queue only at their dispatch time.
+The bomb itself moves in the environment's Δ = 3 s slots: a Defuser cycle starts at a slot,
+its action lands ``floor(L / Δ)`` slots later (the slots in between are waits, each costing Δ
+of bomb time) and its next cycle starts at the slot after (our quantisation of the continuous
+loop; GPTNT's bomb runs in wall-clock time).
 
-Context (GPTNT appendix D.4 "Observation Context Management": each forward pass gets the
-current observation and the immediately preceding one, everything older discarded): the
-Defuser's older turns keep their messages and feedback but not their view of the bomb; beyond
-that, the oldest turns are dropped to stay within the model's context
-(:meth:`~jaxcollab.llm.bridge.Game.fit`).
+Solo ablations (``ktane.solo``, GPTNT §10): ``with_manual`` — one agent holds the Defuser's
+view and the manual (in its first message); ``no_manual`` — the bomb only, so it can only play
+from what it remembers of the game. No partner, no messages (``send_message`` is an
+``invalid_action``); the Expert's turns are no-ops that send nothing.
+
+At the end, each player is asked for a reflection on the game (``ktane.reflection``; ours, not
+GPTNT's).
+
+The prompt texts are ours: GPTNT names the six parts of its system prompts and what each holds
+(App. T) but its copy does not print them, so the wording here is the project's own.
 """
 
 from __future__ import annotations
@@ -34,7 +59,8 @@ import numpy as np
 
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
-from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES
+from jaxcollab.envs.ktane.channel import FRAMES, defuser_text, loop_key
+from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, ROLE_NAMES
 from jaxcollab.envs.ktane.modules.base import (
     ACTION_LEN,
     BACK,
@@ -56,6 +82,10 @@ from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import Parsed, parse_reply
 
 MODES = ("sync", "async")
+VIEWS = ("gptnt", "full")
+SOLO = ("with_manual", "no_manual")
+#: Seconds a player's async loop sleeps between decision cycles (GPTNT C.4.2).
+POLL_S = 0.5
 #: interact_game sub-actions → (verb, needs a location). Navigation names follow GPTNT Table
 #: E.17 (rotate_*, zoom_out); interaction names Table E.18 (click_release, click_hold, release).
 INTERACT = {
@@ -68,11 +98,14 @@ INTERACT = {
 _LABEL = re.compile(r"\[(\d+)\]")
 #: What stands for a view older than the previous one in the Defuser's history.
 OMITTED = "(An earlier view of the bomb, no longer shown.)"
-_SCHEMA = (
-    "Reply format: <thoughts>free text</thoughts><action>JSON</action> with exactly one action, "
-    "one of:\n"
-    '{"result": {"kind": "do_nothing", "data": {}}}\n'
-    '{"result": {"kind": "send_message", "data": {"message": "free text to your partner"}}}')
+#: What heads the previous turn's view in the Defuser's history (``gptnt``: one unlabelled frame).
+PREVIOUS = "(Your previous view of the bomb, without labels.)"
+#: What heads the manual in the first message of the Expert (or of a solo player with it).
+MANUAL_HEADER = "The bomb defusal manual:"
+_DO_NOTHING = '{"result": {"kind": "do_nothing", "data": {}}}'
+_SEND = '{"result": {"kind": "send_message", "data": {"message": "free text to your partner"}}}'
+_SCHEMA = ("Reply format: <thoughts>free text</thoughts><action>JSON</action> with exactly one "
+           "action, one of:\n" + _DO_NOTHING + "\n" + _SEND)
 _INTERACT_DOC = (
     '{"result": {"kind": "interact_game", "data": {"action": "ACTION", "location": "A"}}}\n'
     "ACTION is select (zoom into the module labelled LOCATION), zoom_out, rotate_up, "
@@ -86,15 +119,30 @@ def marks(text: str) -> str:
     return _LABEL.sub(lambda m: f"[{chr(64 + int(m.group(1)))}]", text)
 
 
-def system_prompt(role: int, mode: str, rules: Ruleset | None = None) -> str:
-    """GPTNT-style system prompt of the Defuser (0) or the Expert (1) in ``mode``; the Expert's
-    holds the manual of ``rules`` (default: vanilla).
-
-    Raises:
-        ValueError: unknown mode.
-    """
+def _check(mode: str, view: str, solo: str | None) -> None:
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    if view not in VIEWS:
+        raise ValueError(f"unknown ktane view {view!r}; valid: {', '.join(VIEWS)}")
+    if solo is not None and solo not in SOLO:
+        raise ValueError(f"unknown ktane solo {solo!r}; valid: null, {', '.join(SOLO)}")
+
+
+def system_prompt(role: int, mode: str, rules: Ruleset | None = None, *, view: str = "gptnt",
+                  solo: str | None = None) -> str:
+    """The system prompt of the Defuser (0) or the Expert (1) in ``mode``; ``solo`` (a
+    :data:`SOLO` name) gives the single player's, which holds the Defuser's role.
+
+    ``view=gptnt`` or any ``solo``: GPTNT's six parts (:func:`gptnt_system_prompt`; the manual
+    comes in the first message). ``view=full`` (two players): the short prompts, the Expert's
+    ending with the manual of ``rules`` (default: vanilla).
+
+    Raises:
+        ValueError: unknown mode, view or solo setting.
+    """
+    _check(mode, view, solo)
+    if view == "gptnt" or solo is not None:
+        return gptnt_system_prompt(role, mode, solo)
     time_rule = ("Each of the Defuser's turns consumes 3 seconds of game time; the Expert's "
                  "turns are free." if mode == "sync" else
                  "The game clock runs in real time while you think: the longer you take to "
@@ -113,12 +161,130 @@ def system_prompt(role: int, mode: str, rules: Ruleset | None = None) -> str:
         time_rule, _SCHEMA, manual_text(rules)])
 
 
-def decode_action(parsed: Parsed, role: int, view: str) -> tuple[tuple[int, int, str], Parsed]:
+def gptnt_system_prompt(role: int, mode: str, solo: str | None = None) -> str:
+    """GPTNT's six-part system prompt (App. T: scenario, role description, reasoning, game
+    mechanics, action commands, requirements), each a ``# Heading`` section, for the Defuser
+    (0), the Expert (1) or a ``solo`` player (:data:`SOLO`; Defuser role). Our wording: the
+    paper lists each part's content but does not print the text.
+
+    Raises:
+        ValueError: unknown mode or solo setting, or an Expert with ``solo``.
+    """
+    _check(mode, "gptnt", solo)
+    if solo is not None and role != DEFUSER:
+        raise ValueError("a solo player holds the Defuser's role (role 0)")
+    expert, pair = role == EXPERT, solo is None
+    manual = solo != "no_manual"
+    sections = {
+        "Scenario": (
+            "You are playing Keep Talking and Nobody Explodes, a cooperative game for two "
+            "players: the Defuser is alone with a bomb that has a countdown timer, and the "
+            "Expert, who cannot see the bomb, holds the bomb defusal manual. The bomb has one or "
+            "more modules; the team wins when every module is defused before the timer runs "
+            "out and before the third strike. Your partner is another AI model; you talk only "
+            "through text messages." if pair else
+            "You are playing a single-player version of Keep Talking and Nobody Explodes: you "
+            "are alone with a bomb that has a countdown timer. The bomb has one or more "
+            "modules; you win when every module is defused before the timer runs out and "
+            "before the third strike. There is no partner to talk to."),
+        "Role": (
+            "You are the Expert. You have the bomb defusal manual but you cannot see the bomb or "
+            "touch it. The Defuser describes the bomb to you; ask for the details you need, find "
+            "the rules that apply in the manual and tell the Defuser exactly what to do. The "
+            "manual is in the first message of this conversation. That message reaches you as "
+            "if it came from the Defuser, but the Defuser cannot see or read the manual: only "
+            "you can." if expert else
+            "You are the Defuser. You see the bomb and you are the only one who can act on it, "
+            "but you do not have the manual. The Expert has the manual but cannot see the bomb: "
+            "describe what you see accurately and completely, answer the Expert's questions and "
+            "carry out its instructions." if pair else
+            "You see the bomb and act on it yourself. The bomb defusal manual is in the first "
+            "message of this conversation; use it to work out what to do." if manual else
+            "You see the bomb and act on it yourself. You have no manual: work out what to do "
+            "from what you see."),
+        "Reasoning": (
+            "Before every action, think inside <thoughts>…</thoughts>: what you know now, what "
+            "has changed since your previous turn, and what to do next. "
+            + ("The game is paused while you think, so thinking costs no game time, but keep "
+               "your thoughts to the point." if mode == "sync" else
+               "The game clock keeps running while you think: every word you generate costs "
+               "game time, so think briefly and act.")),
+        "Game mechanics": _mechanics(expert, pair, mode),
+        "Action commands": (
+            _SCHEMA + ("" if expert else "\n" + _INTERACT_DOC) if pair else
+            "Reply format: <thoughts>free text</thoughts><action>JSON</action> with exactly one "
+            "action, one of:\n" + _DO_NOTHING + "\n" + _INTERACT_DOC),
+        "Requirements": "\n".join(_requirements(expert, pair, manual)),
+    }
+    return "\n\n".join(f"# {title}\n{body}" for title, body in sections.items())
+
+
+def _mechanics(expert: bool, pair: bool, mode: str) -> str:
+    """The game-mechanics part of :func:`gptnt_system_prompt`."""
+    if not pair:
+        clock = ("Time: the game is paused while you think. Each of your turns, whatever you do, "
+                 "takes 3 seconds of game time." if mode == "sync" else
+                 "Time: the game clock runs continuously, also while you think: the longer a "
+                 "reply takes, the more game time passes.")
+    else:
+        clock = ("Time: the game is paused while either player thinks. Each of the Defuser's "
+                 "turns, whatever it does, takes 3 seconds of game time; the Expert's turns "
+                 "take none." if mode == "sync" else
+                 "Time: the game clock runs continuously, also while the players think, and "
+                 "both players act at the same time: the longer a reply takes, the more game "
+                 "time passes.")
+    clock += " After each strike the timer runs faster."
+    queue = ("Messages: each message you send is delivered at the start of your partner's next "
+             "turn after you send it; several messages may arrive together.")
+    if expert:
+        return "\n".join([clock, queue])
+    seeing = [
+        "What you see: each turn you get the current view of the bomb as text: the timer, "
+        "the strike counter, the face of the bomb you are looking at (front, back, or one of "
+        "the four sides, where the serial number, batteries, indicators and ports are), "
+        "whether you are zoomed into a module, and each module with its status light (solved "
+        "or unsolved). Zoomed into a module, you see its parts. Your previous turn shows the "
+        "view you had then, as one frame without labels.",
+        "You are never told what your actions did: compare the current view with the previous "
+        "one (the strike counter, the status lights, the module itself) to find out.",
+        "Flashing lights (Morse Code, Simon Says) are shown as 16 frames taken 0.25 seconds "
+        "apart, oldest first; if a window misses part of a sequence, do nothing and look again "
+        "on your next turn. The Maze is drawn as a 6 x 6 grid.",
+        "Interacting: interactable elements are labelled with letters in brackets, e.g. [A]. "
+        "A label is valid only in the view in which it is shown.",
+    ]
+    return "\n".join([clock, *([queue] if pair else []), *seeing])
+
+
+def _requirements(expert: bool, pair: bool, manual: bool) -> list[str]:
+    """The requirements part of :func:`gptnt_system_prompt`, one line each."""
+    sources = ("the manual and the Defuser's messages" if expert else
+               "your observations and the Expert's messages" if pair else
+               "your observations and the manual" if manual else "your observations")
+    lines = ["- Reply with exactly one action per turn, in the format above.",
+             f"- Rely only on the information provided to you in this conversation ({sources}),"
+             " not on anything you may remember about the game."]
+    if not expert:
+        lines += ["- Use only labels shown in your current view.",
+                  "- Do nothing when waiting is right (e.g. watching a light, or holding a "
+                  "button until the timer shows the right digit)."]
+    if pair:
+        lines += ["- Messages are free text to your partner: be precise and complete, and say "
+                  "when you are unsure.",
+                  "- Your partner's messages may be mistaken: check them against what you know."]
+    lines.append("- Keep guiding the Defuser until every module is defused." if expert else
+                 "- Keep going until every module is defused; the game ends by itself.")
+    return lines
+
+
+def decode_action(parsed: Parsed, role: int, view: str, messaging: bool = True,
+                  ) -> tuple[tuple[int, int, str], Parsed]:
     """``((verb, target, message), parsed)`` from a parsed ``{"result": …}`` action.
 
     Classes: schema violations ``invalid_action``; a location letter that is not a mark in the
     current ``view`` ``invalid_label`` (GPTNT F.2 semantic failure); an Expert trying to
-    interact with the game ``invalid_action``. Any of them makes the turn a wait.
+    interact with the game, or a message when ``messaging`` is off (a solo player),
+    ``invalid_action``. Any of them makes the turn a wait.
     """
     wait = (WAIT, 0, "")
     if not parsed.ok:
@@ -128,7 +294,7 @@ def decode_action(parsed: Parsed, role: int, view: str) -> tuple[tuple[int, int,
         kind, data = result["kind"], result.get("data") or {}
         if kind == "do_nothing":
             return wait, parsed
-        if kind == "send_message":
+        if kind == "send_message" and messaging:
             return (MESSAGE, 0, str(data["message"])), parsed
         if kind != "interact_game" or role != DEFUSER:
             return wait, parsed.with_errors("invalid_action")
@@ -167,18 +333,30 @@ class KtaneGame(Game):
         mode: ``sync`` or ``async`` (module docstring).
         reflection: ask each player for an end-of-game reflection.
         rules: the episodes' :class:`~jaxcollab.envs.ktane.ruleset.Ruleset` (default:
-            vanilla); the Expert's manual is written from it. Play with
-            ``env.ruleset_params(rules)`` so the bomb follows the same rules.
+            vanilla); the manual is written from it. Play with ``env.ruleset_params(rules)``
+            so the bomb follows the same rules.
+        view: ``gptnt`` or ``full`` (module docstring).
+        solo: None (Defuser and Expert), ``with_manual`` or ``no_manual`` (one player).
+
+    Raises:
+        ValueError: unknown mode, view or solo setting.
     """
 
     roles = ROLE_NAMES
 
     def __init__(self, env, mode: str = "sync", reflection: bool = True,
-                 rules: Ruleset | None = None):
+                 rules: Ruleset | None = None, view: str = "gptnt", solo: str | None = None):
+        _check(mode, view, solo)
         self.env, self.mode, self.reflection = env, mode, bool(reflection)
+        self.view, self.solo = view, solo
         self.rules = vanilla_ruleset() if rules is None else rules
-        self.systems = [system_prompt(r, mode, self.rules) for r in range(2)]
-        self.manual = manual_text(self.rules) + "\n\n"
+        self.manual = manual_text(self.rules)
+        players = (DEFUSER,) if solo else (DEFUSER, EXPERT)
+        self.systems = [system_prompt(r, mode, self.rules, view=view, solo=solo)
+                        if r in players else "" for r in range(2)]
+        #: who gets the manual in the first message (GPTNT D.5), rather than in the system
+        self.reads_manual = {r for r in players if (r == EXPERT and view == "gptnt")
+                             or (solo == "with_manual")}
 
     def action_struct(self):
         return jax.ShapeDtypeStruct((2, ACTION_LEN), np.int32)
@@ -189,91 +367,150 @@ class KtaneGame(Game):
     def _state(self, ep: Episode) -> dict:
         return ep.data.setdefault("ktane", {
             "clock_s": 0.0, "queue": {r: [] for r in ROLE_NAMES}, "pending": None,
-            "busy_until": {r: 0.0 for r in ROLE_NAMES}})
+            "expert_next_s": 0.0, "loop_start_s": 0.0})
 
-    def _conversation(self, ep: Episode, name: str) -> list[dict]:
-        """The system prompt and ``name``'s past exchanges. As GPTNT (appendix D.4
-        "Observation Context Management") passes only the current and the immediately preceding
-        observation, older turns keep their messages and feedback but not the view
-        (:data:`OMITTED` in its place); refused exchanges leave the context. Replies are fed
-        back clipped (:func:`~jaxcollab.llm.bridge.clip`)."""
+    def _messages(self, ep: Episode, name: str, user: str) -> tuple[dict, ...]:
+        """The request of ``name``: system prompt, past exchanges and the current ``user``
+        message, kept within the context (:meth:`~.bridge.Game.fit`).
+
+        The previous exchange shows that turn's ``prev`` view (``gptnt``: one unlabelled
+        frame) or its whole view, older ones their ``brief`` (:data:`OMITTED` for the view:
+        GPTNT App. D.4); refused exchanges leave the context; replies are fed back clipped
+        (:func:`~jaxcollab.llm.bridge.clip`). A player who reads the manual gets it at the
+        head of the first user message, which is never dropped (GPTNT App. D.5)."""
         role = ROLE_NAMES.index(name)
         turns = [h for h in ep.history[name] if not h["refused"]]
         messages = [{"role": "system", "content": self.systems[role]}]
         for j, h in enumerate(turns):
-            seen = h["seen"] if j == len(turns) - 1 else h.get("brief", h["seen"])
+            seen = h.get("prev", h["seen"]) if j == len(turns) - 1 else h.get("brief", h["seen"])
             messages += [{"role": "user", "content": seen},
                          {"role": "assistant", "content": clip(h["said"])}]
-        return messages
+        messages.append({"role": "user", "content": user})
+        if role not in self.reads_manual:
+            return self.fit(ep, messages)
+        first = f"{MANUAL_HEADER}\n\n{self.manual}\n\n{messages[1]['content']}"
+        messages[1] = {"role": "user", "content": first}
+        return self.fit(ep, messages, keep=3)
 
     def turn(self, ep: Episode, step: int, obs: np.ndarray) -> Turn:
-        role = step % 2  # sync alternation of the environment: even turns are the Defuser's
-        name, s = ROLE_NAMES[role], self._state(ep)
-        now = s["clock_s"]
-        if role == DEFUSER:
+        s = self._state(ep)
+        if step % 2 == DEFUSER:  # sync alternation of the environment: even turns
+            now = s["clock_s"]
             s["clock_s"] += KT.TURN_S
-            if s["pending"] is not None:  # async: an earlier decision still generating
-                ready, action = s["pending"]
-                if now < ready:
-                    return self.noop()
-                s["pending"] = None
-                return action
-        elif now < s["busy_until"][name]:
+            return (yield from self._defuser_turn(ep, step, obs, now))
+        if self.solo:
             return self.noop()
-        if role == DEFUSER:
-            view = marks(self.env.render_observation(obs[DEFUSER], DEFUSER))
-        else:  # the Expert's row is the manual (already in its system prompt) + the phrase
-            text = self.env.render_observation(obs[role], role, self.rules)
-            view = text.removeprefix(self.manual)
-        inbox = [m for t, m in s["queue"][name] if t <= now]
-        s["queue"][name] = [(t, m) for t, m in s["queue"][name] if t > now]
-        partner = ROLE_NAMES[1 - role].capitalize()
-        parts = [view]
-        parts.append(f"Messages from the {partner}:\n" + "\n".join(inbox) if inbox else
-                     f"No new messages from the {partner}.")
-        note = ep.take_note(name)
-        if note:
-            parts.append(f"<execution-feedback>{note}</execution-feedback>")
-        user = "\n\n".join(parts)
-        brief = "\n\n".join([OMITTED] + parts[1:]) if role == DEFUSER else user
-        messages = [*self._conversation(ep, name), {"role": "user", "content": user}]
-        req = Request(name, self.fit(ep, messages), nonce=f"{ep.index}:{step}")
-        (reply,) = yield [req]
-        self.overflowed(ep, req, reply)
-        failed = reply.refused or bool(reply.failure)
-        parsed = self.refusal(reply) if failed else parse_reply(reply.text, reply.finish_reason)
-        (verb, target, text), parsed = decode_action(parsed, role,
-                                                     view if role == DEFUSER else "")
-        text = clip(text)
-        ep.record(name, step, req, reply, parsed, seen=user, brief=brief, said=reply.text,
-                  refused=failed, clock_s=now)
-        lag = reply.latency_s if self.mode == "async" else 0.0
-        if reply.refused:  # GPTNT: the partner is asked to rephrase; its messages are dropped
-            s["queue"][ROLE_NAMES[1 - role]].append((now, "Can you rephrase that please?"))
-        if verb == MESSAGE:
-            s["queue"][ROLE_NAMES[1 - role]].append((now + lag, text))
-        action = self.noop()
-        action[role, :2] = (verb, target)
-        if verb == MESSAGE:
-            action[role, 2:] = message_phrase(text)
-        if role != DEFUSER:
-            s["busy_until"][name] = now + lag
+        return (yield from self._expert_turn(ep, step, obs, s["clock_s"]))
+
+    def _defuser_view(self, ep: Episode, row: np.ndarray, now: float) -> tuple[str, str | None]:
+        """The Defuser's current view at game time ``now``, and what stands for it once it is
+        the previous one (``gptnt``: one unlabelled frame; ``full``: None, the view itself)."""
+        if self.view == "full":
+            return marks(self.env.render_observation(row, DEFUSER)), None
+        start = self._state(ep)["loop_start_s"]
+        return (marks(defuser_text(row, now, frames=FRAMES, loop_start_s=start)),
+                f"{PREVIOUS}\n{defuser_text(row, now, labels=False, frames=1, loop_start_s=start)}")
+
+    def _defuser_turn(self, ep: Episode, step: int, obs: np.ndarray, now: float) -> Turn:
+        s = self._state(ep)
+        key = loop_key(obs[DEFUSER])  # a zoom or a strike in the last slot restarts Simon
+        if s.get("loop_key", key) != key:
+            s["loop_start_s"] = now - KT.TURN_S  # the slot's action came at its start
+        s["loop_key"] = key
+        if s["pending"] is not None:  # async: an earlier decision still generating
+            ready, action = s["pending"]
+            if now < ready:
+                return self.noop()
+            s["pending"] = None
             return action
+        view, prev = self._defuser_view(ep, obs[DEFUSER], now)
+        verb, target, text, lag = yield from self._cycle(ep, DEFUSER, f"{ep.index}:{step}",
+                                                         step, now, view, prev)
+        action = self._action(DEFUSER, verb, target, text)
         slots = math.floor(lag / KT.TURN_S)
         if slots:
             s["pending"] = (now + slots * KT.TURN_S, action)
             return self.noop()
         return action
 
+    def _expert_turn(self, ep: Episode, step: int, obs: np.ndarray, end: float) -> Turn:
+        """The Expert's cycles up to game time ``end`` (the next Defuser slot): one cycle at
+        ``end`` in sync mode; in async mode every cycle its loop starts before ``end``, each
+        :data:`POLL_S` after the previous one's dispatch. The environment records the last
+        message sent (it counts messages; ``full`` shows its phrase)."""
+        s = self._state(ep)
+        # the full view's Expert row: the manual (in its system prompt) + the Defuser's phrase
+        view = ("" if self.view == "gptnt" else
+                self.env.render_observation(obs[EXPERT], EXPERT, self.rules)
+                .removeprefix(self.manual + "\n\n"))
+        sync, sent, j = self.mode == "sync", None, 0
+        while (j == 0) if sync else s["expert_next_s"] < end:
+            now = end if sync else s["expert_next_s"]
+            nonce = f"{ep.index}:{step}" + (f".{j}" if j else "")
+            verb, _, text, lag = yield from self._cycle(ep, EXPERT, nonce, step, now, view, None)
+            sent = text if verb == MESSAGE else sent
+            s["expert_next_s"] = now + lag + POLL_S
+            j += 1
+        return self._action(EXPERT, WAIT, 0, "") if sent is None else self._action(
+            EXPERT, MESSAGE, 0, sent)
+
+    def _action(self, role: int, verb: int, target: int, text: str) -> np.ndarray:
+        action = self.noop()
+        action[role, :2] = (verb, target)
+        if verb == MESSAGE:
+            action[role, 2:] = message_phrase(text)
+        return action
+
+    def _cycle(self, ep: Episode, role: int, nonce: str, step: int, now: float, view: str,
+               prev: str | None) -> Turn:
+        """One decision cycle of ``role`` starting at game time ``now``: flush its queue, show
+        ``view`` and the messages, ask, parse. Returns ``(verb, target, message, lag)``,
+        ``lag`` the seconds until dispatch (the reply's latency in async mode, else 0); a
+        message enters the partner's queue stamped ``now + lag``."""
+        name, s = ROLE_NAMES[role], self._state(ep)
+        partner = ROLE_NAMES[1 - role]
+        inbox = [m for t, m in s["queue"][name] if t <= now]
+        s["queue"][name] = [(t, m) for t, m in s["queue"][name] if t > now]
+        parts = [view] if view else []
+        if not self.solo:
+            parts.append(f"Messages from the {partner.capitalize()}:\n" + "\n".join(inbox)
+                         if inbox else f"No new messages from the {partner.capitalize()}.")
+        note = ep.take_note(name)
+        if note:
+            parts.append(f"<execution-feedback>{note}</execution-feedback>")
+        user = "\n\n".join(parts)
+        rest = parts[1:] if view else parts
+        brief = "\n\n".join([OMITTED, *rest]) if role == DEFUSER else user
+        req = Request(name, self._messages(ep, name, user), nonce=nonce)
+        (reply,) = yield [req]
+        self.overflowed(ep, req, reply)
+        failed = reply.refused or bool(reply.failure)
+        parsed = self.refusal(reply) if failed else parse_reply(reply.text, reply.finish_reason)
+        (verb, target, text), parsed = decode_action(parsed, role,
+                                                     view if role == DEFUSER else "",
+                                                     messaging=not self.solo)
+        text = clip(text)
+        extra = {} if prev is None else {"prev": "\n\n".join([prev, *rest])}
+        ep.record(name, step, req, reply, parsed, seen=user, brief=brief, said=reply.text,
+                  refused=failed, clock_s=now, **extra)
+        lag = reply.latency_s if self.mode == "async" else 0.0
+        if reply.refused and not self.solo:  # GPTNT: the partner is asked to rephrase
+            s["queue"][partner].append((now, "Can you rephrase that please?"))
+        if verb == MESSAGE:
+            s["queue"][partner].append((now + lag, text))
+            sent = ep.data.setdefault("messages_sent", {r: 0 for r in ROLE_NAMES})
+            sent[name] += 1
+        return verb, target, text, lag
+
     def finish(self, ep: Episode, outcome: str) -> Turn:
         """End-of-game reflection: each player is told the outcome and asked to reflect."""
         if not self.reflection:
             return
-        reqs = []
-        for name in ROLE_NAMES:
-            messages = [*self._conversation(ep, name), {"role": "user", "content": (
-                f"The game is over: {outcome}. Reflect on the game: what went well, what went "
-                f"wrong in your collaboration, and what you would do differently.")}]
-            reqs.append(Request(name, self.fit(ep, messages), nonce=f"{ep.index}:reflection"))
+        players = ROLE_NAMES[:1] if self.solo else ROLE_NAMES
+        ask = (f"The game is over: {outcome}. Reflect on the game: what went well, what went "
+               "wrong" + ("" if self.solo else " in your collaboration")
+               + ", and what you would do differently.")
+        reqs = [Request(name, self._messages(ep, name, ask), nonce=f"{ep.index}:reflection")
+                for name in players]
         replies = yield reqs
         ep.data["reflection"] = {r.agent: rep.text for r, rep in zip(reqs, replies)}

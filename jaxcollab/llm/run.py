@@ -274,6 +274,8 @@ class RunConfig:
     solo: bool = False
     mode: str = "sync"
     reflection: bool = True
+    view: str = "gptnt"
+    ktane_solo: str | None = None
     ruleset: str = "vanilla"
     ruleset_seed: int = 0
     setting: str = "action"
@@ -295,7 +297,8 @@ class RunConfig:
                 "llm": block | {"tools": self.tools,
                                 "cache": None if cache_path is None else str(cache_path)},
                 "bomb": {"hint": self.hint, "solo_player": self.solo},
-                "ktane": {"mode": self.mode, "reflection": self.reflection},
+                "ktane": {"mode": self.mode, "reflection": self.reflection,
+                          "view": self.view, "solo": self.ktane_solo},
                 "maze": {"setting": self.setting, "rounds": self.rounds,
                          "samples": self.samples, "calibration_dir": self.calibration_dir,
                          "advance": self.advance, "rollouts": self.rollouts,

@@ -146,6 +146,13 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
         ``episodes_per_second`` (episodes played in this call / their summed run time,
         compile excluded; None if every chunk was loaded) and ``per_module`` (name → the same
         keys plus ``mean_messages`` per role, when several environments are given).
+        Where fixed missions are played (seeded, e.g. ``ktane/missions/single`` or
+        ``ktane/missions/multi``): ``pass_at_1``, GPTNT's metric (§5, App. I), the mean over
+        those missions of each one's success rate (each mission is one fixed bomb: with one
+        episode per mission, the fraction solved at the first attempt; with ``n``, the
+        unbiased estimate ``c / n`` per mission), ``pass_at_1_missions`` (how many), and
+        ``pass_at_1_by_module`` (single-module missions grouped by module type, as GPTNT's
+        per-module tables).
 
     Raises:
         ValueError: unknown agent, ruleset or a bad ruleset seed, or a non-ktane environment;
@@ -153,11 +160,13 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
     """
     rules = make_ruleset(ruleset, ruleset_seed)
     player = scripted(agent, rules) if isinstance(agent, str) else agent
-    runs = {}
+    runs, missions = {}, {}
     for name in env_names:
         env = make(name)
         if not isinstance(env, KtaneEnv):
             raise ValueError(f"{name!r} is not a ktane environment")
+        if env.mission.seed is not None:
+            missions[name] = env.mission.modules
         runs[name] = run_env(env, player, episodes, seed, chunk,
                              None if save_dir is None else Path(save_dir) / name.replace("/", "-"),
                              rules, name)
@@ -179,9 +188,23 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
         "messages_per_module": mean("messages_per_module"),
         "episodes_per_second": _overall_rate(list(runs.values())),
     }
+    if missions:
+        result |= _pass_at_1({n: runs[n]["success_rate"] for n in missions}, missions)
     if len(runs) > 1:
         result["per_module"] = runs
     return result
+
+
+def _pass_at_1(success: dict[str, float], modules: dict[str, tuple[str, ...]]) -> dict:
+    """GPTNT's pass@1 over fixed missions (:func:`evaluate`): ``success`` mission → success
+    rate, ``modules`` mission → its module types."""
+    by_module: dict[str, list[float]] = {}
+    for name, mods in modules.items():
+        if len(mods) == 1:
+            by_module.setdefault(mods[0], []).append(success[name])
+    return {"pass_at_1": float(np.mean(list(success.values()))),
+            "pass_at_1_missions": len(success),
+            "pass_at_1_by_module": {m: float(np.mean(v)) for m, v in sorted(by_module.items())}}
 
 
 def _rules(options: Mapping) -> Ruleset:
@@ -195,13 +218,24 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.ktane.KtaneGame` under the run's ruleset, ``ktane.mode`` and
-    ``ktane.reflection``."""
+    """:class:`~jaxcollab.llm.ktane.KtaneGame` under the run's ruleset, ``ktane.mode``,
+    ``ktane.reflection``, ``ktane.view`` and ``ktane.solo``."""
     from jaxcollab.llm.ktane import KtaneGame
 
     block = options.get("ktane", {})
     return KtaneGame(env, block.get("mode", "sync"), block.get("reflection", True),
-                     _rules(options))
+                     _rules(options), block.get("view", "gptnt"), block.get("solo"))
+
+
+def _llm_summary(records: list[dict], options: Mapping) -> dict:
+    """``messages_sent``: messages each player sent per episode, counted by the host (in
+    async mode the Expert may send several within one Defuser slot, which the environment's
+    ``n_messages`` counts once)."""
+    if not records:
+        return {}
+    sent = [r["data"].get("messages_sent", {}) for r in records]
+    players = sorted({p for s in sent for p in s})
+    return {"messages_sent": {p: float(np.mean([s.get(p, 0) for s in sent])) for p in players}}
 
 
 def _outcome(state) -> tuple[bool, str]:
@@ -212,9 +246,13 @@ def _outcome(state) -> tuple[bool, str]:
 def _check(env_names: Sequence[str], options: Mapping) -> None:
     from jaxcollab.io.schema import ConfigValueError
 
-    mode = options.get("ktane", {}).get("mode", "sync")
-    if mode not in ("sync", "async"):
-        raise ConfigValueError("ktane.mode", mode, "sync or async")
+    block = options.get("ktane", {})
+    for key, valid, default in (("mode", ("sync", "async"), "sync"),
+                                ("view", ("gptnt", "full"), "gptnt"),
+                                ("solo", (None, "with_manual", "no_manual"), None)):
+        if block.get(key, default) not in valid:
+            raise ConfigValueError(f"ktane.{key}", block.get(key),
+                                   " or ".join("null" if v is None else v for v in valid))
     for name in env_names:
         if not isinstance(make(name), KtaneEnv):
             raise ConfigValueError("env", name, "a Keep-Talking environment")
@@ -228,9 +266,10 @@ FAMILY = Family(
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
         name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
-    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6,  # GPTNT app. H
+                summary=_llm_summary),
     config={"ruleset": "vanilla", "ruleset_seed": 0,
-            "ktane": {"mode": "sync", "reflection": True}},
+            "ktane": {"mode": "sync", "reflection": True, "view": "gptnt", "solo": None}},
     check=_check,
 )
 register_family(FAMILY)
