@@ -24,6 +24,9 @@ The served model name picks the strategy:
 * ``long``: ``good`` followed by :data:`LONG_CHARS` characters of rambling.
 * ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
   short client timeout), later attempts at once; both ``good``.
+* ``judge``: a failure-mode judge that codes every episode alike: :data:`JUDGE_REPLY`, prose
+  around a fenced JSON verdict (mode :data:`JUDGE_MODE`, ``assumed_meaning`` true,
+  ``ungrounded_ref`` false).
 
 Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server).
 Any other model name is unknown (``GET /v1/models`` lists those above). ``LLMServer(latency=f)``
@@ -42,12 +45,16 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
-          "context", "long", "late")
+          "context", "long", "late", "judge")
 SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
 LONG_CHARS = 100_000
 LATE_S = 3.0
+JUDGE_MODE = "omission"
+JUDGE_REPLY = ("Reading the transcript, Deaf never told Mute the light.\n```json\n"
+               + json.dumps({"rationale": "Step 0: Deaf spoke only to Blind.", "mode": JUDGE_MODE,
+                             "assumed_meaning": True, "ungrounded_ref": False}) + "\n```")
 #: The broken 200 bodies of ``malformed``, by attempt.
 MALFORMED = (b'{"id": "chatcmpl-test", "choices": [{"index": 0, "mess',
              json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode(),
@@ -177,6 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
                                        "predicted_ms": 1000 * (time.perf_counter() - started)}}
                 self.server.generated[json.dumps(messages)] += 1
         text = "Let me think about the bomb." if model == "garbage" else good_reply(messages)
+        if model == "judge":
+            text = JUDGE_REPLY
         if model == "long":
             text += " And so on." * (LONG_CHARS // 11)
         message: dict = {"role": "assistant", "content": text}
