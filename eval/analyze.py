@@ -52,10 +52,18 @@ def recorded(run_dir: str):
 
 
 def _check(cfg: DictConfig) -> None:
-    _, family = recorded(cfg.run)
-    if cfg.judge.model is not None and family.analysis.judge is None:
+    """Raises ConfigValueError: a run :func:`recorded` refuses, or a judge for a family
+    without a rubric or a run without transcripts."""
+    data, family = recorded(cfg.run)
+    if cfg.judge.model is None:
+        return
+    if family.analysis.judge is None:
         raise ConfigValueError("judge.model", cfg.judge.model, f"no judge: family "
                                f"{family.name} has no failure-mode rubric")
+    env = (data.get("config") or {}).get("env") or data.get("env")
+    if not any(transcript_path(cfg.run, n).is_file() for n in env_selection("run", env)):
+        raise ConfigValueError("judge.model", cfg.judge.model, f"a run with transcripts "
+                               f"(agent=llm); {cfg.run} holds none")
 
 
 def judged(analysis: dict, run_dir: Path, rubric: judge.Rubric, block: dict) -> dict:
