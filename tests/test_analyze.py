@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -189,14 +191,17 @@ def test_flags_of_the_llm_run_come_from_its_replay(bomb_run):
     assert agree["agreement"] == flagged / len(lost)
 
 
-def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server):
+def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server, tmp_path):
     """A rerun answers every judge request from the cache; a judge that replies no verdict
     leaves every lost episode ``unparsed`` (counted, no crash)."""
     out, _, a, _ = bomb_run
     sent = len(server.requests)
     again = analyze(f"run={out}", "judge.model=judge", f"judge.base_url={server.url}")
     assert len(server.requests) == sent and again["judge"] == a["judge"]
-    bad = analyze(f"run={out}", "judge.model=garbage", f"judge.base_url={server.url}",
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)  # the module's run keeps the stub judge's analysis
+    (copy / "analysis.json").unlink()
+    bad = analyze(f"run={copy}", "judge.model=garbage", f"judge.base_url={server.url}",
                   "judge.backoff_s=0.01")
     assert bad["judge"]["outcomes"]["unparsed"] == a["lost"]
     assert all(e["failure_mode"] is None and e["judge_reason"] for e in bad["lost_episodes"])
@@ -209,6 +214,39 @@ def test_judge_needs_transcripts(tmp_path):
         "env": "bomb/base-1", "agent": "random", "episodes": 6, "seed": 0}}))
     with pytest.raises(ValueError, match="judge.model"):
         analyze(f"run={tmp_path}", "judge.model=judge", "judge.base_url=http://127.0.0.1:9/v1")
+
+
+def report(run_dir) -> str:
+    """``python eval/report.py run=DIR`` in-process; the page's HTML."""
+    from hydra import compose, initialize_config_dir
+
+    run = importlib.import_module("eval.report").run
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        run(compose("report", overrides=[f"run={run_dir}"]))
+    return (Path(run_dir) / "report.html").read_text()
+
+
+def _table(html: str, id_: str) -> list[list[str]]:
+    """The body rows of the table ``id_`` as cell texts."""
+    body = html[html.index(f'id="{id_}"'):]
+    body = body[:body.index("</table>")]
+    rows = re.findall(r"<tr>(.*?)</tr>", body[body.index("<tbody>"):], re.S)
+    return [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>",
+                                                                   r, re.S)] for r in rows]
+
+
+def test_report_shows_the_failure_modes(bomb_run):
+    """The report's analysis section: the modes table with the judge's counts, the ring figure
+    and the agreement table; the rationale is not a badge."""
+    out, _, a, _ = bomb_run
+    html = report(out)
+    rows = {r[0]: r for r in _table(html, "failure-modes")}
+    assert list(rows) == CODES
+    assert rows[JUDGE_MODE][1:3] == ["communication", str(a["lost"])]
+    assert 'alt="failure modes"' in html and "Not in the layout" not in html
+    agree = {r[0]: r for r in _table(html, "judge-agreement")}
+    assert agree["omission vs mode:omission"][1] == str(a["lost"])
+    assert 'data-flag="judge_rationale"' not in html
 
 
 # -- Keep Talking behaviour ------------------------------------------------------------------
@@ -264,6 +302,8 @@ def test_ktane_llm_behaviour_from_transcripts(tmp_path, server):
                         f"llm.base_url={server.url}", "llm.model=good", "llm.backoff_s=0.01",
                         "episodes=2", "ktane.reflection=false", f"out_dir={tmp_path}")
     b = analyze(f"run={tmp_path}")["behaviour"]
+    rows = {r[0]: r for r in _table(report(tmp_path), "behaviour-defuser")}
+    assert rows["timeout · all"][-1] == str(b["defuser"]["timeout"]["all"]["steps"])
     d = b["defuser"]["timeout"]["all"]
     n = d["steps"]
     assert results["outcomes"]["timeout"] == 2 and n % 2 == 0

@@ -224,7 +224,8 @@ def summary(rubric: Rubric, coded: Sequence[dict]) -> dict:
 
     Returns:
         ``source``, ``lost``, ``outcomes`` (count per :data:`OUTCOMES`), ``modes`` and
-        ``stages`` (counts over coded episodes, every mode and stage listed), ``shares`` and
+        ``stages`` (counts over coded episodes, every mode and stage listed), ``mode_stages``
+        (mode → its stage), ``shares`` and
         ``stage_shares`` (shares of coded episodes; None with none coded), ``flags`` (share of
         the episodes with a yes/no answer that say yes, and how many answered),
         ``ending_consistent`` (share of coded episodes whose ending is one the mode can end by)
@@ -247,6 +248,7 @@ def summary(rubric: Rubric, coded: Sequence[dict]) -> dict:
     return {"source": rubric.source, "lost": len(coded),
             "outcomes": {o: sum(e["judge_outcome"] == o for e in coded) for o in OUTCOMES},
             "modes": {m: modes[m] for m in rubric.codes},
+            "mode_stages": {m.code: m.stage for m in rubric.modes},
             "stages": {s: stages[s] for s in rubric.stages},
             "shares": {m: _share(modes[m], len(ok)) for m in rubric.codes},
             "stage_shares": {s: _share(stages[s], len(ok)) for s in rubric.stages},
