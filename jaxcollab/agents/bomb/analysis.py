@@ -17,6 +17,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxcollab.analysis.replay import replay
 from jaxcollab.core.registry import make, resolve
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bounds import order_name
@@ -93,7 +94,7 @@ def llm_traces(names: Sequence[str], run_dir: Path, episodes: int, seed: int, ch
                                f"every episode; missing {missing[:3]}")
     rows = [records[(names[i], int(e))] for i, e in zip(idx, ep)]
     actions = jax.tree.map(lambda *x: np.stack(x), *[_actions(env, r) for r in rows])
-    final, states, applied = _replay(env, keys, params, actions, chunk)
+    final, states, applied = replay(env, keys, params, actions, chunk=chunk)
     ending = np.asarray(final.ending)
     wrong = [(r["env"], r["episode"]) for r, e in zip(rows, ending)
              if T.ENDING_NAMES[int(e)] != r["ending"]]
@@ -111,12 +112,6 @@ def llm_traces(names: Sequence[str], run_dir: Path, episodes: int, seed: int, ch
                   variant=np.asarray(idx), episode=np.asarray(ep),
                   success=ending == T.DEFUSED)
     return traces
-
-
-def _replay(env, keys, params, actions, chunk):
-    from jaxcollab.analysis.replay import replay
-
-    return replay(env, keys, params, actions, chunk=chunk)
 
 
 def _episode(traces: dict, i: int, names: Sequence[str]) -> dict:
