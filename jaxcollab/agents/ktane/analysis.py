@@ -16,6 +16,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from rich.progress import track
 
 from jaxcollab.analysis.behaviour import behaviour, episode_steps
 from jaxcollab.core.registry import make, resolve
@@ -125,7 +126,7 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
     keys = np.asarray(episode_keys(cfg["seed"], cfg["episodes"]))
     names = resolve(str(cfg["env"]))
     episodes, lost = [], []
-    for name in names:
+    for name in track(names, f"{cfg['agent']} behaviour", disable=len(names) < 2):
         env = make(name)
         params = env.ruleset_params(rules)
         if cfg["agent"] == "llm":
