@@ -207,6 +207,22 @@ def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server, tmp_path)
     assert all(e["failure_mode"] is None and e["judge_reason"] for e in bad["lost_episodes"])
 
 
+def test_llm_bank_run_is_replayed_on_its_pinned_instances(server, tmp_path):
+    """An ``agent=llm bank=true`` run (SANZARU's protocol) replays on the bank's pinned
+    instances: every episode ends as its transcript says, and the flags follow the stub team's
+    rule (omission exactly when Blind does not play last)."""
+    from conftest import run_entry
+
+    results = run_entry("eval/rollout.py", "env=bomb/base-1", "agent=llm", "bank=true",
+                        "repeats=1", f"llm.base_url={server.url}", "llm.model=good",
+                        "llm.backoff_s=0.01", f"out_dir={tmp_path}")
+    a = analyze(f"run={tmp_path}")
+    assert a["episodes"] == results["episodes"] == 3
+    assert a["lost"] == results["endings"]["wrong_action"] + results["endings"]["timed_out"]
+    assert [e["omission"] for e in a["lost_episodes"]] == [
+        not e["turn_order"].endswith("blind") for e in a["lost_episodes"]]
+
+
 def test_judge_needs_transcripts(tmp_path):
     """A run without transcripts (a scripted team's) cannot be judged: refused up front,
     before any replay or request."""

@@ -34,9 +34,9 @@ def _config(results: Mapping, run_dir: Path) -> dict:
     if not all(k in cfg for k in ("env", "agent", "episodes", "seed")):
         raise ConfigValueError("run", str(run_dir), "an eval/rollout.py run (config with env, "
                                "agent, episodes, seed)")
-    if cfg.get("bank"):
-        raise ConfigValueError("run", str(run_dir), "a rollout run without bank=true (bank runs "
-                               "pin instances; analyse them from their own episodes)")
+    if cfg.get("bank") and cfg["agent"] != "llm":
+        raise ConfigValueError("run", str(run_dir), "a rollout run without bank=true, or an "
+                               "agent=llm bank run (a scripted team's bank run is not replayed)")
     if cfg["agent"] not in (*TEAMS, "llm"):
         raise ConfigValueError("run", str(run_dir), f"a run of a scripted team {list(TEAMS)} or "
                                f"agent=llm, not agent={cfg['agent']}")
@@ -70,20 +70,40 @@ def _actions(env, record: dict):
     return jax.tree.map(lambda *x: np.stack(x), *rows)
 
 
-def llm_traces(names: Sequence[str], run_dir: Path, episodes: int, seed: int, chunk: int,
-               turn_order="cycle") -> dict[str, np.ndarray]:
+def _episodes(names: Sequence[str], cfg: Mapping):
+    """``(env, keys, params, turn_order, idx, ep)`` of the run's episodes in its own order:
+    the rollout's batch (:func:`~jaxcollab.agents.bomb._batch`) or, with ``bank=true``, the
+    bank protocol's plan on the pinned env (:func:`~jaxcollab.agents.bomb.bank.play_bank`);
+    ``idx`` indexes ``names``, ``ep`` is each episode's index in its transcript."""
+    from jaxcollab.agents.bomb import _batch
+    from jaxcollab.agents.bomb.bank import PinnedParams, pinned_env
+    from jaxcollab.core.rollout import episode_keys
+    from jaxcollab.envs.bomb.bank import bank_episodes
+
+    order = cfg.get("turn_order", "cycle")
+    if cfg.get("bank"):
+        plan = bank_episodes(list(names), cfg.get("repeats", 3), turn_order=order)
+        n = len(plan.variant)
+        params = PinnedParams(params=plan.params, reset_key=np.asarray(plan.instance_key))
+        idx = np.array([list(names).index(str(v)) for v in plan.variant])
+        return (pinned_env(), np.asarray(episode_keys(cfg["seed"], n)), params,
+                np.asarray(plan.params.turn_order), idx, np.arange(n))
+    keys, params, idx, ep = _batch(list(names), cfg["episodes"], cfg["seed"], order)
+    return make(names[0]), keys, params, np.asarray(params.turn_order), idx, ep
+
+
+def llm_traces(names: Sequence[str], run_dir: Path, cfg: Mapping, chunk: int
+               ) -> dict[str, np.ndarray]:
     """Traces (the keys of :func:`~jaxcollab.agents.bomb.traces.episode_traces`) of an LLM
-    run's episodes, replayed from its transcripts.
+    run's episodes (``cfg``: the run's config), replayed from its transcripts.
 
     Raises:
         ConfigValueError: an episode of the run has no transcript record.
         RuntimeError: a replayed episode ends otherwise than its transcript says.
     """
-    from jaxcollab.agents.bomb import _batch
     from jaxcollab.llm.run import read_transcripts, transcript_path
 
-    env = make(names[0])
-    keys, params, idx, ep = _batch(list(names), episodes, seed, turn_order)
+    env, keys, params, turn_order, idx, ep = _episodes(names, cfg)
     records = {}
     for name in names:
         for r in read_transcripts(transcript_path(run_dir, name)):
@@ -102,13 +122,13 @@ def llm_traces(names: Sequence[str], run_dir: Path, episodes: int, seed: int, ch
         raise RuntimeError(f"replayed episodes {wrong[:3]} end otherwise than their transcripts: "
                            "the run's episodes could not be reproduced")
     owners = [fact_owners(n) for n in names]
-    flags = episode_flags(states, applied, final, params.turn_order,
+    flags = episode_flags(states, applied, final, turn_order,
                           np.stack([owners[i][0] for i in idx]),
                           np.stack([owners[i][1] for i in idx]))
     traces = {k: np.asarray(v) for k, v in flags.items()}
     traces.update(ending=ending, rounds=np.asarray(final.round + (final.turn > 0)),
                   turn_order=np.array([TURN_ORDERS.tolist().index(list(o))
-                                       for o in np.asarray(params.turn_order)]),
+                                       for o in turn_order]),
                   variant=np.asarray(idx), episode=np.asarray(ep),
                   success=ending == T.DEFUSED)
     return traces
@@ -125,7 +145,8 @@ def _episode(traces: dict, i: int, names: Sequence[str]) -> dict:
 
 
 def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
-    """The flags of a finished bomb rollout run (scripted team or ``agent=llm``).
+    """The flags of a finished bomb rollout run (scripted team, or ``agent=llm`` with or
+    without ``bank=true``).
 
     Returns:
         ``env``, ``agent``, ``episodes``, ``lost``, ``shares`` (``dead_channel``,
@@ -145,7 +166,7 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
     names = resolve(str(cfg["env"]))
     order = cfg.get("turn_order", "cycle")
     if cfg["agent"] == "llm":
-        traces = llm_traces(names, run_dir, cfg["episodes"], cfg["seed"], chunk, order)
+        traces = llm_traces(names, run_dir, cfg, chunk)
     else:
         traces = episode_traces(names, cfg["agent"], cfg["episodes"], cfg["seed"], chunk,
                                 progress=True, turn_order=order)
