@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -242,27 +241,32 @@ def report(run_dir) -> str:
     return (Path(run_dir) / "report.html").read_text()
 
 
-def _table(html: str, id_: str) -> list[list[str]]:
-    """The body rows of the table ``id_`` as cell texts."""
-    body = html[html.index(f'id="{id_}"'):]
-    body = body[:body.index("</table>")]
-    rows = re.findall(r"<tr>(.*?)</tr>", body[body.index("<tbody>"):], re.S)
-    return [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>",
-                                                                   r, re.S)] for r in rows]
+def browsed(run_dir, tmp_path):
+    """The report of ``run_dir`` as headless Chromium builds it (loaded without a script
+    error)."""
+    from test_report import Dom, assert_loaded, dump_dom
+
+    report(run_dir)
+    dom = Dom(dump_dom(Path(run_dir) / "report.html", tmp_path))
+    assert_loaded(dom)
+    return dom
 
 
-def test_report_shows_the_failure_modes(bomb_run):
-    """The report's analysis section: the modes table with the judge's counts, the ring figure
+def _texts(dom, table_id: str) -> dict[str, list[str]]:
+    return {k: [c["text"].strip() for c in v] for k, v in dom.rows(table_id).items()}
+
+
+def test_report_shows_the_failure_modes(bomb_run, tmp_path):
+    """The report in a real browser: the modes table with the judge's counts, the ring figure
     and the agreement table; the rationale is not a badge."""
     out, _, a, _ = bomb_run
-    html = report(out)
-    rows = {r[0]: r for r in _table(html, "failure-modes")}
+    dom = browsed(out, tmp_path)
+    rows = _texts(dom, "failure-modes")
     assert list(rows) == CODES
-    assert rows[JUDGE_MODE][1:3] == ["communication", str(a["lost"])]
-    assert 'alt="failure modes"' in html and "Not in the layout" not in html
-    agree = {r[0]: r for r in _table(html, "judge-agreement")}
-    assert agree["omission vs mode:omission"][1] == str(a["lost"])
-    assert 'data-flag="judge_rationale"' not in html
+    assert rows[JUDGE_MODE][:2] == ["communication", str(a["lost"])]
+    assert any(el["attrs"].get("alt") == "failure modes" for el in dom.elements)
+    assert _texts(dom, "judge-agreement")["omission vs mode:omission"][0] == str(a["lost"])
+    assert not any(el["attrs"].get("data-flag") == "judge_rationale" for el in dom.elements)
 
 
 # -- Keep Talking behaviour ------------------------------------------------------------------
@@ -318,7 +322,7 @@ def test_ktane_llm_behaviour_from_transcripts(tmp_path, server):
                         f"llm.base_url={server.url}", "llm.model=good", "llm.backoff_s=0.01",
                         "episodes=2", "ktane.reflection=false", f"out_dir={tmp_path}")
     b = analyze(f"run={tmp_path}")["behaviour"]
-    rows = {r[0]: r for r in _table(report(tmp_path), "behaviour-defuser")}
+    rows = _texts(browsed(tmp_path, tmp_path), "behaviour-defuser")
     assert rows["timeout · all"][-1] == str(b["defuser"]["timeout"]["all"]["steps"])
     d = b["defuser"]["timeout"]["all"]
     n = d["steps"]

@@ -22,6 +22,8 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
+from rich.progress import track
+
 from jaxcollab.llm.client import ChatClient, Request
 
 OUTCOMES = ("coded", "unparsed", "refused", "context_length")
@@ -179,8 +181,13 @@ def code_lost(client: ChatClient, rubric: Rubric, lost: Sequence[dict],
     """
     reqs = [request(rubric, rubric.render(records[(e["env"], int(e["episode"]))], e),
                     f"{e['env']}:{e['episode']}") for e in lost]
+    size = 4 * client.cfg.concurrency  # batches keep the client's window full between bars
+    replies = []
+    for lo in track(range(0, len(reqs), size), "judging lost episodes",
+                    disable=len(reqs) <= size):
+        replies += client.complete_many(reqs[lo: lo + size])
     out = []
-    for entry, reply in zip(lost, client.complete_many(reqs) if reqs else []):
+    for entry, reply in zip(lost, replies):
         if reply.refused:
             v = Verdict("refused", reason=reply.text[:200])
         elif reply.failure == "context_length":
