@@ -296,13 +296,15 @@ def test_behaviour_of_a_hand_built_episode():
 
 
 def test_ktane_scripted_behaviour_matches_the_env_counters(tmp_path):
-    """``talking`` on ktane/wires: the Defuser's non-message steps are the env's action count,
-    and each role's messages the run's message count."""
+    """``talking`` on ktane/wires, analysed by the CLI: the Defuser's non-message steps are the
+    env's action count, and each role's messages the run's message count."""
     from conftest import run_entry
 
     results = run_entry("eval/rollout.py", "env=ktane/wires", "agent=talking", "episodes=4",
                         f"out_dir={tmp_path}")
-    a = analyze(f"run={tmp_path}")
+    done = _cli("eval/analyze.py", f"run={tmp_path}")
+    assert done.returncode == 0, done.stderr
+    a = json.loads((tmp_path / "analysis.json").read_text())
     b = a["behaviour"]
     d, e = b["defuser"]["all"]["all"], b["expert"]["all"]["all"]
     n = results["episodes"]
