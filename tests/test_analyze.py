@@ -206,6 +206,7 @@ def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server, tmp_path)
     assert all(e["failure_mode"] is None and e["judge_reason"] for e in bad["lost_episodes"])
 
 
+@pytest.mark.slow
 def test_llm_bank_run_is_replayed_on_its_pinned_instances(server, tmp_path):
     """An ``agent=llm bank=true`` run (SANZARU's protocol) replays on the bank's pinned
     instances: every episode ends as its transcript says, and the flags follow the stub team's
@@ -348,5 +349,5 @@ def test_analysis_entry_points_use_the_plug_in_only():
 
 def test_analyze_refuses_a_family_without_analysis(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"config": {"env": "parity/action"}}))
-    out = _cli("eval/analyze.py", f"run={tmp_path}")
-    assert out.returncode != 0 and "trace analysis" in out.stderr
+    with pytest.raises(ValueError, match="run=.*a family with a trace analysis, not parity"):
+        analyze(f"run={tmp_path}")
