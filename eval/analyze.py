@@ -1,12 +1,17 @@
-"""Perspective flags of a finished bomb rollout run (SANZARU Table 6, the deterministic flags).
+"""Trace analysis of a finished run, through its family's plug-in.
 
-``python eval/analyze.py run=DIR`` reads ``DIR/results.json`` of a finished ``eval/rollout.py``
-run of a scripted bomb team, replays its episodes with traces from the recorded config (``env``,
-``agent``, ``episodes``, ``seed``: the same episodes; the replay's success rates are checked
-against the run's) and writes ``DIR/analysis.json``: ``flags`` (``dead_channel``,
-``wrong_round``, ``omission``: share of lost episodes carrying each flag) overall and per
-variant, and ``lost_episodes`` (variant, episode, turn order, ending, flags, messages and
-symbols of each lost episode). See :mod:`jaxcollab.envs.bomb.flags` for the definitions.
+``python eval/analyze.py run=DIR [judge.model=NAME judge.base_url=URL]`` reads ``DIR/results.json``
+of a finished ``eval/rollout.py`` run (a scripted team or ``agent=llm``), asks the family of its
+``env`` for its analysis (:attr:`jaxcollab.core.family.Family.analysis`) and writes
+``DIR/analysis.json``: the family's keys (bomb: SANZARU Table 6's deterministic flags per lost
+episode, :mod:`jaxcollab.agents.bomb.analysis`; Keep Talking: GPTNT §8 / Table 7 behaviour,
+:mod:`jaxcollab.analysis.behaviour`). With ``judge.model`` set, a judge model codes every lost
+episode from its transcript with the family's rubric (bomb: SANZARU Table 5,
+:mod:`jaxcollab.analysis.sanzaru`): each lost episode gets ``failure_mode``, ``failure_stage``
+and ``judge_rationale`` (and the judged flags), and ``judge`` holds the counts, shares and the
+judge's agreement with the deterministic flags (:func:`jaxcollab.analysis.judge.summary`).
+Judge requests go through :class:`jaxcollab.llm.client.ChatClient` and are cached
+(``judge.cache``, default ``DIR/judge_cache.jsonl``): a rerun replays them and sends nothing.
 """
 
 from __future__ import annotations
@@ -15,88 +20,93 @@ import json
 from pathlib import Path
 
 import hydra
-import numpy as np
 from omegaconf import DictConfig
 
-from jaxcollab.agents.bomb.traces import episode_traces
-from jaxcollab.envs.bomb import tables as T
-from jaxcollab.envs.bomb.bounds import order_name
-from jaxcollab.envs.bomb.flags import FLAGS, shares
-from jaxcollab.envs.bomb.params import TURN_ORDERS
+import jaxcollab
+from jaxcollab.analysis import judge
 from jaxcollab.io.run import env_selection, start_run
 from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.llm.client import ChatClient, LLMConfig
+from jaxcollab.llm.run import read_transcripts, transcript_path
 
 
-def recorded(run_dir: str) -> dict:
-    """The finished run's results, checked to be a replayable bomb rollout.
+def recorded(run_dir: str):
+    """``(results, family)`` of the finished run in ``run_dir``.
 
     Raises:
-        ConfigValueError: no results.json, not a bomb rollout, a bank run, or a team that
-            cannot be replayed (not a scripted team).
+        ConfigValueError: no results.json, no recorded ``env``, or a family without an
+            analysis.
     """
-    from jaxcollab.agents.bomb import TEAMS
-
     path = Path(run_dir) / "results.json"
     if not path.is_file():
         raise ConfigValueError("run", run_dir, "a finished run directory with results.json")
     data = json.loads(path.read_text())
-    cfg = data.get("config", {})
-    if not all(k in cfg for k in ("env", "agent", "episodes", "seed")):
-        raise ConfigValueError("run", run_dir, "an eval/rollout.py run (config with env, agent, "
-                               "episodes, seed)")
-    if not str(cfg["env"]).startswith("bomb/"):
-        raise ConfigValueError("run", run_dir, f"a bomb run, not env={cfg['env']}")
-    if cfg.get("bank"):
-        raise ConfigValueError("run", run_dir, "a rollout run without bank=true (bank runs pin "
-                               "instances; analyse them from their own episodes)")
-    if cfg["agent"] not in TEAMS:
-        raise ConfigValueError("run", run_dir, f"a run of a scripted team {list(TEAMS)}, not "
-                               f"agent={cfg['agent']}")
-    return data
+    env = (data.get("config") or {}).get("env") or data.get("env")
+    if not env:
+        raise ConfigValueError("run", run_dir, "an eval/rollout.py run (results with env)")
+    family = jaxcollab.family(env_selection("run", env)[0])
+    if family.analysis is None:
+        raise ConfigValueError("run", run_dir, f"a run of a family with a trace analysis, not "
+                               f"{family.name}")
+    return data, family
 
 
-def _episode(traces: dict, i: int, names: list[str]) -> dict:
-    return {"variant": names[int(traces["variant"][i])], "episode": int(traces["episode"][i]),
-            "turn_order": order_name(TURN_ORDERS[int(traces["turn_order"][i])]),
-            "ending": T.ENDING_NAMES[int(traces["ending"][i])],
-            "rounds": int(traces["rounds"][i]), "messages": int(traces["messages"][i]),
-            "symbols": int(traces["symbols"][i]),
-            **{f: bool(traces[f][i]) for f in FLAGS}}
+def _check(cfg: DictConfig) -> None:
+    """Raises ConfigValueError: a run :func:`recorded` refuses, or a judge for a family
+    without a rubric or a run without transcripts."""
+    data, family = recorded(cfg.run)
+    if cfg.judge.model is None:
+        return
+    if family.analysis.judge is None:
+        raise ConfigValueError("judge.model", cfg.judge.model, f"no judge: family "
+                               f"{family.name} has no failure-mode rubric")
+    env = (data.get("config") or {}).get("env") or data.get("env")
+    if not any(transcript_path(cfg.run, n).is_file() for n in env_selection("run", env)):
+        raise ConfigValueError("judge.model", cfg.judge.model, f"a run with transcripts "
+                               f"(agent=llm); {cfg.run} holds none")
 
 
-def analyse(data: dict, chunk: int) -> dict:
-    """Replay the run in ``data`` and return its analysis.
+def judged(analysis: dict, run_dir: Path, rubric: judge.Rubric, block: dict) -> dict:
+    """``analysis`` with every lost episode coded by the judge of ``block`` (the ``judge``
+    config) and the ``judge`` summary added.
 
     Raises:
-        RuntimeError: the replay's per-variant success rates differ from the run's (the
-            episodes could not be reproduced).
+        ConfigValueError: a lost episode without a transcript (not an ``agent=llm`` run).
+        LLMError: the judge endpoint cannot serve.
     """
-    cfg = data["config"]
-    names = env_selection("env", cfg["env"])
-    traces = episode_traces(names, cfg["agent"], cfg["episodes"], cfg["seed"], chunk,
-                            progress=True, turn_order=cfg.get("turn_order", "cycle"))
-    variants = {}
-    for i, name in enumerate(names):
-        mine = traces["variant"] == i
-        rate = float(traces["success"][mine].mean())
-        want = data.get("variants", {}).get(name, {}).get("success_rate")
-        if want is not None and not np.isclose(rate, want):
-            raise RuntimeError(f"replay of {name} defused {rate:.4f} of episodes, the run "
-                               f"{want:.4f}: the run's episodes could not be reproduced")
-        variants[name] = shares({k: v[mine] for k, v in traces.items()})
-    lost = np.flatnonzero(traces["lost"])
-    return {"env": cfg["env"], "agent": cfg["agent"], "episodes": int(len(traces["lost"])),
-            **shares(traces), "variants": variants,
-            "lost_episodes": [_episode(traces, int(i), names) for i in lost]}
+    lost = analysis.get("lost_episodes", [])
+    records = {}
+    for env in {e["env"] for e in lost}:
+        for r in read_transcripts(transcript_path(run_dir, env)):
+            records[(env, int(r["episode"]))] = r
+    missing = [e for e in lost if (e["env"], int(e["episode"])) not in records]
+    if missing:
+        raise ConfigValueError("judge.model", block["model"], f"a run with transcripts of its "
+                               f"lost episodes (agent=llm); none for {missing[0]['env']} "
+                               f"episode {missing[0]['episode']}")
+    settings = {k: v for k, v in block.items() if k != "cache"}
+    client = ChatClient(LLMConfig(**settings), block.get("cache") or run_dir / "judge_cache.jsonl")
+    coded = judge.code_lost(client, rubric, lost, records)
+    return {**analysis, "lost_episodes": coded,
+            "judge": {"model": block["model"], "base_url": block["base_url"],
+                      **judge.summary(rubric, coded)}}
 
 
 def run(cfg: DictConfig) -> dict:
-    """Check the run, replay it and write ``analysis.json`` into it; returns the analysis."""
-    job = start_run(cfg, frozen=["run"], check=lambda c: recorded(c.run), out_key="run",
-                    results_name="analysis.json")  # the chunk size changes nothing
-    analysis = analyse(recorded(job.cfg.run), job.cfg.chunk)
+    """Check the run, analyse it (and judge its losses) and write ``analysis.json`` into it;
+    returns the analysis."""
+    job = start_run(cfg, frozen=["run"], check=_check, out_key="run",
+                    results_name="analysis.json")  # chunk and judge settings may change
+    data, family = recorded(job.cfg.run)
+    analysis = family.analysis.analyze(data, Path(job.cfg.run), job.cfg.chunk)
+    block = dict(job.cfg.judge)
+    if block["model"] is not None:
+        analysis = judged(analysis, Path(job.cfg.run), family.analysis.judge, block)
     job.results.update(analysis)
-    print({"lost": analysis["lost"], **analysis["shares"]}, f"-> {job.results.path}")
+    short = {k: analysis[k] for k in ("lost", "shares") if k in analysis}
+    if "judge" in analysis:
+        short["judge"] = analysis["judge"]["outcomes"]
+    print(short, f"-> {job.results.path}")
     return job.results.data
 
 

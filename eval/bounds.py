@@ -1,15 +1,16 @@
-"""Information bounds per bomb variant, beside the teams' rounds and symbols.
+"""Information bounds per variant, beside the teams' rounds and symbols, through the family's
+plug-in (:attr:`jaxcollab.core.family.Family.bounds`; the bomb family's today).
 
 ``python eval/bounds.py env=bomb/all [teams=[onebit,symbol,counting,oracle]] [episodes=12]
 [runs=[DIR/results.json]] out_dir=DIR`` writes ``results.json`` (``variants.<name>``:
 ``min_rounds``, ``min_symbols``, ``rounds_to_guarantee``, ``by_turn_order``, ``route``,
 ``holders``, ``derivation``, and ``teams.<team>``: ``success_rate``, ``mean_rounds``,
 ``mean_symbols`` over successful episodes, ``below_bound``), ``bounds.md`` (the table) and
-``bounds.png`` (bounds and teams per variant). The bounds come from
-:mod:`jaxcollab.envs.bomb.bounds`; each team is replayed with traces on the episodes
-``eval/rollout.py`` plays for the same ``episodes`` and ``seed``
-(:func:`jaxcollab.agents.bomb.traces.episode_traces`); ``runs`` adds the ``mean_rounds`` of
-finished rollout runs (any team, e.g. an LLM run) under their ``agent`` name.
+``bounds.png`` (bounds and teams per variant). The bounds and the teams' rows come from the
+family (bomb: :mod:`jaxcollab.envs.bomb.bounds`, each team replayed with traces on the episodes
+``eval/rollout.py`` plays for the same ``episodes`` and ``seed``); ``runs`` adds the
+``mean_rounds`` of finished rollout runs (any team, e.g. an LLM run) under their ``agent``
+name.
 """
 
 from __future__ import annotations
@@ -25,21 +26,33 @@ from omegaconf import DictConfig
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from jaxcollab.agents.bomb.teams import TEAMS  # noqa: E402
-from jaxcollab.agents.bomb.traces import episode_traces, versus_bounds  # noqa: E402
-from jaxcollab.envs.bomb.bounds import variant_bounds  # noqa: E402
+import jaxcollab  # noqa: E402
 from jaxcollab.io.run import env_selection, start_run  # noqa: E402
 from jaxcollab.io.schema import ConfigValueError  # noqa: E402
 
 
+def _family(env: str):
+    """The one family of ``env``'s environments, which has bounds.
+
+    Raises:
+        ConfigValueError: environments of several families, or of one without bounds.
+    """
+    families = {f.name: f for f in map(jaxcollab.family, env_selection("env", env))}
+    (family, *rest) = families.values()
+    if rest or family.bounds is None:
+        raise ConfigValueError("env", env, "variants or groups of one family with information "
+                               "bounds (bomb/all)")
+    return family
+
+
 def check_config(cfg: DictConfig) -> None:
-    """Raises ConfigValueError: an env outside the bomb families, an unknown team, or a run
-    that is not an existing results file."""
-    if not all(n.startswith("bomb/") for n in env_selection("env", cfg.env)):
-        raise ConfigValueError("env", cfg.env, "bomb variants or groups (bomb/all)")
-    unknown = [t for t in cfg.teams if t not in TEAMS]
+    """Raises ConfigValueError: an env outside one family with bounds, an unknown team, or a
+    run that is not an existing results file."""
+    family = _family(cfg.env)
+    unknown = [t for t in cfg.teams if t not in family.teams]
     if unknown:
-        raise ConfigValueError("teams", unknown, f"bomb teams from {list(TEAMS)}")
+        raise ConfigValueError("teams", unknown, f"{family.name} teams from "
+                               f"{list(family.teams)}")
     missing = [r for r in cfg.runs if not Path(r).is_file()]
     if missing:
         raise ConfigValueError("runs", missing, "existing rollout results.json files")
@@ -62,7 +75,7 @@ def markdown(variants: dict[str, dict]) -> str:
         fmt = lambda x: "–" if x is None else f"{x:.1f}"  # noqa: E731
         return f"{fmt(t['mean_rounds'])} / {fmt(t.get('mean_symbols'))}"
 
-    rows = [f"| {n.removeprefix('bomb/')} | {v['min_rounds']} | {v['min_symbols']} | "
+    rows = [f"| {n.split('/', 1)[-1]} | {v['min_rounds']} | {v['min_symbols']} | "
             + " | ".join(cell(v["teams"][t]) for t in teams) + " |" for n, v in variants.items()]
     return "\n".join(["Rounds / symbols per successful episode (teams) and the information "
                       "bounds.", "", head, "|---" * (3 + len(teams)) + "|", *rows, ""])
@@ -70,7 +83,7 @@ def markdown(variants: dict[str, dict]) -> str:
 
 def plot(variants: dict[str, dict], path: Path) -> None:
     """Two panels (rounds, symbols): the bound per variant and each team's mean."""
-    names = [n.removeprefix("bomb/") for n in variants]
+    names = [n.split("/", 1)[-1] for n in variants]
     teams = list(next(iter(variants.values()))["teams"])
     x = np.arange(len(names))
     fig, axes = plt.subplots(2, 1, figsize=(0.45 * len(names) + 3, 7), sharex=True)
@@ -85,7 +98,8 @@ def plot(variants: dict[str, dict], path: Path) -> None:
         ax.set_yscale("log" if key == "mean_symbols" else "linear")
     axes[0].legend(fontsize=7, ncol=3)
     axes[1].set_xticks(x, names, rotation=70, fontsize=8)
-    axes[0].set_title("bomb: information bounds and teams (successful episodes)")
+    family = next(iter(variants)).split("/")[0]
+    axes[0].set_title(f"{family}: information bounds and teams (successful episodes)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -97,15 +111,15 @@ def run(cfg: DictConfig) -> dict:
     job = start_run(cfg, check=check_config)
     cfg, out = job.cfg, job.out
     names = env_selection("env", cfg.env)
+    bounds = _family(cfg.env).bounds
     kept = job.results.data.get("variants", {})  # a rerun keeps the teams already replayed
-    variants = {n: {**variant_bounds(n), "teams": kept.get(n, {}).get("teams", {})}
+    variants = {n: {**bounds.variant(n), "teams": kept.get(n, {}).get("teams", {})}
                 for n in names}
     job.results.update({"env": cfg.env, "variants": variants})
     for team in cfg.teams:
         if all(team in v["teams"] for v in variants.values()):
             continue
-        traces = episode_traces(names, team, cfg.episodes, cfg.seed, progress=True)
-        for n, row in versus_bounds(traces, names).items():
+        for n, row in bounds.team(names, team, cfg.episodes, cfg.seed).items():
             variants[n]["teams"][team] = row
         job.results.set(("variants",), variants)
     for path in cfg.runs:

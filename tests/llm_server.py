@@ -28,6 +28,9 @@ The served model name picks the strategy:
   ``~d`` with :data:`MAZE_ODD`, in the even rounds ``~u`` with :data:`MAZE_EVEN`; given the whole
   maze (solo) the path's true next move with :data:`MAZE_SURE` on it. Each reply carries a
   ``reasoning_content`` field, :data:`MAZE_REASONING` and the round (hosted reasoning models).
+* ``judge``: a failure-mode judge that codes every episode alike: :data:`JUDGE_REPLY`, prose
+  around a fenced JSON verdict (mode :data:`JUDGE_MODE`, ``assumed_meaning`` true,
+  ``ungrounded_ref`` false).
 
 :attr:`LLMServer.in_flight_max` is the most chat requests it was serving at once.
 Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server).
@@ -47,12 +50,16 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
-          "context", "long", "late", "maze")
+          "context", "long", "late", "maze", "judge")
 SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
 LONG_CHARS = 100_000
 LATE_S = 3.0
+JUDGE_MODE = "omission"
+JUDGE_REPLY = ("Reading the transcript, Deaf never told Mute the light.\n```json\n"
+               + json.dumps({"rationale": "Step 0: Deaf spoke only to Blind.", "mode": JUDGE_MODE,
+                             "assumed_meaning": True, "ungrounded_ref": False}) + "\n```")
 #: The broken 200 bodies of ``malformed``, by attempt.
 MALFORMED = (b'{"id": "chatcmpl-test", "choices": [{"index": 0, "mess',
              json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode(),
@@ -233,6 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
         text = "Let me think about the bomb." if model == "garbage" else good_reply(messages)
         if model == "maze":
             text = maze_reply(messages[-1]["content"])
+        if model == "judge":
+            text = JUDGE_REPLY
         if model == "long":
             text += " And so on." * (LONG_CHARS // 11)
         message: dict = {"role": "assistant", "content": text}

@@ -174,9 +174,10 @@ def test_analyze_cli_on_a_rollout_run(tmp_path):
     analysis = json.loads((run / "analysis.json").read_text())
     lost = results["endings"]["wrong_action"] + results["endings"]["timed_out"]
     assert analysis["lost"] == lost == len(analysis["lost_episodes"])
-    assert analysis["shares"]["dead_channel"] == 1.0  # random speech reaches Deaf, bounced
-    omitted = np.mean([e["omission"] for e in analysis["lost_episodes"]])
-    assert analysis["shares"]["omission"] == pytest.approx(omitted)
+    for flag in ("dead_channel", "omission"):  # the shares are those of the listed episodes
+        flagged = np.mean([e[flag] for e in analysis["lost_episodes"]])
+        assert analysis["shares"][flag] == pytest.approx(flagged)
+    assert analysis["shares"]["dead_channel"] > 0.5  # random calls mostly reach a dead channel
     again = _cli("eval/analyze.py", f"run={run}")  # a rerun rewrites the same analysis
     assert again.returncode == 0, again.stderr
     assert json.loads((run / "analysis.json").read_text())["lost_episodes"] == \

@@ -4,7 +4,8 @@ A family (``bomb``, ``ktane``, ``maze``, ``parity``, or one a user adds) is a pa
 environments plus one :class:`Family`, registered with :func:`jaxcollab.register_family`. The
 entry points (``eval/rollout.py``, ``eval/export.py``, ``eval/protocols.py``, the LLM run) ask
 the plug-in and nothing else: its teams by name, its evaluation (the family's ``results.json``
-keys, documented by its ``evaluate``), its exporter, its LLM game and its config keys.
+keys, documented by its ``evaluate``), its exporter, its LLM game, its config keys, its trace
+analysis (``eval/analyze.py``) and its information bounds (``eval/bounds.py``).
 
 **A team is a team.** Every team, scripted, privileged oracle or LLM, is a :class:`Team`: an
 object whose ``play(env, keys, params, ids)`` plays one episode per key to its end and returns
@@ -104,6 +105,40 @@ class LLMGame:
 
 
 @dataclasses.dataclass(frozen=True)
+class Analysis:
+    """A family's trace analysis of a finished run (``eval/analyze.py``).
+
+    Attributes:
+        analyze: ``analyze(results, run_dir, chunk) -> dict``: the deterministic analysis of
+            the run in ``run_dir`` (``results`` its ``results.json``; ``chunk`` episodes per
+            compiled replay), the ``analysis.json`` keys the family documents; lost episodes
+            in a ``lost_episodes`` list of objects with ``env`` and ``episode``. Raises
+            ``ConfigValueError`` for a run it cannot analyse (names why).
+        judge: a :class:`jaxcollab.analysis.judge.Rubric` by which a judge model codes each
+            lost episode from its transcript, or ``None`` (nothing to judge).
+    """
+
+    analyze: Callable[[Mapping[str, Any], Path, int], dict]
+    judge: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """A family's information bounds (``eval/bounds.py``).
+
+    Attributes:
+        variant: ``variant(env_name) -> dict``: the bounds of one environment (keys documented
+            by the family; ``min_rounds`` and ``min_symbols`` at least).
+        team: ``team(env_names, team_name, episodes, seed) -> {env_name: row}``: a scripted
+            team's ``episodes``, ``success_rate``, ``mean_rounds`` and ``mean_symbols`` beside
+            the bounds, on the episodes ``eval/rollout.py`` plays for the same arguments.
+    """
+
+    variant: Callable[[str], dict]
+    team: Callable[[Sequence[str], str, int, int], dict[str, dict]]
+
+
+@dataclasses.dataclass(frozen=True)
 class Family:
     """One family's plug-in.
 
@@ -121,6 +156,8 @@ class Family:
         config: the run-config keys this family reads, with their defaults (its config block;
             a run on another family refuses a non-default value of one of them).
         check: ``check(env_names, options)`` raising ``ConfigValueError`` on a bad option.
+        analysis: the trace analysis of its finished runs, or ``None``.
+        bounds: its information bounds, or ``None``.
     """
 
     name: str
@@ -131,6 +168,8 @@ class Family:
     llm: LLMGame | None = None
     config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     check: Callable[[Sequence[str], Mapping[str, Any]], None] = lambda names, options: None
+    analysis: Analysis | None = None
+    bounds: Bounds | None = None
 
     def team(self, name: str, options: Mapping[str, Any]) -> Team:
         """The scripted team ``name`` under ``options``.
@@ -143,4 +182,5 @@ class Family:
         return self.teams[name](options)
 
 
-__all__ = ["EpisodeId", "Family", "LLMGame", "ScriptedTeam", "Spec", "Team"]
+__all__ = ["Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "ScriptedTeam", "Spec",
+           "Team"]

@@ -328,11 +328,31 @@ class Bounds:
 
 
 @dataclass
+class JudgeBlock:
+    """The ``judge`` block of ``eval/analyze.py``: the judge model that codes lost episodes
+    (any OpenAI-compatible endpoint; ``model: null`` codes nothing)."""
+
+    model: str | None = None
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
+    temperature: float = bounded(0.0, ge=0.0)
+    max_tokens: int = count(1000)
+    reasoning_effort: str | None = None
+    timeout_s: float = bounded(120.0, gt=0)
+    context_tokens: int | None = None
+    concurrency: int = count(8)
+    max_retries: int = count(6, 0)
+    backoff_s: float = bounded(1.0, ge=0)
+    cache: str | None = None             # request cache file; null: run/judge_cache.jsonl
+
+
+@dataclass
 class Analyze:
-    """``configs/analyze.yaml``: ``eval/analyze.py`` (perspective flags of a finished run)."""
+    """``configs/analyze.yaml``: ``eval/analyze.py`` (trace analysis of a finished run)."""
 
     run: str = MISSING
     chunk: int = count(32)  # episodes per compiled replay
+    judge: JudgeBlock = field(default_factory=JudgeBlock)
 
 
 class MarlAlgo(StrEnum):

@@ -98,3 +98,44 @@ def stacked_counts(groups: Sequence[str], counts: Mapping[str, Sequence[int]],
         ax.invert_yaxis()
         ax.legend(fontsize=7, ncols=4, loc="upper left", bbox_to_anchor=(0, -0.18))
         return _png(fig)
+
+
+_STAGE_MAPS = ("Blues", "Oranges", "Greens", "Purples", "Greys")
+
+
+def failure_rings(groups: Mapping[str, Mapping[str, int]], stage_of: Mapping[str, str],
+                  title: str) -> bytes:
+    """One ring per group, as SANZARU Fig. 4 / Fig. 13 draw failure modes: the inner ring the
+    stages, the outer ring the modes (in ``stage_of``'s order, shaded by stage), the centre the
+    number of coded losses; ``groups[name][mode]`` are counts. Percent labels on wedges of at
+    least 8 %."""
+    stages = list(dict.fromkeys(stage_of.values()))
+    colour = {}
+    for i, stage in enumerate(stages):
+        modes = [m for m, s in stage_of.items() if s == stage]
+        cmap = plt.get_cmap(_STAGE_MAPS[i % len(_STAGE_MAPS)])
+        colour[stage] = cmap(0.75)
+        colour |= {m: cmap(0.35 + 0.45 * j / max(len(modes) - 1, 1)) for j, m in enumerate(modes)}
+    n = len(groups)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, n, figsize=(2.6 * n + 0.4, 3.4), squeeze=False)
+        for ax, (name, counts) in zip(axes[0], groups.items()):
+            modes = [m for m in stage_of if counts.get(m, 0)]
+            total = sum(counts.get(m, 0) for m in stage_of)
+            inner = [sum(counts.get(m, 0) for m in stage_of if stage_of[m] == s) for s in stages]
+            label = lambda pct: f"{pct:.0f}" if pct >= 8 else ""  # noqa: E731
+            ax.pie([c for c in inner if c], radius=0.7, colors=[colour[s] for s, c in
+                                                               zip(stages, inner) if c],
+                   wedgeprops={"width": 0.3, "edgecolor": "w"}, startangle=90,
+                   counterclock=False, autopct=label, pctdistance=0.78, textprops={"fontsize": 7})
+            ax.pie([counts[m] for m in modes], radius=1.0, colors=[colour[m] for m in modes],
+                   wedgeprops={"width": 0.3, "edgecolor": "w"}, startangle=90,
+                   counterclock=False, autopct=label, pctdistance=0.85, textprops={"fontsize": 7})
+            ax.text(0, 0, str(total), ha="center", va="center", fontsize=11)
+            ax.set_title(name, fontsize=9)
+            ax.set_aspect("equal")
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colour[k]) for k in (*stages, *stage_of)]
+        fig.legend(handles, [*stages, *stage_of], fontsize=7, ncols=min(6, len(handles)),
+                   loc="lower center", bbox_to_anchor=(0.5, -0.12))
+        fig.suptitle(title)
+        return _png(fig)

@@ -272,24 +272,91 @@ def _flag_shares(entries: list[dict]) -> Html:
                  id="flag-shares")
 
 
+def _family_of(env: str) -> str:
+    """The variant family of an environment name (``bomb/base-1`` -> ``base``)."""
+    return env.rsplit("/", 1)[-1].rsplit("-", 1)[0]
+
+
+def _judge(j: Mapping, coded: dict) -> Html:
+    """The judge's coding (``analysis.json`` ``judge``): modes by stage (SANZARU Table 5),
+    their rings (Fig. 4 / 13: all losses, then per variant family), the judged flags, the
+    outcomes and the agreement with the deterministic flags."""
+    n = sum(j["modes"].values())
+    stage_of = j["mode_stages"]
+    parts = [table(["mode", "stage", "coded losses", "share"],
+                   [[m, stage_of[m], c, rate(j["shares"][m], None)] for m, c in j["modes"].items()],
+                   caption=f"Failure modes of {n} coded losses by {j.get('model')} "
+                   f"({j['source']})", id="failure-modes")]
+    groups = {"All losses": j["modes"]}
+    for (env, _), e in sorted(coded.items()):
+        if e.get("failure_mode"):
+            g = groups.setdefault(_family_of(env), Counter())
+            g[e["failure_mode"]] += 1
+    if n:
+        groups = groups if len(groups) > 2 else {"All losses": j["modes"]}
+        parts.append(tag("figure", png(figures.failure_rings(
+            groups, stage_of, "Failure modes of lost episodes (as SANZARU Fig. 4)"),
+            "failure modes")))
+    parts.append(table(["judge outcome", "lost episodes"], list(map(list, j["outcomes"].items())),
+                       caption="Judge replies", id="judge-outcomes"))
+    parts.append(table(["judged flag", "episodes answered", "share yes"],
+                       [[f, v["answered"], rate(v["share"], None)] for f, v in j["flags"].items()],
+                       caption="Judged perspective flags (as SANZARU Table 6)", id="judge-flags"))
+    parts.append(table(
+        ["deterministic flag vs judge", "coded", "both", "flag only", "judge only", "neither",
+         "agreement", "Cohen's kappa"],
+        [[k, a["n"], a["both"], a["flag_only"], a["judge_only"], a["neither"],
+          rate(a["agreement"], None), "–" if a["kappa"] is None else round(a["kappa"], 3)]
+         for k, a in j["agreement"].items()],
+        caption="The judge checked by the deterministic flags; ending consistent with the mode: "
+        + ("–" if j["ending_consistent"] is None else f"{100 * j['ending_consistent']:.1f} %"),
+        id="judge-agreement"))
+    return Html("".join(parts))
+
+
+def _behaviour(b: Mapping) -> Html:
+    """Keep-Talking behaviour (``analysis.json`` ``behaviour``, GPTNT §8 and Table 7): each
+    role's step shares by outcome and game phase, message rates, what followed strikes."""
+    parts = []
+    for role in ("defuser", "expert"):
+        kinds = [k for k in next(iter(b[role].values()))["all"] if k != "steps"]
+        rows = [[f"{g} · {p}", *[rate(v[k], None) for k in kinds], v["steps"]]
+                for g, phases in b[role].items() for p, v in phases.items() if v["steps"]]
+        parts.append(table(["outcome · phase", *kinds, "steps"], rows,
+                           caption=f"{role.capitalize()} steps by outcome and game phase "
+                           f"(GPTNT §8; phases: {b['phases']})", id=f"behaviour-{role}"))
+    parts.append(table(["role", "share of steps with a message"],
+                       [[k, rate(v, None)] for k, v in b["message_rate"].items()],
+                       caption="Communication rates (as GPTNT Table 7)", id="message-rates"))
+    parts.append(keyvalue(b["after_strike"], caption="After each strike (GPTNT §8)",
+                          id="after-strike"))
+    return Html("".join(parts))
+
+
 def analysis(run: RunDir) -> Html:
-    """``analysis.json``: its summary keys, flag shares over lost episodes and the failure
-    modes stacked by environment."""
+    """``analysis.json``: its summary keys, flag shares over lost episodes, the judge's failure
+    modes (rings by stage when it holds a ``judge`` summary, else stacked by environment) and
+    Keep-Talking behaviour tables."""
     a = run.analysis or {}
-    summary = {k: v for k, v in a.items()
-               if k != "episodes" and not (k == "lost_episodes" and isinstance(v, list))}
+    summary = {k: v for k, v in a.items() if k not in ("episodes", "judge", "behaviour")
+               and not (k == "lost_episodes" and isinstance(v, list))}
     parts = [keyvalue(summary, caption="analysis.json", id="analysis-summary")]
     coded = analysis_by_episode(a)
     if coded:
         parts.append(_flag_shares(list(coded.values())))
-    modes = Counter((env, str(e.get("failure_mode"))) for (env, _), e in coded.items()
-                    if e.get("failure_mode"))
-    if modes:
-        envs = sorted({env for env, _ in modes})
-        names = sorted({m for _, m in modes})
-        parts.append(tag("figure", png(figures.stacked_counts(
-            envs, {m: [modes[(e, m)] for e in envs] for m in names},
-            "Failure modes of lost episodes (as SANZARU Fig. 4)"), "failure modes")))
+    if isinstance(a.get("judge"), Mapping):
+        parts.append(_judge(a["judge"], coded))
+    else:
+        modes = Counter((env, str(e.get("failure_mode"))) for (env, _), e in coded.items()
+                        if e.get("failure_mode"))
+        if modes:
+            envs = sorted({env for env, _ in modes})
+            names = sorted({m for _, m in modes})
+            parts.append(tag("figure", png(figures.stacked_counts(
+                envs, {m: [modes[(e, m)] for e in envs] for m in names},
+                "Failure modes of lost episodes (as SANZARU Fig. 4)"), "failure modes")))
+    if isinstance(a.get("behaviour"), Mapping):
+        parts.append(_behaviour(a["behaviour"]))
     return Html("".join(parts))
 
 

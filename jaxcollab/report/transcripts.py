@@ -49,8 +49,8 @@ def analysis_by_episode(analysis: Mapping | None) -> dict[tuple[str, int], dict]
 def _badges(codes: Mapping) -> Html:
     out = []
     for k, v in codes.items():
-        if k in ("env", "episode"):
-            continue
+        if k in ("env", "episode") or k.endswith(("_rationale", "_reason")):
+            continue  # prose: in the episode's "analysis codes" table, not a badge
         if v is True:
             out.append(tag("span", k, class_="badge warn", data_flag=k))
         elif isinstance(v, str | int | float) and v is not False:

@@ -19,9 +19,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxcollab.agents.bomb import analysis
 from jaxcollab.agents.bomb.bank import PinnedInstances, PinnedParams, rollout_bank
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
-from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.analysis.sanzaru import RUBRIC
+from jaxcollab.core.family import Analysis, Bounds, Family, LLMGame, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import Policy, episode_keys, rollout
 from jaxcollab.envs.bomb import export_instances
@@ -260,6 +262,8 @@ FAMILY = Family(
     config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None, "checkpoint": None,
             "bomb": {"hint": "weak", "solo_player": False}},
     check=_check,
+    analysis=Analysis(analysis.analyze, judge=RUBRIC),  # SANZARU Tables 5, 6
+    bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),
 )
 register_family(FAMILY)
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxcollab.agents.ktane import analysis
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
-from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.core.family import Analysis, Family, LLMGame, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import KtaneEnv
@@ -271,5 +272,6 @@ FAMILY = Family(
     config={"ruleset": "vanilla", "ruleset_seed": 0,
             "ktane": {"mode": "sync", "reflection": True, "view": "gptnt", "solo": None}},
     check=_check,
+    analysis=Analysis(analysis.analyze),  # GPTNT §8, Table 7
 )
 register_family(FAMILY)

@@ -1,0 +1,91 @@
+"""Replay recorded joint actions through the library rollout, to trace episodes a team played
+(an LLM team's transcripts) with the environment's own counters.
+
+:class:`Replayed` wraps an environment so that each step applies the recorded action of that
+step, whatever the policy returns; :func:`replay` plays it with
+:func:`jaxcollab.core.rollout.rollout` on the run's episode keys, so resets and step keys are
+the very ones the run used and the replay reproduces its episodes exactly (callers check the
+endings against the run's).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcollab.core.rollout import rollout, stateless
+from jaxcollab.core.wrappers import Wrapper
+
+
+class Replayed(Wrapper):
+    """Applies ``params["actions"][t]`` at step ``t`` (clamped to the last recorded step).
+
+    Params: ``{"env": the wrapped env's params, "actions": joint actions with a leading step
+    axis [T, ...]}``; state: ``{"env": wrapped state, "t": int32 []}``; ``info["replayed"]``
+    is the action applied.
+    """
+
+    def reset(self, key, params):
+        obs, state = self.env.reset(key, params["env"])
+        return obs, {"env": state, "t": jnp.int32(0)}
+
+    def step(self, key, state, actions, params):
+        del actions  # the recorded action is played instead
+        n = jax.tree.leaves(params["actions"])[0].shape[0]
+        t = jnp.minimum(state["t"], n - 1)
+        applied = jax.tree.map(lambda x: x[t], params["actions"])
+        obs, inner, reward, term, trunc, info = self.env.step(key, state["env"], applied,
+                                                              params["env"])
+        return obs, {"env": inner, "t": state["t"] + 1}, reward, term, trunc, dict(
+            info, replayed=applied)
+
+    def observe(self, state, params):
+        return self.env.observe(state["env"], params["env"])
+
+    def end_flags(self, state, params=None):
+        return self.env.end_flags(state["env"], params["env"])
+
+
+def _nothing(key, obs):
+    return jnp.int32(0)
+
+
+_IGNORED = stateless(_nothing, "replay")
+
+
+def replay(env, keys, params, actions, *, batched_params: bool = True, chunk: int = 32):
+    """Play recorded ``actions`` (pytree ``[B, T, ...]`` host arrays, ``T`` at most
+    ``env.max_episode_steps``; pad with the env's no-op) on episode keys ``[B]`` and ``params``
+    (``[B]`` with ``batched_params``), ``chunk`` episodes per compiled batch (the last padded).
+
+    Returns:
+        ``(final, states, applied)``: the final env states ``[B]``, the state each step acted on
+        ``[T, B]`` and the actions applied ``[T, B, ...]`` (host arrays; ``T =
+        env.max_episode_steps``).
+    """
+    keys = np.asarray(keys)
+    total = len(keys)
+    size = min(chunk, total)
+    if not batched_params:
+        params = jax.tree.map(lambda x: np.broadcast_to(x, (total, *np.shape(x))), params)
+    wrapped = Replayed(env)
+    pick = lambda tree, rows: jax.tree.map(lambda x: np.asarray(x)[rows], tree)  # noqa: E731
+    finals, states, applied = [], [], []
+    for lo in range(0, total, size):
+        rows = np.minimum(np.arange(lo, lo + size), total - 1)  # pad: one compiled shape
+        res = jax.device_get(rollout(
+            wrapped, _IGNORED, keys[rows], {"env": pick(params, rows),
+                                            "actions": pick(actions, rows)},
+            batched_params=True, max_steps=env.max_episode_steps, trajectory=True))
+        keep = np.arange(min(size, total - lo))
+        finals.append(pick(res.state["env"], keep))
+        states.append(jax.tree.map(lambda x, k=keep: x[:, k], res.trajectory["state"]["env"]))
+        applied.append(jax.tree.map(lambda x, k=keep: x[:, k], res.trajectory["replayed"]))
+    final = jax.tree.map(lambda *x: np.concatenate(x, 0), *finals)
+    states = jax.tree.map(lambda *x: np.concatenate(x, 1), *states)
+    applied = jax.tree.map(lambda *x: np.concatenate(x, 1), *applied)
+    return final, states, applied
+
+
+__all__ = ["Replayed", "replay"]
