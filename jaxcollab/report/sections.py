@@ -178,22 +178,6 @@ def usage(run: RunDir) -> Html:
     return Html("".join(parts))
 
 
-def maze(run: RunDir) -> Html:
-    """LLM maze runs: success with the run's bootstrap interval; calibration loss by round."""
-    m = run.results["maze"]
-    parts = [keyvalue({k: v for k, v in m.items() if k != "calibration_loss_by_round"},
-                      caption="Maze success (mean and 90 % bootstrap interval over mazes, "
-                      "as the run computed it)", id="maze")]
-    loss = m.get("calibration_loss_by_round") or []
-    if loss:
-        rounds = list(range(1, len(loss) + 1))
-        parts.append(table(["", *map(str, rounds)], [["calibration loss", *loss]],
-                           caption="Calibration loss by round"))
-        parts.append(tag("figure", png(figures.round_curves(
-            {"calibration loss": {m.get("setting", ""): (rounds, loss)}}), "calibration loss")))
-    return Html("".join(parts))
-
-
 # -- training curves (collaboration-gap paper) ------------------------------------------------
 
 def _curve(values) -> list | None:
@@ -383,7 +367,6 @@ SECTIONS: tuple[Section, ...] = (
             and "all" in run.results["summary"]),
     Section("variants", "By variant", ("variants",), variants),
     Section("modules", "By module", ("per_module",), modules),
-    Section("maze", "Mazes", ("maze",), maze),
     Section("usage", "Parse errors and tokens", ("parse_errors", "tokens", "latency_s"), usage),
     Section("curves", "Curves by round", ("protocols",), protocols),
     Section("rounds", "By round", ("rounds",), rounds, _has_round_lists),
