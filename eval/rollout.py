@@ -104,6 +104,14 @@ def check_config(cfg: DictConfig) -> None:
             raise ConfigValueError(key, value, f"{defaults[key]!r}: {cfg.env} does not read "
                                    f"{key!r} (its family's keys: {sorted(family.config)})")
     family.check(names, OmegaConf.to_container(cfg))
+    if cfg.agent == "llm":
+        from jaxcollab.llm.run import team_configs
+
+        try:
+            team_configs(family, OmegaConf.to_container(cfg))
+        except ValueError as e:  # a role the family lacks, or a bad role key
+            raise ConfigValueError("llm.roles", OmegaConf.to_container(cfg.llm.roles),
+                                   str(e)) from None
 
 
 def run(cfg: DictConfig) -> dict:

@@ -214,9 +214,9 @@ class LLMBlock:
     model: str = "model"
     api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
     temperature: float | None = None     # null: the family default (bomb/ktane 0.6, maze 1.0)
-    max_tokens: int = count(1000)
+    max_tokens: int | None = bounded(None, ge=1)  # null: the family default (ktane 1000, ...)
     reasoning_effort: str | None = None
-    thinking_budget: int | None = None
+    thinking_budget: int | None = None   # null: the family default (ktane 0: off); -1: not sent
     timeout_s: float = bounded(120.0, gt=0)  # with no reply to any request of its batch
     context_tokens: int | None = None    # model context; null: the server's reported one (if any)
     concurrency: int = count(16)         # requests (episodes) in flight at once
@@ -224,6 +224,8 @@ class LLMBlock:
     backoff_s: float = bounded(1.0, ge=0)
     tools: LLMTools = LLMTools.text      # text (<thoughts>/<action>) | native (bomb tool calls)
     cache: str | None = None             # request cache file; null: out_dir/cache.jsonl
+    # role -> its own model settings (a mixed team; jaxcollab.llm.roles checks the keys)
+    roles: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -259,7 +259,10 @@ FAMILY = Family(
               for name in TEAMS}, "learned": learned},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(name, n, seed),
-    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
+    # temperature GPTNT app. H; the token budget is ours (SANZARU gives none): room for the
+    # 138-gesture message of its Fig. 11 and the thoughts around it
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=2048,
+                roles=(*T.ROLE_NAMES, "solo")),
     config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None, "checkpoint": None,
             "bomb": {"hint": "weak", "solo_player": False}},
     check=_check,

@@ -228,7 +228,9 @@ FAMILY = Family(
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
         name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
-    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
+    # GPTNT: temperature 0.6 (app. H), a 1,000-token reply budget and thinking off (§4)
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=1000,
+                thinking_budget=0, roles=("defuser", "expert")),
     config={"ruleset": "vanilla", "ruleset_seed": 0,
             "ktane": {"mode": "sync", "reflection": True}},
     check=_check,
