@@ -219,3 +219,26 @@ def plot_conversation_cells(path: Path, rounds: list[int], metrics: dict, title:
     fig.colorbar(image, ax=axes, shrink=0.6, label="E[y − p] in cell")
     fig.suptitle(title)
     save(fig, path, tight=False)  # the shared colour bar does not take tight_layout
+
+
+def heatmap_panels(path: str | Path, panels: list[dict], title: str = "") -> None:
+    """One annotated heatmap per panel, side by side (e.g. GPTNT Table 6's Defuser x Expert
+    success matrix and each model's success by role). A panel: ``values`` (rows x columns
+    floats in [0, 1], NaN = not played), ``rows`` / ``cols`` labels, ``xlabel``, ``ylabel``,
+    ``title``. Writes a PNG."""
+    fig, axes = figure(len(panels), 4.8, 4.2)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        values = np.asarray(panel["values"], float)
+        image = ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis")
+        for (i, j), v in np.ndenumerate(values):
+            ax.text(j, i, "–" if np.isnan(v) else f"{100 * v:.0f}%", ha="center",
+                    va="center", color="w" if np.isnan(v) or v < 0.6 else "k", fontsize=9)
+        ax.set_xticks(range(len(panel["cols"])), panel["cols"], rotation=30, ha="right")
+        ax.set_yticks(range(len(panel["rows"])), panel["rows"])
+        ax.set_xlabel(panel["xlabel"])
+        ax.set_ylabel(panel["ylabel"])
+        ax.set_title(panel["title"])
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    if title:
+        fig.suptitle(title)
+    save(fig, path)

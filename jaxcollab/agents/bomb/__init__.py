@@ -247,6 +247,16 @@ def _variant_env(name: str) -> BombEnv:
     return make(name)
 
 
+def _communication(record: dict) -> tuple[int, int]:
+    """``(turns with a speak or gesture call, turns played)`` of one LLM transcript record
+    (ours: GPTNT Table 7's communication rate counted per bomb turn)."""
+    calls = [turn["action"] if isinstance(turn["action"], list) else [turn["action"]]
+             for turns in record["agents"].values() for turn in turns if turn["ok"]]
+    talked = sum(any(isinstance(c, dict) and c.get("call") in ("speak", "gesture") for c in t)
+                 for t in calls)
+    return talked, max(int(record["steps"]), 1)
+
+
 def _outcome(state) -> tuple[bool, str]:
     ending = T.ENDING_NAMES[int(state.ending)]
     return ending == "defused", ending
@@ -262,7 +272,7 @@ FAMILY = Family(
     # temperature GPTNT app. H; the token budget is ours (SANZARU gives none): room for the
     # 138-gesture message of its Fig. 11 and the thoughts around it
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=2048,
-                roles=(*T.ROLE_NAMES, "solo")),
+                roles=T.ROLE_NAMES, communication=_communication),
     config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None, "checkpoint": None,
             "bomb": {"hint": "weak", "solo_player": False}},
     check=_check,

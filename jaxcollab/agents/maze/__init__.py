@@ -161,7 +161,7 @@ FAMILY = Family(
     export=lambda name, n, seed, options: export_instances(name, n, seed),
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
                 max_tokens=2048,  # §6: "we allow models to generate reasoning (up to 2048)"
-                roles=("agent0", "agent1", "solo"), data=_data, summary=_llm_summary),
+                roles=("agent0", "agent1"), data=_data, summary=_llm_summary),
     config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None}},
     check=_check,
 )

@@ -1,0 +1,143 @@
+"""Mixed teams: per-role models (``llm.roles``), one client per model with a shared cache, and
+the other-play command (GPTNT §7 Tables 6-7; SANZARU trios) against a local server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from llm_server import LLMServer
+
+from eval.otherplay import assignments, parse_args, summarize
+from eval.otherplay import run as otherplay
+from jaxcollab.io.run import RunCollision
+from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.llm.client import LLMConfig
+from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.llm.roles import TeamClient, role_configs
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer() as srv:
+        yield srv
+
+
+def cfg(server, model="good", **kw) -> LLMConfig:
+    return LLMConfig(base_url=server.url, model=model, backoff_s=0.01, **kw)
+
+
+def _role_of(body: dict) -> str:
+    return "expert" if "You are the Expert" in body["messages"][0]["content"] else "defuser"
+
+
+def test_each_role_plays_its_own_model(server, tmp_path):
+    """The Expert plays the GPT-5-style model (token limit learned as max_completion_tokens,
+    thinking fields dropped), the Defuser the base model with Keep Talking's defaults (1,000
+    tokens, thinking off: GPTNT §4); one shared cache replays both on a rerun."""
+    rc = RunConfig(env="ktane/wires", episodes=1, roles={"expert": {"model": "gpt5"}})
+    n = len(server.requests)
+    results = evaluate(cfg(server, max_tokens=1000, thinking_budget=0), rc, tmp_path)
+    sent = [b for b in server.requests[n:] if b["model"] in ("good", "gpt5")]
+    by_role = {(b["model"], _role_of(b)) for b in sent}
+    assert by_role == {("good", "defuser"), ("gpt5", "expert")}
+    good = [b for b in sent if b["model"] == "good"]
+    assert all(b["max_tokens"] == 1000 and b["thinking_budget"] == 0 for b in good)
+    expert = [b for b in sent if b["model"] == "gpt5"]
+    learned = [("max_tokens" in b, "thinking_budget" in b) for b in expert[:3]]
+    assert learned == [(True, True), (False, True), (False, False)]  # then remembered:
+    assert all(b["max_completion_tokens"] == 1000 and "thinking_budget" not in b
+               for b in expert[2:])
+    assert results["roles"] == {"expert": {"model": "gpt5", "base_url": server.url}}
+    assert results["adapted"] == {"gpt5": {"token_limit_key": "max_completion_tokens",
+                                           "dropped": ["chat_template_kwargs",
+                                                       "thinking_budget"]}}
+    rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
+    assert set(rec["data"]["reflection"]) == {"defuser", "expert"}  # one batch, two clients
+    n = len(server.requests)
+    again = evaluate(cfg(server, max_tokens=1000, thinking_budget=0), rc, tmp_path / "b",
+                     cache_path=tmp_path / "cache.jsonl")
+    assert len(server.requests) == n and again["success_rate"] == results["success_rate"]
+
+
+def test_roles_fall_back_and_share_clients(server):
+    base = cfg(server)
+    roles = role_configs(base, {"deaf": {"model": "slow"}, "mute": {"model": None},
+                                "blind": {"model": "slow"}}, ("deaf", "mute", "blind"))
+    assert roles["mute"] == base and roles["deaf"].model == "slow"
+    assert roles["deaf"].base_url == base.base_url and roles["deaf"].temperature == 0.6
+    team = TeamClient(base, roles)
+    assert len(team.clients) == 2 and team.client("deaf") is team.client("blind")
+    assert team.client("mute") is team.default is team.client("solo")
+    with pytest.raises(ValueError, match="llm.roles.pilot: unknown role 'pilot'; valid: deaf"):
+        role_configs(base, {"pilot": {"model": "x"}}, ("deaf", "mute", "blind"))
+    with pytest.raises(ValueError, match="llm.roles.deaf.timeout_s is not a role setting"):
+        role_configs(base, {"deaf": {"timeout_s": 3}})
+
+
+def test_otherplay_tables_from_runs():
+    """Exact tables from known per-assignment numbers: the success matrix (GPTNT Table 6),
+    success by role and the self- vs other-play communication rates (Table 7)."""
+    roles = ("defuser", "expert")
+    teams = assignments(["A", "B"], roles)
+    assert teams == [{"defuser": "A", "expert": "A"}, {"defuser": "A", "expert": "B"},
+                     {"defuser": "B", "expert": "A"}, {"defuser": "B", "expert": "B"}]
+    numbers = [(0.5, 2, 10), (0.25, 6, 10), (0.0, 3, 10), (1.0, 1, 5)]
+    runs = [{"roles": t, "success_rate": s, "messages": m, "steps": k}
+            for t, (s, m, k) in zip(teams, numbers)]
+    out = summarize(["A", "B@http://127.0.0.1:1/v1"], roles, runs)
+    assert out["success_matrix"] == {"A": {"A": 0.5, "B": 0.25}, "B": {"A": 0.0, "B": 1.0}}
+    assert out["success_by_role"] == {"defuser": {"A": 0.375, "B": 0.5},
+                                      "expert": {"A": 0.25, "B": 0.625}}
+    assert out["communication"] == {
+        "A": {"self": 0.2, "other_as_defuser": 0.6, "other_as_expert": 0.3},
+        "B": {"self": 0.2, "other_as_defuser": 0.3, "other_as_expert": 0.6}}
+    trios = assignments(["A", "B"], ("deaf", "mute", "blind"))
+    assert len(trios) == 8 and trios[5] == {"deaf": "B", "mute": "A", "blind": "B"}
+
+
+def test_otherplay_arguments_are_checked():
+    assert parse_args(["models=[a,b]", "out_dir=x", "env=ktane/wires"]) == (
+        ["a", "b"], "x", ["env=ktane/wires"])
+    with pytest.raises(ConfigValueError, match="models="):
+        parse_args(["models=[a,a]", "out_dir=x"])
+    with pytest.raises(ConfigValueError, match="out_dir"):
+        parse_args(["models=[a]"])
+
+
+def _args(server, out, models="[good,gpt5]"):
+    return ["env=ktane/wires", f"models={models}", "episodes=1", "ktane.reflection=false",
+            f"llm.base_url={server.url}", "llm.backoff_s=0.01", f"out_dir={out}"]
+
+
+def test_otherplay_cli_plays_every_pair_and_resumes(server, tmp_path):
+    """The README command as a subprocess: 4 ordered pairs, each its own sub-run; a rerun
+    reads them back and sends nothing; another model list in the same out_dir is refused."""
+    proc = subprocess.run([sys.executable, "eval/otherplay.py", *_args(server, tmp_path)],
+                          cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert [r["roles"] for r in results["runs"]] == assignments(["good", "gpt5"],
+                                                                ("defuser", "expert"))
+    for r in results["runs"]:
+        sub = json.loads((Path(r["dir"]) / "results.json").read_text())
+        assert sub["success_rate"] == r["success_rate"] == \
+            results["success_matrix"][r["roles"]["defuser"]][r["roles"]["expert"]]
+        assert sub["config"]["llm"]["roles"] == {role: {"model": m}
+                                                 for role, m in r["roles"].items()}
+        assert 0 < r["messages"] <= r["steps"]  # the good Expert sends a message every turn
+    assert set(results["communication"]["good"]) == {"self", "other_as_defuser",
+                                                     "other_as_expert"}
+    assert (tmp_path / "otherplay.png").stat().st_size > 0
+    n = len(server.requests)
+    assert otherplay(_args(server, tmp_path))["runs"] == results["runs"]  # read back
+    assert len(server.requests) == n
+    with pytest.raises(RunCollision, match="different config"):
+        otherplay(_args(server, tmp_path, models="[good,slow]"))
