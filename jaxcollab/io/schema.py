@@ -234,6 +234,9 @@ class BombBlock:
 
     hint: BombHint = BombHint.weak       # SANZARU hint levels
     solo_player: bool = False            # one agent holds every view (plays without hints)
+    speech_bytes: int | None = None      # speech cap; null: 1024 for agent=llm, else 256
+    gesture_symbols: int | None = None   # gesture cap; null: 256 for agent=llm (SANZARU
+    #                                      Fig. 11 sends 138), else 32
 
 
 @dataclass

@@ -303,6 +303,8 @@ class RunConfig:
     samples: int = 5
     calibration_dir: str | None = None
     roles: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    speech_bytes: int | None = None
+    gesture_symbols: int | None = None
 
     def options(self, llm: LLMConfig, cache_path=None) -> dict:
         """The run config this stands for (the keys ``eval/rollout.py`` reads)."""
@@ -315,7 +317,9 @@ class RunConfig:
                 "llm": block | {"tools": self.tools, "roles": {r: dict(v) for r, v in
                                                                self.roles.items()},
                                 "cache": None if cache_path is None else str(cache_path)},
-                "bomb": {"hint": self.hint, "solo_player": self.solo},
+                "bomb": {"hint": self.hint, "solo_player": self.solo,
+                         "speech_bytes": self.speech_bytes,
+                         "gesture_symbols": self.gesture_symbols},
                 "ktane": {"mode": self.mode, "reflection": self.reflection},
                 "maze": {"setting": self.setting, "rounds": self.rounds,
                          "samples": self.samples, "calibration_dir": self.calibration_dir}}
