@@ -141,3 +141,27 @@ def test_otherplay_cli_plays_every_pair_and_resumes(server, tmp_path):
     assert len(server.requests) == n
     with pytest.raises(RunCollision, match="different config"):
         otherplay(_args(server, tmp_path, models="[good,slow]"))
+
+
+def test_sanzaru_trios_from_two_models(server, tmp_path):
+    """The README's trio command in-process: all 8 (Deaf, Mute, Blind) assignments of two
+    models, each role's requests sent to its model, and the tables over all of them."""
+    n = len(server.requests)
+    results = otherplay(["env=bomb/base-1", "models=[good,gpt5]", "episodes=1",
+                         f"llm.base_url={server.url}", "llm.backoff_s=0.01",
+                         f"out_dir={tmp_path}"])
+    assert len(results["runs"]) == 8 and results["roles"] == ["deaf", "mute", "blind"]
+    assert "success_matrix" not in results  # a matrix needs two roles
+    for r in results["runs"]:
+        sub = json.loads((Path(r["dir"]) / "results.json").read_text())
+        assert sub["success_rate"] == r["success_rate"] and sub["episodes"] == 1
+    asked = {(b["model"], role) for b in server.requests[n:]
+                for role in ("DEAF", "MUTE", "BLIND")
+                if f"You are {role}" in b["messages"][0]["content"]}
+    assert asked == {(m, role) for m in ("good", "gpt5") for role in ("DEAF", "MUTE",
+                                                                         "BLIND")}
+    means = results["success_by_role"]
+    for role in ("deaf", "mute", "blind"):
+        for m in ("good", "gpt5"):
+            rates = [r["success_rate"] for r in results["runs"] if r["roles"][role] == m]
+            assert means[role][m] == pytest.approx(sum(rates) / 4)

@@ -244,7 +244,7 @@ class KtaneBlock:
     """Keep Talking's LLM options."""
 
     mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
-    reflection: bool = True              # end-of-game reflection request
+    reflection: bool = True              # end-of-game reflection request (ours)
 
 
 @dataclass

@@ -15,7 +15,7 @@ while models generate: a Defuser decision that took ``L`` seconds lands ``floor(
 slots later (the slots in between are waits, each costing Δ of bomb time), and an Expert message
 reaches the Defuser's queue only once ``L`` seconds of game time have passed; latencies are the
 measured ones (replayed from the cache on reruns), so slow models lose time. At the end, each
-player is asked for a reflection on the game (GPTNT's end-of-game reflection request).
+player is asked for a reflection on the game (ours, ``ktane.reflection``: GPTNT asks for none).
 
 Context (GPTNT appendix D.4 "Observation Context Management": each forward pass gets the
 current observation and the immediately preceding one, everything older discarded): the
