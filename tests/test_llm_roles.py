@@ -16,7 +16,7 @@ from eval.otherplay import assignments, parse_args, summarize
 from eval.otherplay import run as otherplay
 from jaxcollab.io.run import RunCollision
 from jaxcollab.io.schema import ConfigValueError
-from jaxcollab.llm.client import LLMConfig
+from jaxcollab.llm.client import ChatClient, LLMConfig, Request
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 from jaxcollab.llm.roles import TeamClient, role_configs
 
@@ -165,3 +165,45 @@ def test_sanzaru_trios_from_two_models(server, tmp_path):
         for m in ("good", "gpt5"):
             rates = [r["success_rate"] for r in results["runs"] if r["roles"][role] == m]
             assert means[role][m] == pytest.approx(sum(rates) / 4)
+
+
+def test_roles_are_run_identity_and_checked_up_front(tmp_path):
+    """The collision guard compares ``llm.roles`` like any other key (another Expert model is
+    another run); a role the family lacks is refused before anything is written."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from eval.rollout import check_config
+    from jaxcollab.io.results import ResultsFile
+    from jaxcollab.io.run import guard_results, validate
+
+    base = ["env=ktane/wires", "agent=llm", f"out_dir={tmp_path}"]
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+        a, b, bad = (OmegaConf.to_container(validate(compose("rollout", overrides=base + o))) for
+                     o in (["+llm.roles.expert.model=A"], ["+llm.roles.expert.model=B"],
+                           ["+llm.roles.pilot.model=A"]))
+        with pytest.raises(ConfigValueError, match="unknown role 'pilot'; valid: defuser"):
+            check_config(OmegaConf.create(bad))
+    results = ResultsFile(tmp_path / "results.json")
+    results.update({"config": a})
+    guard_results(results, a, None)  # the same run resumes
+    with pytest.raises(RunCollision, match=r"llm.roles.expert.model: 'A' -> 'B'"):
+        guard_results(results, b, None)
+
+
+def test_family_defaults_and_the_seed_salt(tmp_path):
+    """Per-family token budgets and thinking (GPTNT §4; collaboration-gap paper §6) fill the
+    nulls; the run's seed salts every cache key."""
+    import jaxcollab
+    from jaxcollab.llm.run import LLMTeam, llm_config
+
+    block = {"llm": {"base_url": "http://127.0.0.1:1/v1", "max_tokens": None,
+                     "thinking_budget": None, "temperature": None}}
+    got = {f: (c.max_tokens, c.thinking_budget, c.temperature) for f, c in (
+        (f, llm_config(jaxcollab.family(f"{f}/x"), block)) for f in ("ktane", "maze", "bomb"))}
+    assert got == {"ktane": (1000, 0, 0.6), "maze": (2048, None, 1.0), "bomb": (2048, None, 0.6)}
+    explicit = llm_config(jaxcollab.family("ktane/x"), {"llm": {"thinking_budget": -1}})
+    assert "thinking_budget" not in ChatClient(explicit).body(Request("expert", ()))
+    team = LLMTeam(jaxcollab.family("ktane/x"), {"seed": 7, **block}, tmp_path)
+    assert team.client.default.salt == "seed 7"
+
