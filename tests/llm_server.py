@@ -24,7 +24,8 @@ The served model name picks the strategy:
 * ``long``: ``good`` followed by :data:`LONG_CHARS` characters of rambling.
 * ``gpt5``: answers like OpenAI's GPT-5 family: HTTP 400 ``unsupported_parameter`` for a
   request with ``max_tokens`` (naming ``max_completion_tokens``), HTTP 400 "Unrecognized request
-  argument" for ``thinking_budget`` or ``chat_template_kwargs``, else ``good``.
+  argument" for ``thinking_budget`` or ``chat_template_kwargs``, HTTP 400 ``unsupported_value``
+  for a temperature other than 1, else ``good``.
 * ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
   short client timeout), later attempts at once; both ``good``.
 
@@ -128,6 +129,13 @@ def _gpt5_error(body: dict) -> dict | None:
         if field in body:
             return {"error": {"message": f"Unrecognized request argument supplied: {field}",
                               "type": "invalid_request_error", "param": None, "code": None}}
+    if body.get("temperature", 1) != 1:
+        return {"error": {
+            "message": f"Unsupported value: 'temperature' does not support "
+                       f"{body['temperature']} with this model. Only the default (1) value is "
+                       "supported.",
+            "type": "invalid_request_error", "param": "temperature",
+            "code": "unsupported_value"}}
     return None
 
 

@@ -173,14 +173,18 @@ def test_gpt5_style_endpoint_gets_max_completion_tokens(server, tmp_path):
     (reply,) = client.complete_many(reqs(1, extra="gpt5"))
     assert reply.text.startswith("I move down") and client.retries == {}
     sent = server.requests[n:]
-    assert [("max_tokens" in b, "thinking_budget" in b) for b in sent] == [
-        (True, True), (False, True), (False, False)]
+    assert [("max_tokens" in b, "thinking_budget" in b, "temperature" in b) for b in sent] == [
+        (True, True, True), (False, True, True), (False, False, True), (False, False, False)]
     assert sent[-1]["max_completion_tokens"] == 321 and "chat_template_kwargs" not in sent[-1]
     assert client.adapted == {"token_limit_key": "max_completion_tokens",
-                              "dropped": ["chat_template_kwargs", "thinking_budget"]}
+                              "dropped": ["chat_template_kwargs", "temperature",
+                                          "thinking_budget"]}
     n = len(server.requests)
     client.complete_many(reqs(2, extra="gpt5 again"))
     assert len(server.requests) == n + 2  # remembered: each new prompt is sent once
+    one = ChatClient(cfg(server.url, "gpt5", temperature=1.0))  # its default: kept
+    one.complete_many(reqs(1, extra="gpt5 at 1"))
+    assert one.adapted["dropped"] == [] and server.requests[-1]["temperature"] == 1.0
     replay = ChatClient(cfg(server.url, "gpt5", max_tokens=321, thinking_budget=0), path)
     assert replay.complete_many(reqs(1, extra="gpt5")) == [reply] and not replay.checked
 

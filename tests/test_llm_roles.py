@@ -54,9 +54,10 @@ def test_each_role_plays_its_own_model(server, tmp_path):
     assert learned == [(True, True), (False, True), (False, False)]  # then remembered:
     assert all(b["max_completion_tokens"] == 1000 and "thinking_budget" not in b
                for b in expert[2:])
+    assert all("temperature" not in b for b in expert[3:])  # GPT-5: its default only
     assert results["roles"] == {"expert": {"model": "gpt5", "base_url": server.url}}
     assert results["adapted"] == {"gpt5": {"token_limit_key": "max_completion_tokens",
-                                           "dropped": ["chat_template_kwargs",
+                                           "dropped": ["chat_template_kwargs", "temperature",
                                                        "thinking_budget"]}}
     rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
     assert set(rec["data"]["reflection"]) == {"defuser", "expert"}  # one batch, two clients

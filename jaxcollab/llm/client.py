@@ -20,9 +20,11 @@ a time is neither flooded nor sent the same prompt again while it still waits in
 
 Hosted endpoints are adapted to from their own errors, with no flag (:meth:`ChatClient.adapt`):
 a model that answers ``max_tokens`` with an HTTP 400 naming ``max_completion_tokens`` (OpenAI's
-GPT-5 family and o-series) gets the token limit under that key, and one that rejects the
+GPT-5 family and o-series) gets the token limit under that key, one that rejects the
 ``thinking_budget`` / ``chat_template_kwargs`` fields (a hosted API, not a vLLM-style server) is
-sent neither; the request is resent at once and the client remembers it
+sent neither, and one that refuses any temperature but its default as "unsupported" (the GPT-5
+family) is sent none, so it samples at its default; the request is resent at once and the client
+remembers it
 (:attr:`ChatClient.adapted`, in ``results.json``). The cache key hashes the configured request,
 not the adapted one, so a rerun replays the same replies whichever keys the server took.
 """
@@ -290,8 +292,9 @@ class ChatClient:
         """Learn from an HTTP 400/422 whether the endpoint refused a request *key* rather than
         the request: ``max_tokens`` where it wants ``max_completion_tokens`` (OpenAI's GPT-5
         family: "Unsupported parameter: 'max_tokens' ... Use 'max_completion_tokens'
-        instead."), or a :data:`THINKING_FIELDS` field it does not take. True (and remembered
-        for every later request) when resending can help.
+        instead."), a temperature it does not support ("Unsupported value: 'temperature' does
+        not support 0.6 with this model"), or a :data:`THINKING_FIELDS` field it does not
+        take. True (and remembered for every later request) when resending can help.
         """
         if r.status_code not in (400, 422):
             return False
@@ -300,6 +303,13 @@ class ChatClient:
             self.adapted["token_limit_key"] = "max_completion_tokens"
             log.warning("%s wants max_completion_tokens instead of max_tokens for model %r; "
                         "sending that from now on", self._url, self.cfg.model)
+            return True
+        if ("temperature" in sent and "'temperature'" in text
+                and "unsupported" in text.lower()):
+            self.adapted["dropped"] = sorted({*self.adapted["dropped"], "temperature"})
+            log.warning("%s samples model %r only at its default temperature; not sending "
+                        "temperature=%s (recorded in results.json 'adapted')", self._url,
+                        self.cfg.model, sent["temperature"])
             return True
         refused = [k for k in THINKING_FIELDS if k in sent and k in text]
         if refused:
