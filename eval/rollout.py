@@ -8,7 +8,9 @@ provides its teams, its config keys and its evaluation, whose docstring document
 ``results.json`` keys (``jaxcollab.agents.<family>.evaluate``); ``agent=llm`` is the LLM team
 of every family with an LLM game (:mod:`jaxcollab.llm.run`), played through the same
 evaluation and adding ``model``, ``base_url``, ``parse_errors``, ``refusals``, ``tokens``,
-``latency_s`` (and the family's LLM keys). This script checks the config
+``latency_s`` (and the family's LLM keys; ``roles`` for a mixed team, whose
+``+llm.roles.<role>.model=…`` gives one role its own model: :mod:`jaxcollab.llm.roles`, and
+``eval/otherplay.py`` plays every assignment of a model list). This script checks the config
 (:mod:`jaxcollab.io.run`: schema, the family's checks, and that the options of other families
 keep their defaults), refuses an ``out_dir`` holding a run with another config (naming the
 differing key; the ``llm`` pacing keys ``concurrency``, ``timeout_s``, ``max_retries``,

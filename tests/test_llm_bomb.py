@@ -9,10 +9,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcollab.agents.bomb import FAMILY as BOMB
+from jaxcollab.agents.bomb import LLM_CAPS
+from jaxcollab.agents.bomb import message_caps as caps
 from jaxcollab.envs.bomb import BombEnv, make_params
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import observe_jit, reset_jit, turn_jit
 from jaxcollab.envs.bomb.rules import delivery
+from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.llm.bomb import BombGame, decode_calls, parse_calls
+from jaxcollab.llm.bridge import Episode
+from jaxcollab.llm.client import Reply
 
 ORDER = (T.DEAF, T.MUTE, T.BLIND)
 
@@ -65,13 +72,6 @@ def test_speech_to_everyone_reaches_who_can_hear(env):
 
 
 # --- the LLM side: caps, truncation notes, call syntax ------------------------------------------
-
-from jaxcollab.agents.bomb import LLM_CAPS, caps  # noqa: E402
-from jaxcollab.agents.bomb import FAMILY as BOMB  # noqa: E402
-from jaxcollab.io.schema import ConfigValueError  # noqa: E402
-from jaxcollab.llm.bomb import BombGame, decode_calls, parse_calls  # noqa: E402
-from jaxcollab.llm.bridge import Episode  # noqa: E402
-from jaxcollab.llm.client import Reply  # noqa: E402
 
 #: SANZARU Fig. 11's letter-grid message length: 138 gestures.
 FIG11 = 138

@@ -17,8 +17,8 @@ from eval.otherplay import run as otherplay
 from jaxcollab.io.run import RunCollision
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
-from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 from jaxcollab.llm.roles import TeamClient, role_configs
+from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 
 ROOT = Path(__file__).parents[1]
 
@@ -144,6 +144,7 @@ def test_otherplay_cli_plays_every_pair_and_resumes(server, tmp_path):
         otherplay(_args(server, tmp_path, models="[good,slow]"))
 
 
+@pytest.mark.slow  # 8 sub-runs; the 2-role path is the default suite's CLI test
 def test_sanzaru_trios_from_two_models(server, tmp_path):
     """The README's trio command in-process: all 8 (Deaf, Mute, Blind) assignments of two
     models, each role's requests sent to its model, and the tables over all of them."""

@@ -40,7 +40,7 @@ CHUNK = 16_384  # episodes per compiled batch
 LLM_CAPS = (1024, 256)
 
 
-def caps(options: Mapping) -> tuple[int, int]:
+def message_caps(options: Mapping) -> tuple[int, int]:
     """``(speech bytes, gesture symbols)`` of a run: the bomb block's values, else
     :data:`LLM_CAPS` for ``agent=llm`` and the env's defaults for every other team."""
     block = options.get("bomb", {})
@@ -200,9 +200,9 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
         return rollout_bank(env_names, player, o.get("repeats", 3),
                             turn_order=o.get("turn_order", CYCLE), seed=spec.seed,
                             solo=solo, chunk=spec.chunk, save_dir=spec.save_dir,
-                            team_of=scripted, caps=caps(o))
+                            team_of=scripted, caps=message_caps(o))
     return evaluate(env_names, player, spec.episodes, spec.seed, spec.chunk, spec.save_dir,
-                    o.get("turn_order", CYCLE), caps(o))
+                    o.get("turn_order", CYCLE), message_caps(o))
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
@@ -228,7 +228,8 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     hint = options.get("bomb", {}).get("hint", "weak")
     if hint not in ("none", "weak", "strong", "playbook"):
         raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")
-    for key, cap in zip(("speech_bytes", "gesture_symbols"), caps(options), strict=True):
+    for key, cap in zip(("speech_bytes", "gesture_symbols"), message_caps(options),
+                        strict=True):
         if not 4 <= cap <= 4096 or cap % 4:
             raise ConfigValueError(f"bomb.{key}", cap, "a multiple of 4 in 4..4096 (messages "
                                    "are packed four bytes / symbols per word)")
@@ -258,7 +259,8 @@ def _llm_game(env_name: str, env, params, options: Mapping):
     params = params.params if isinstance(params, PinnedParams) else params
     block = options.get("bomb", {})
     order = tuple(int(r) for r in np.asarray(params.turn_order))
-    return BombGame(_variant_env(env_name, caps(options)), block.get("hint", "weak"), order,
+    return BombGame(_variant_env(env_name, message_caps(options)), block.get("hint", "weak"),
+                    order,
                     block.get("solo_player", False),
                     options.get("llm", {}).get("tools", "text") == "native")
 
@@ -290,8 +292,8 @@ FAMILY = Family(
               for name in TEAMS}, "learned": learned},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(name, n, seed),
-    # temperature GPTNT app. H; the token budget is ours (SANZARU gives none): room for the
-    # 138-gesture message of its Fig. 11 and the thoughts around it
+    # SANZARU gives neither: temperature 0.6 as GPTNT app. H; the token budget is ours, room
+    # for the 138-gesture message of its Fig. 11 and the thoughts around it
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=2048,
                 roles=T.ROLE_NAMES, communication=_communication),
     config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None, "checkpoint": None,
@@ -301,5 +303,5 @@ FAMILY = Family(
 )
 register_family(FAMILY)
 
-__all__ = ["FAMILY", "PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rollout_bank", "rounds_used",
-           "scripted", "team", "team_policy", "turn_orders"]
+__all__ = ["FAMILY", "LLM_CAPS", "PROTOCOL_TEAMS", "TEAMS", "evaluate", "message_caps", "play",
+           "rollout_bank", "rounds_used", "scripted", "team", "team_policy", "turn_orders"]

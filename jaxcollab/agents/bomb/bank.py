@@ -15,6 +15,7 @@ import numpy as np
 from jaxcollab.core.rollout import episode_keys
 from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.envs.bomb import bank
+from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import BombEnv
 from jaxcollab.envs.bomb.params import BombParams
 from jaxcollab.scale import preempt
@@ -26,6 +27,10 @@ class PinnedParams:
 
     params: BombParams
     reset_key: jax.Array
+
+
+#: The env's message caps (speech bytes, gesture symbols).
+DEFAULT_CAPS = (T.DEFAULT_SPEECH_BYTES, T.DEFAULT_GESTURE_SYMBOLS)
 
 
 class PinnedInstances(Wrapper):
@@ -51,7 +56,7 @@ def pinned_env(speech_bytes: int = 256, gesture_symbols: int = 32) -> PinnedInst
 
 
 def play_bank(episodes: bank.BankEpisodes, team, seed: int, chunk: int = 16_384,
-              save_dir: str | Path | None = None, caps: tuple[int, int] = (256, 32)
+              save_dir: str | Path | None = None, caps: tuple[int, int] = DEFAULT_CAPS
               ) -> dict[str, np.ndarray]:
     """Play every planned episode with ``team`` (a :class:`~jaxcollab.core.family.Team`),
     ``chunk`` at a time (finished chunks kept in ``save_dir``, resumed on a rerun:
@@ -83,7 +88,7 @@ def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
                  solo: str | dict | None = None, chunk: int = 16_384,
                  save_dir: str | Path | None = None,
                  team_of: Callable[[str], object] | None = None,
-                 caps: tuple[int, int] = (256, 32)) -> dict:
+                 caps: tuple[int, int] = DEFAULT_CAPS) -> dict:
     """Play the protocol (:func:`~jaxcollab.envs.bomb.bank.bank_episodes`) with ``agent`` (a
     team name or a :class:`~jaxcollab.core.family.Team`, e.g. an LLM team).
 
