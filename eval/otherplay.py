@@ -5,9 +5,11 @@
 plays every ordered (Defuser, Expert) pair of ``models`` (GPTNT §7: all pairwise combinations,
 single-module missions, sync mode); ``env=bomb/<variant> models=[A,B,C]`` plays every
 (Deaf, Mute, Blind) trio (SANZARU's roles from different models), n³ assignments. A model entry
-``NAME@BASE_URL`` names its own endpoint (a hosted model beside a local one); every other
-argument is an ``eval/rollout.py`` override shared by all assignments (``agent=llm`` is implied;
-``llm.*`` is the shared endpoint and sampling).
+``NAME@BASE_URL`` names its own endpoint (a local model beside a hosted one), sent no API key,
+or ``NAME@BASE_URL@VAR`` with the key in environment variable ``VAR`` (``llm.api_key_env``'s
+key only ever goes to ``llm.base_url``); every other argument is an ``eval/rollout.py``
+override shared by all assignments (``agent=llm`` is implied; ``llm.*`` is the shared endpoint
+and sampling).
 
 Each assignment is one ``eval/rollout.py`` run with ``llm.roles.<role>.model`` set, in its own
 directory ``DIR/runs/<i>-<role>-<model>_…`` (results.json, request cache, transcripts), so a
@@ -60,21 +62,27 @@ def parse_args(argv: list[str]) -> tuple[list[str], str, list[str]]:
             rest.append(arg)
     if not models or len(set(models)) != len(models):
         raise ConfigValueError("models", models, "a list of distinct model names, e.g. "
-                               "models=[A,B] (an entry may be NAME@BASE_URL)")
+                               "models=[A,B] (an entry may be NAME@BASE_URL[@KEY_VAR])")
     if not out_dir:
         raise ConfigValueError("out_dir", out_dir, "a directory for the runs and results.json")
     return models, out_dir, rest
 
 
 def _label(entry: str) -> str:
-    """A model entry's name (``NAME@BASE_URL`` → ``NAME``)."""
+    """A model entry's name (``NAME@BASE_URL[@VAR]`` → ``NAME``)."""
     return entry.split("@", 1)[0]
 
 
 def _role_overrides(role: str, entry: str) -> list[str]:
-    name, _, url = entry.partition("@")
+    """``llm.roles.<role>`` overrides of a model entry: its model and, for ``NAME@URL[@VAR]``,
+    its endpoint and the variable holding its key (none: no key is sent there)."""
+    name, *endpoint = entry.split("@")
     out = [f"+llm.roles.{role}.model={json.dumps(name)}"]
-    return out + ([f"+llm.roles.{role}.base_url={json.dumps(url)}"] if url else [])
+    if endpoint:
+        key = endpoint[1] if len(endpoint) > 1 else ""
+        out += [f"+llm.roles.{role}.base_url={json.dumps(endpoint[0])}",
+                f"+llm.roles.{role}.api_key_env={json.dumps(key)}"]
+    return out
 
 
 def _safe(text: str) -> str:

@@ -110,6 +110,14 @@ def test_otherplay_arguments_are_checked():
         parse_args(["models=[a,a]", "out_dir=x"])
     with pytest.raises(ConfigValueError, match="out_dir"):
         parse_args(["models=[a]"])
+    from eval.otherplay import _role_overrides
+
+    assert _role_overrides("expert", "m") == ['+llm.roles.expert.model="m"']
+    local, hosted = (_role_overrides("expert", e) for e in ("q/q@http://h:1/v1",
+                                                            "g@https://api/v1@G_KEY"))
+    assert local[1:] == ['+llm.roles.expert.base_url="http://h:1/v1"',
+                         '+llm.roles.expert.api_key_env=""']  # llm.*'s key stays home
+    assert hosted[2] == '+llm.roles.expert.api_key_env="G_KEY"'
 
 
 def _args(server, out, models="[good,gpt5]"):
