@@ -73,6 +73,11 @@ def test_roles_fall_back_and_share_clients(server):
                                 "blind": {"model": "slow"}}, ("deaf", "mute", "blind"))
     assert roles["mute"] == base and roles["deaf"].model == "slow"
     assert roles["deaf"].base_url == base.base_url and roles["deaf"].temperature == 0.6
+    assert roles["deaf"].api_key_env == base.api_key_env == "OPENAI_API_KEY"
+    away = role_configs(base, {"deaf": {"base_url": "http://elsewhere:1/v1"},
+                               "mute": {"base_url": "http://elsewhere:1/v1",
+                                        "api_key_env": "ELSEWHERE_KEY"}})
+    assert away["deaf"].api_key_env == "" and away["mute"].api_key_env == "ELSEWHERE_KEY"
     team = TeamClient(base, roles)
     assert len(team.clients) == 2 and team.client("deaf") is team.client("blind")
     assert team.client("mute") is team.default is team.client("solo")

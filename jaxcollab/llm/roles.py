@@ -26,7 +26,9 @@ ROLE_KEYS = ("base_url", "model", "api_key_env", "temperature", "max_tokens",
 
 def role_configs(base: LLMConfig, roles: Mapping[str, Mapping[str, Any]] | None,
                  valid: tuple[str, ...] = ()) -> dict[str, LLMConfig]:
-    """Each overridden role's settings: ``base`` with the role's non-null keys.
+    """Each overridden role's settings: ``base`` with the role's non-null keys. A role on
+    another ``base_url`` is sent no API key unless it names its own ``api_key_env`` (the team's
+    key never goes to another endpoint).
 
     Args:
         base: the team's settings (``llm.*``, family defaults applied).
@@ -47,6 +49,8 @@ def role_configs(base: LLMConfig, roles: Mapping[str, Mapping[str, Any]] | None,
             raise ValueError(f"llm.roles.{role}.{bad[0]} is not a role setting; valid: "
                              f"{', '.join(ROLE_KEYS)}")
         set_keys = {k: v for k, v in dict(keys or {}).items() if v is not None}
+        if set_keys.get("base_url", base.base_url) != base.base_url:
+            set_keys.setdefault("api_key_env", "")
         out[role] = dataclasses.replace(base, **set_keys)
     return out
 
