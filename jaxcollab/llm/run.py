@@ -187,7 +187,9 @@ class LLMTeam:
 
     def results(self, env_names: Sequence[str]) -> dict:
         """The LLM keys of ``results.json`` from the transcripts of ``env_names``
-        (:func:`llm_results`)."""
+        (:func:`llm_results`), with ``roles`` (a mixed team: role → ``model``, ``base_url``)
+        and ``adapted`` (model → what its endpoint's errors taught the client:
+        :attr:`~jaxcollab.llm.client.ChatClient.adapted`) where they apply."""
         records = [r for name in env_names for r in read_transcripts(transcript_path(self.out,
                                                                                      name))]
         mixed = {"roles": {r: {"model": c.model, "base_url": c.base_url}
