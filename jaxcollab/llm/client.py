@@ -24,9 +24,9 @@ GPT-5 family and o-series) gets the token limit under that key, one that rejects
 ``thinking_budget`` / ``chat_template_kwargs`` fields (a hosted API, not a vLLM-style server) is
 sent neither, and one that refuses any temperature but its default as "unsupported" (the GPT-5
 family) is sent none, so it samples at its default; the request is resent at once and the client
-remembers it
-(:attr:`ChatClient.adapted`, in ``results.json``). The cache key hashes the configured request,
-not the adapted one, so a rerun replays the same replies whichever keys the server took.
+remembers it (:attr:`ChatClient.adapted`, in ``results.json``). The cache key hashes the
+configured request, not the adapted one, so a rerun replays the same replies whichever keys the
+server took.
 """
 
 from __future__ import annotations
