@@ -218,4 +218,7 @@ def run(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    run(sys.argv[1:])
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        print(__doc__)
+    else:
+        run(sys.argv[1:])
