@@ -173,7 +173,7 @@ def run(argv: list[str]) -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    import jaxcollab
+    from eval.rollout import plug_in
     from eval.rollout import run as rollout
     from jaxcollab.io.results import ResultsFile
     from jaxcollab.io.run import guard_results, validate
@@ -185,11 +185,11 @@ def run(argv: list[str]) -> dict:
     guard_results(top, {"models": models, "overrides": rest}, None)
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
         env = compose("rollout", overrides=[*rest, "out_dir=."]).env
-        family = jaxcollab.family(jaxcollab.resolve(env)[0])
+        names, family = plug_in(env)
         if family.llm is None or not family.llm.roles:
             raise ConfigValueError("env", env, "an environment whose family has an LLM team "
                                    "with named roles (bomb, ktane, maze)")
-        roles, names = family.llm.roles, jaxcollab.resolve(env)
+        roles = family.llm.roles
         top.update({"config": {"models": models, "overrides": rest}, "env": env,
                     "models": models, "roles": list(roles)})
         runs = []
@@ -218,7 +218,13 @@ def run(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
+    from jaxcollab.io.run import RunCollision
+    from jaxcollab.io.schema import ConfigValueError
+
     if {"-h", "--help"} & set(sys.argv[1:]):
         print(__doc__)
     else:
-        run(sys.argv[1:])
+        try:
+            run(sys.argv[1:])
+        except (ConfigValueError, RunCollision) as e:  # a bad argument: its message, no trace
+            sys.exit(f"eval/otherplay.py: {e}")
