@@ -222,3 +222,23 @@ def test_family_defaults_and_the_seed_salt(tmp_path):
     team = LLMTeam(jaxcollab.family("ktane/x"), {"seed": 7, **block}, tmp_path)
     assert team.client.default.salt == "seed 7"
 
+
+
+def test_communication_counts_of_a_record():
+    """GPTNT Table 7's count on Keep Talking: Defuser cycles (its turn and the Expert's after it)
+    with a carried-out message from either player; the bomb's: turns with a speak or gesture."""
+    import jaxcollab
+
+    msg = {"result": {"kind": "send_message", "data": {"message": "hi"}}}
+    act = {"result": {"kind": "interact_game", "data": {"action": "cut", "location": "A"}}}
+    ktane = {"steps": 7, "agents": {
+        "defuser": [{"step": 0, "ok": True, "action": act}, {"step": 2, "ok": True, "action": msg},
+                    {"step": 4, "ok": False, "action": msg}],
+        "expert": [{"step": 1, "ok": True, "action": msg}, {"step": 3, "ok": True, "action": msg},
+                   {"step": 5, "ok": True, "action": {"result": {"kind": "do_nothing"}}}]}}
+    assert jaxcollab.family("ktane/x").llm.communication(ktane) == (2, 4)  # cycles 0, 1 of 4
+    bomb = {"steps": 3, "agents": {
+        "deaf": [{"ok": True, "action": [{"call": "speak", "text": "x"}, {"call": "wait"}]}],
+        "mute": [{"ok": True, "action": [{"call": "wait"}]}],
+        "blind": [{"ok": False, "action": None}]}}
+    assert jaxcollab.family("bomb/x").llm.communication(bomb) == (1, 3)
