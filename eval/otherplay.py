@@ -178,6 +178,7 @@ def run(argv: list[str]) -> dict:
     from jaxcollab.io.results import ResultsFile
     from jaxcollab.io.run import guard_results, validate
     from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.scale.distributed import run_info
 
     models, out_dir, rest = parse_args(argv)
     out = Path(out_dir)
@@ -190,8 +191,8 @@ def run(argv: list[str]) -> dict:
             raise ConfigValueError("env", env, "an environment whose family has an LLM team "
                                    "with named roles (bomb, ktane, maze)")
         roles = family.llm.roles
-        top.update({"config": {"models": models, "overrides": rest}, "env": env,
-                    "models": models, "roles": list(roles)})
+        top.update({"config": {"models": models, "overrides": rest}, "run": run_info(),
+                    "env": env, "models": models, "roles": list(roles)})
         runs = []
         for i, team in enumerate(assignments(models, roles)):
             sub = out / "runs" / "-".join([f"{i:02d}", *(f"{r}-{_safe(_label(m))}"
