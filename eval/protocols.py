@@ -17,7 +17,7 @@ from omegaconf import DictConfig
 
 import jaxcollab
 from jaxcollab.core.family import Spec
-from jaxcollab.io.plots import rate_heatmap
+from jaxcollab.io.plots import heatmap_panels
 from jaxcollab.io.run import env_selection, start_run
 from jaxcollab.io.schema import ConfigValueError
 
@@ -48,8 +48,9 @@ def markdown(results: dict[str, dict]) -> str:
 def heatmap(results: dict[str, dict], path: Path) -> None:
     """PNG heatmap of success rates, teams x variants."""
     variants, values = table(results, lambda v: v["success_rate"])
-    rate_heatmap(values, list(results), [v.removeprefix("bomb/") for v in variants], path,
-                 "bomb: scripted team x variant success rate")
+    heatmap_panels(path, [{"values": values, "rows": list(results), "xlabel": "variant",
+                           "cols": [v.removeprefix("bomb/") for v in variants], "ylabel": "team",
+                           "title": "bomb: scripted team x variant success rate"}])
 
 
 def check_config(cfg: DictConfig) -> None:

@@ -8,7 +8,9 @@ provides its teams, its config keys and its evaluation, whose docstring document
 ``results.json`` keys (``jaxcollab.agents.<family>.evaluate``); ``agent=llm`` is the LLM team
 of every family with an LLM game (:mod:`jaxcollab.llm.run`), played through the same
 evaluation and adding ``model``, ``base_url``, ``parse_errors``, ``refusals``, ``tokens``,
-``latency_s`` (and the family's LLM keys). This script checks the config
+``latency_s`` (and the family's LLM keys; ``roles`` for a mixed team, whose
+``+llm.roles.<role>.model=…`` gives one role its own model: :mod:`jaxcollab.llm.roles`, and
+``eval/otherplay.py`` plays every assignment of a model list). This script checks the config
 (:mod:`jaxcollab.io.run`: schema, the family's checks, and that the options of other families
 keep their defaults), refuses an ``out_dir`` holding a run with another config (naming the
 differing key; the ``llm`` pacing keys ``concurrency``, ``timeout_s``, ``max_retries``,
@@ -104,6 +106,14 @@ def check_config(cfg: DictConfig) -> None:
             raise ConfigValueError(key, value, f"{defaults[key]!r}: {cfg.env} does not read "
                                    f"{key!r} (its family's keys: {sorted(family.config)})")
     family.check(names, OmegaConf.to_container(cfg))
+    if cfg.agent == "llm":
+        from jaxcollab.llm.run import team_configs
+
+        try:
+            team_configs(family, OmegaConf.to_container(cfg))
+        except ValueError as e:  # a role the family lacks, or a bad role key
+            raise ConfigValueError("llm.roles", OmegaConf.to_container(cfg.llm.roles),
+                                   str(e)) from None
 
 
 def run(cfg: DictConfig) -> dict:

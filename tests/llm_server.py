@@ -22,6 +22,10 @@ The served model name picks the strategy:
   :data:`CONTEXT_WORDS` words (its ``/models`` entry reports that as ``max_model_len``), else
   ``good``.
 * ``long``: ``good`` followed by :data:`LONG_CHARS` characters of rambling.
+* ``gpt5``: answers like OpenAI's GPT-5 family: HTTP 400 ``unsupported_parameter`` for a
+  request with ``max_tokens`` (naming ``max_completion_tokens``), HTTP 400 "Unrecognized request
+  argument" for ``thinking_budget`` or ``chat_template_kwargs``, HTTP 400 ``unsupported_value``
+  for a temperature other than 1, else ``good``.
 * ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
   short client timeout), later attempts at once; both ``good``.
 * ``maze``: exact maze replies (:func:`maze_reply`): in the odd rounds of a conversation
@@ -50,7 +54,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
-          "context", "long", "late", "maze", "judge")
+          "context", "long", "late", "maze", "judge", "gpt5")
 SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
@@ -167,6 +171,28 @@ def _tool_calls(text: str) -> list[dict]:
             for i, c in enumerate(calls)]
 
 
+def _gpt5_error(body: dict) -> dict | None:
+    """OpenAI's error body for a request GPT-5-family models refuse (their wording), or None."""
+    if "max_tokens" in body:
+        return {"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                       "Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error", "param": "max_tokens",
+            "code": "unsupported_parameter"}}
+    for field in ("thinking_budget", "chat_template_kwargs"):
+        if field in body:
+            return {"error": {"message": f"Unrecognized request argument supplied: {field}",
+                              "type": "invalid_request_error", "param": None, "code": None}}
+    if body.get("temperature", 1) != 1:
+        return {"error": {
+            "message": f"Unsupported value: 'temperature' does not support "
+                       f"{body['temperature']} with this model. Only the default (1) value is "
+                       "supported.",
+            "type": "invalid_request_error", "param": "temperature",
+            "code": "unsupported_value"}}
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: LLMServer
 
@@ -209,6 +235,10 @@ class _Handler(BaseHTTPRequestHandler):
         if model == "refuse":
             return self._send(400, {"error": {"code": "content_filter", "message":
                                               "The prompt was flagged by our content policy."}})
+        if model == "gpt5":
+            refused = _gpt5_error(body)
+            if refused:
+                return self._send(400, refused)
         if model == "flaky" and self.server.first_attempt(body):
             return self._send(429, {"error": {"message": "rate limited"}})
         n_prompt = sum(len(str(m["content"]).split()) for m in messages)

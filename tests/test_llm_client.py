@@ -160,3 +160,39 @@ def test_a_signal_cancels_requests_on_another_thread(server):
             thread.join()
         thread.join()
     assert caught and time.perf_counter() - start < LATE_S - 1
+
+
+def test_gpt5_style_endpoint_gets_max_completion_tokens(server, tmp_path):
+    """A GPT-5-style endpoint refuses ``max_tokens`` (HTTP 400 naming
+    ``max_completion_tokens``) and the thinking fields: the request is resent with the token
+    limit under the other key and without them, remembered for later requests, and the cache
+    key stays that of the configured request (a rerun replays it, whichever keys were sent)."""
+    path = tmp_path / "c.jsonl"
+    client = ChatClient(cfg(server.url, "gpt5", max_tokens=321, thinking_budget=0), path)
+    n = len(server.requests)
+    (reply,) = client.complete_many(reqs(1, extra="gpt5"))
+    assert reply.text.startswith("I move down") and client.retries == {}
+    sent = server.requests[n:]
+    assert [("max_tokens" in b, "thinking_budget" in b, "temperature" in b) for b in sent] == [
+        (True, True, True), (False, True, True), (False, False, True), (False, False, False)]
+    assert sent[-1]["max_completion_tokens"] == 321 and "chat_template_kwargs" not in sent[-1]
+    assert client.adapted == {"token_limit_key": "max_completion_tokens",
+                              "dropped": ["chat_template_kwargs", "temperature",
+                                          "thinking_budget"]}
+    n = len(server.requests)
+    client.complete_many(reqs(2, extra="gpt5 again"))
+    assert len(server.requests) == n + 2  # remembered: each new prompt is sent once
+    one = ChatClient(cfg(server.url, "gpt5", temperature=1.0))  # its default: kept
+    one.complete_many(reqs(1, extra="gpt5 at 1"))
+    assert one.adapted["dropped"] == [] and server.requests[-1]["temperature"] == 1.0
+    replay = ChatClient(cfg(server.url, "gpt5", max_tokens=321, thinking_budget=0), path)
+    assert replay.complete_many(reqs(1, extra="gpt5")) == [reply] and not replay.checked
+
+
+def test_cache_keys_hold_the_model_and_the_salt(server):
+    """Two models (or two seeds: the salt) never share a cached reply of the same prompt."""
+    (req,) = reqs(1)
+    a, b = ChatClient(cfg(server.url, "good")), ChatClient(cfg(server.url, "slow"))
+    assert a.key(req) != b.key(req)
+    seeded = [ChatClient(cfg(server.url), salt=f"seed {s}").key(req) for s in (0, 1)]
+    assert seeded[0] != seeded[1] and a.key(req) not in seeded

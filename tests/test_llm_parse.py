@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 import jaxcollab
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.llm.bomb import decode_calls
+from jaxcollab.llm.bomb import decode_calls, parse_calls
 from jaxcollab.llm.bomb import system_prompt as bomb_prompt
+from jaxcollab.llm.callsyntax import read_calls
 from jaxcollab.llm.ktane import decode_action, marks, message_phrase
 from jaxcollab.llm.maze import annotated, parse_move
 from jaxcollab.llm.maze import system_prompt as maze_prompt
@@ -32,6 +33,10 @@ _PIECES = st.sampled_from([
     '"to": "deaf"', '"symbols": ["👍", [1]]', '"text": "\\ud800"', '{"result": ', '"kind": ',
     '"interact_game"', '"data": {"action": "rotate_up"', '"location": "[A]"', "~", "d", "%",
     "0.1, 0.7, 0.1, 0.1.", ".", "e.g. ", "\n", "[unreadable]", "[blue]", "null", "NaN",
+    # SANZARU's call syntax (Table 1)
+    "speak(", "gesture(", "act(", "wait()", ")", 'to="mute"', "to=blind", 'text="', "text='",
+    "symbols=[", "point_up", "👍", "op=cut", "position=", "“", "”", "\\", "=", "**k", "-",
+    "\\ud800",
 ])
 REPLIES = st.one_of(st.text(), st.lists(st.one_of(_PIECES, st.text(max_size=5)),
                                         max_size=30).map("".join))
@@ -54,12 +59,21 @@ def _check_parsed(parsed) -> None:
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=REPLIES, finish=st.sampled_from(["stop", "length"]), role=st.integers(0, 2))
 def test_any_reply_is_a_bomb_turn_or_a_classified_error(text, finish, role):
-    parsed = parse_reply(text, finish)
+    parsed = parse_calls(text, finish)
     _check_parsed(parsed)
     turn, judged = decode_calls(parsed)
     _check_parsed(judged)
     assert bool(turn) <= judged.ok
     _bomb_env().action(role, **turn)  # the environment accepts every decoded turn
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=REPLIES)
+def test_call_syntax_reader_never_raises(text):
+    calls = read_calls(text)
+    assert calls is None or (calls and all(
+        isinstance(c, dict) and c["call"] in ("speak", "gesture", "act", "wait") for c in calls))
+    json.dumps(calls, ensure_ascii=False)
 
 
 @settings(max_examples=200, deadline=None)
@@ -120,6 +134,10 @@ def test_surrogates_and_overflow_are_classified():
     turn, p = decode_calls(parse_reply('<thoughts>t</thoughts><action>[{"call": "act", "op": '
                                        '"cut", "position": 1e999}]</action>'))
     assert turn == {} and p.errors == ("invalid_action",)
+    turn, p = decode_calls(parse_calls('<thoughts>t</thoughts><action>speak(text="\\ud800 '
+                                       'hi")</action>'))  # call syntax: the same cleaning
+    assert p.ok and turn["text"] == "? hi"
+    _bomb_env().action(0, **turn)
     p = parse_reply("<action>" + "[" * 50_000 + "</action>")
     assert not p.ok and p.errors == ("missing_thoughts", "unparseable")
 

@@ -92,6 +92,13 @@ class LLMGame:
             bomb's turn order), ``options`` the run config.
         outcome: ``outcome(final_state) -> (success, ending name)`` of one episode.
         temperature: the family's default sampling temperature (``llm.temperature=null``).
+        max_tokens: the family's default completion token budget (``llm.max_tokens=null``).
+        thinking_budget: the family's default ``llm.thinking_budget`` (None: not sent, the
+            server's default; 0: thinking off).
+        roles: the team's agent names (``llm.roles.<role>`` may give each its own model;
+            a solo player plays the ``llm.*`` model); empty: any name.
+        communication: ``communication(record) -> (steps with a message, steps)`` of one
+            transcript record (GPTNT Table 7's communication rate), or None.
         data: ``data(final_state) -> dict`` of extra transcript fields (e.g. maze labels).
         summary: ``summary(records, options) -> dict`` of family-specific LLM keys computed
             from the transcript records (e.g. the maze's per-round accuracy).
@@ -100,6 +107,10 @@ class LLMGame:
     game: Callable[[str, Environment, Any, Mapping[str, Any]], Any]
     outcome: Callable[[Any], tuple[bool, str]]
     temperature: float = 0.6
+    max_tokens: int = 1000
+    thinking_budget: int | None = None
+    roles: tuple[str, ...] = ()
+    communication: Callable[[dict], tuple[int, int]] | None = None
     data: Callable[[Any], dict] = lambda state: {}
     summary: Callable[[list[dict], Mapping[str, Any]], dict] = lambda records, options: {}
 

@@ -6,7 +6,8 @@ Theory: :func:`theory_plot` (exact chained-parity curves). Training: :func:`sepa
 sweep), :func:`maze_success_plot` (mazes), :func:`plot_by_condition` (the calibration
 experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
 :func:`plot_reliability`, :func:`plot_conversation_cells`. Tables of rates (teams x variants,
-model pairs): :func:`rate_heatmap`.
+model pairs): :func:`heatmap_panels`. LLM mazes: :func:`llm_maze_plot`,
+:func:`confidence_plot`.
 """
 
 from __future__ import annotations
@@ -222,26 +223,6 @@ def plot_conversation_cells(path: Path, rounds: list[int], metrics: dict, title:
     save(fig, path, tight=False)  # the shared colour bar does not take tight_layout
 
 
-def rate_heatmap(values, rows: list[str], cols: list[str], path: str | Path, title: str,
-                 label: str = "success rate") -> None:
-    """A heatmap of rates in [0, 1] (``values [len(rows), len(cols)]``, NaN: not played), each
-    cell annotated with its value."""
-    values = np.asarray(values, float)
-    fig, axes = figure(width=0.45 * len(cols) + 2.5, height=0.5 * len(rows) + 1.8)
-    ax = axes[0, 0]
-    im = ax.imshow(values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(cols)), cols, rotation=70 if len(cols) > 6 else 0, fontsize=8)
-    ax.set_yticks(range(len(rows)), rows)
-    for (i, j), x in np.ndenumerate(values):
-        if np.isfinite(x):
-            ax.text(j, i, f"{x:.2f}" if len(cols) <= 6 else f"{x:.1f}", ha="center",
-                    va="center", fontsize=6 if len(cols) > 6 else 8,
-                    color="white" if x < 0.5 else "black")
-    fig.colorbar(im, ax=ax, label=label)
-    ax.set_title(title)
-    save(fig, path)
-
-
 #: The LLM maze panels of :func:`llm_maze_plot`: results key -> axis label.
 LLM_MAZE_PANELS = {"maze_success": "maze success", "step_accuracy": "move accuracy",
                    "calibration_loss": "calibration loss"}
@@ -312,4 +293,29 @@ def confidence_plot(results: dict, path: str | Path) -> None:
         twins.append(acc)
     twins[0].legend(fontsize=6, loc="upper left")
     fig.suptitle("Top probability of the communicated vector: count and accuracy per bin")
+    save(fig, path)
+
+
+def heatmap_panels(path: str | Path, panels: list[dict], title: str = "") -> None:
+    """One annotated heatmap per panel, side by side (e.g. GPTNT Table 6's Defuser x Expert
+    success matrix and each model's success by role). A panel: ``values`` (rows x columns
+    floats in [0, 1], NaN = not played), ``rows`` / ``cols`` labels, ``xlabel``, ``ylabel``,
+    ``title``. Writes a PNG."""
+    cols = max(len(p["cols"]) for p in panels)
+    fig, axes = figure(len(panels), max(4.8, 0.45 * cols + 2.5), 4.2)
+    for ax, panel in zip(axes[0], panels, strict=True):
+        values = np.asarray(panel["values"], float)
+        image = ax.imshow(values, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+        for (i, j), v in np.ndenumerate(values):
+            ax.text(j, i, "–" if np.isnan(v) else f"{100 * v:.0f}%", ha="center",
+                    va="center", color="w" if np.isnan(v) or v < 0.6 else "k",
+                    fontsize=9 if cols <= 8 else 6)
+        ax.set_xticks(range(len(panel["cols"])), panel["cols"], rotation=30, ha="right")
+        ax.set_yticks(range(len(panel["rows"])), panel["rows"])
+        ax.set_xlabel(panel["xlabel"])
+        ax.set_ylabel(panel["ylabel"])
+        ax.set_title(panel["title"])
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    if title:
+        fig.suptitle(title)
     save(fig, path)

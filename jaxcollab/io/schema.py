@@ -220,9 +220,9 @@ class LLMBlock:
     model: str = "model"
     api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
     temperature: float | None = None     # null: the family default (bomb/ktane 0.6, maze 1.0)
-    max_tokens: int = count(1000)
+    max_tokens: int | None = bounded(None, ge=1)  # null: the family default (ktane 1000, ...)
     reasoning_effort: str | None = None
-    thinking_budget: int | None = None
+    thinking_budget: int | None = None   # null: the family default (ktane 0: off); -1: not sent
     timeout_s: float = bounded(120.0, gt=0)  # with no reply to any request of its batch
     context_tokens: int | None = None    # model context; null: the server's reported one (if any)
     concurrency: int = count(16)         # requests (episodes) in flight at once
@@ -230,6 +230,8 @@ class LLMBlock:
     backoff_s: float = bounded(1.0, ge=0)
     tools: LLMTools = LLMTools.text      # text (<thoughts>/<action>) | native (bomb tool calls)
     cache: str | None = None             # request cache file; null: out_dir/cache.jsonl
+    # role -> its own model settings (a mixed team; jaxcollab.llm.roles checks the keys)
+    roles: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -238,6 +240,9 @@ class BombBlock:
 
     hint: BombHint = BombHint.weak       # SANZARU hint levels
     solo_player: bool = False            # one agent holds every view (plays without hints)
+    speech_bytes: int | None = None      # speech cap; null: 1024 for agent=llm, else 256
+    gesture_symbols: int | None = None   # gesture cap; null: 256 for agent=llm (SANZARU
+    #                                      Fig. 11 sends 138), else 32
 
 
 @dataclass
@@ -245,7 +250,7 @@ class KtaneBlock:
     """Keep Talking's LLM options."""
 
     mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
-    reflection: bool = True              # end-of-game reflection request
+    reflection: bool = True              # end-of-game reflection request (ours)
     view: str = "gptnt"                  # gptnt (GPTNT's Defuser channel) | full (the env's text)
     solo: str | None = None              # null | with_manual | no_manual (GPTNT §10 ablations)
 

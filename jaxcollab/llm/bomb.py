@@ -1,13 +1,19 @@
 """Bomb families (SANZARU) for LLM teams: role prompts, hint levels, calls, solo condition.
 
-Prompts follow SANZARU §3 and Table 1: each role is told what it perceives, which channels each
-teammate lacks (hint levels), the gesture alphabet as emoji, and the calls it may make. The reply
-format is ``<thoughts>free text</thoughts><action>[CALLS]</action>`` with CALLS a JSON list of at
-most one each of ``speak``, ``gesture`` and either ``act`` or ``wait``; ``llm.tools=native`` offers
-the same four calls as OpenAI tool definitions. A call the role cannot make (Mute speaking, Deaf
-cutting) is passed to the environment, which bounces or rejects it and counts it (SANZARU's
-perspective flags): it is not a parse error. The observation text is the environment's own
-rendering of the role's token row, so chat history, blanks and bounces come from the env.
+The prompts are our own text (the paper does not print its prompts); what they say follows
+SANZARU §3 and Table 1: each role is told what it perceives, which channels each teammate lacks
+(hint levels), the gesture alphabet as emoji (Fig. 5), the message caps and the calls it may
+make. The reply format is ``<thoughts>free text</thoughts><action>[CALLS]</action>`` (GPTNT's
+format, F.1) with CALLS a JSON list of at most one each of ``speak``, ``gesture`` and either
+``act`` or ``wait``, or the same calls in SANZARU's call syntax (Table 1: ``speak(to="mute",
+text="…")``, ``wait()``; :mod:`jaxcollab.llm.callsyntax`); ``llm.tools=native`` offers the four
+calls as OpenAI tool definitions. A call without ``to`` goes to everyone its channel reaches
+(Table 1: Deaf's ``speak(text=…)`` reaches Mute and Blind). A call the role cannot make (Mute
+speaking, Deaf cutting) is passed to the environment, which bounces or rejects it and counts it
+(SANZARU's perspective flags): it is not a parse error. A message longer than the env's caps is
+cut there and the sender is told so in its next prompt. The observation text is the
+environment's own rendering of the role's token row, so chat history, blanks and bounces come
+from the env.
 
 Each agent keeps its own conversation (SANZARU Fig. 2: per-agent histories): every turn it saw
 (user) and said (assistant). Flashback variants drop turns older than the variant's window, so
@@ -17,14 +23,16 @@ old rounds scroll out of the chat as they do out of the observation.
 from __future__ import annotations
 
 import json
+import re
 
 import jax
 import numpy as np
 
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.llm.bridge import Episode, Game, Turn, clip
+from jaxcollab.llm.callsyntax import read_calls
 from jaxcollab.llm.client import Request
-from jaxcollab.llm.parse import Parsed, parse_reply, parse_tool_calls
+from jaxcollab.llm.parse import SOFT, Parsed, parse_reply, parse_tool_calls
 
 HINTS = ("none", "weak", "strong", "playbook")
 
@@ -59,21 +67,26 @@ _FORMAT = (
     "list with at most one of each of: {\"call\": \"speak\", \"to\": \"deaf|mute|blind\", "
     "\"text\": \"...\"}, {\"call\": \"gesture\", \"to\": \"deaf|mute|blind\", \"symbols\": "
     "[\"thumbs_up\", ...]}, and either {\"call\": \"act\", \"op\": \"cut|press\", \"position\": "
-    "N} or {\"call\": \"wait\"}. Positions are numbered from 1 as on the board. Your thoughts are "
-    "private; only calls reach your teammates.")
+    "N} or {\"call\": \"wait\"}. The same calls may be written as speak(to=\"mute\", "
+    "text=\"...\"), gesture(to=\"deaf\", symbols=[point_up, fist]), act(op=\"cut\", position=3) "
+    "and wait(). Without \"to\", speech or a gesture goes to every teammate who can receive it. "
+    "Positions are numbered from 1 as on the board. Your thoughts are private; only calls reach "
+    "your teammates.")
 _TOOLS_FORMAT = ("Make your calls with the tools offered (at most one of each of speak, gesture, "
                  "and act or wait). Your text is private; only calls reach your teammates.")
 
-_ROLE_ENUM = {"type": "string", "enum": list(T.ROLE_NAMES)}
+_ROLE_ENUM = {"type": "string", "enum": list(T.TARGET_NAMES)}
 #: The four calls as OpenAI tool definitions (``llm.tools=native``).
 TOOLS = (
     {"type": "function", "function": {
-        "name": "speak", "description": "Say text to one teammate.",
-        "parameters": {"type": "object", "required": ["to", "text"], "properties": {
+        "name": "speak", "description": "Say text to one teammate (no 'to': everyone who "
+        "can hear).",
+        "parameters": {"type": "object", "required": ["text"], "properties": {
             "to": _ROLE_ENUM, "text": {"type": "string"}}}}},
     {"type": "function", "function": {
-        "name": "gesture", "description": "Show a sequence of gesture symbols to one teammate.",
-        "parameters": {"type": "object", "required": ["to", "symbols"], "properties": {
+        "name": "gesture", "description": "Show a sequence of gesture symbols to one teammate "
+        "(no 'to': everyone who can see).",
+        "parameters": {"type": "object", "required": ["symbols"], "properties": {
             "to": _ROLE_ENUM, "symbols": {"type": "array", "items": {
                 "type": "string", "enum": [n for n, _ in T.GESTURES]}}}}}},
     {"type": "function", "function": {
@@ -89,8 +102,11 @@ _GLYPH_TO_NAME = {glyph: name for name, glyph in T.GESTURES}
 
 
 def system_prompt(role: int, hint: str, turn_order=(0, 1, 2), rounds: int | None = None,
-                  solo: bool = False, tools: bool = False) -> str:
-    """The system prompt of ``role`` at hint level ``hint`` (SANZARU §3, hint levels).
+                  solo: bool = False, tools: bool = False,
+                  caps: tuple[int, int] = (T.DEFAULT_SPEECH_BYTES, T.DEFAULT_GESTURE_SYMBOLS)
+                  ) -> str:
+    """The system prompt of ``role`` at hint level ``hint`` (SANZARU §3, hint levels), with
+    the message ``caps`` (speech bytes, gesture symbols) stated.
 
     Raises:
         ValueError: unknown hint level (lists the valid ones).
@@ -126,6 +142,8 @@ def system_prompt(role: int, hint: str, turn_order=(0, 1, 2), rounds: int | None
         lines.append(_PLAYBOOK)
     lines.append("Gesture alphabet (name emoji): " + ", ".join(
         f"{n} {g}" for n, g in T.GESTURES) + ".")
+    lines.append(f"A speech message carries at most {caps[0]} bytes of text and a gesture at "
+                 f"most {caps[1]} symbols; anything longer is cut, and you are told.")
     lines.append(_FORMAT if not tools else _TOOLS_FORMAT)
     return "\n\n".join(lines)
 
@@ -136,7 +154,9 @@ def decode_calls(parsed: Parsed) -> tuple[dict, Parsed]:
 
     Schema violations are class ``invalid_action``, two calls of one kind (or act with wait)
     ``multiple_actions``, a position outside 1..7 ``out_of_bounds``; any of them voids the turn.
-    Which role may make which call is *not* checked here: the environment judges that.
+    A speak or gesture without ``to`` (or ``to: "everyone"``) goes to ``everyone``. Which role
+    may make which call, and who a call reaches, is *not* checked here: the environment judges
+    that.
     """
     if not parsed.ok:
         return {}, parsed
@@ -150,12 +170,15 @@ def decode_calls(parsed: Parsed) -> tuple[dict, Parsed]:
     try:
         for c in calls:
             if c["call"] == "speak":
-                turn |= {"speak_to": _role(c["to"]), "text": str(c["text"])}
+                turn |= {"speak_to": _target(c.get("to")), "text": str(c["text"])}
             elif c["call"] == "gesture":
-                syms = [_GLYPH_TO_NAME.get(s, s) for s in c["symbols"]]
+                if not isinstance(c["symbols"], list | tuple):
+                    return {}, parsed.with_errors("invalid_action")
+                syms = [_GLYPH_TO_NAME.get(s, s) if isinstance(s, str) else s
+                        for s in c["symbols"]]
                 if any(s not in T.SYMBOL_IDS for s in syms):
                     return {}, parsed.with_errors("invalid_action")
-                turn |= {"gesture_to": _role(c["to"]), "symbols": tuple(syms)}
+                turn |= {"gesture_to": _target(c.get("to")), "symbols": tuple(syms)}
             elif c["call"] == "act":
                 if c["op"] not in ("cut", "press"):
                     return {}, parsed.with_errors("invalid_action")
@@ -168,15 +191,63 @@ def decode_calls(parsed: Parsed) -> tuple[dict, Parsed]:
     return turn, parsed
 
 
-def _role(name) -> int:
-    name = str(name).lower()
-    if name not in T.ROLE_NAMES:
+def _target(name) -> int:
+    """A recipient: a role's index, or ``EVERYONE`` (no ``to``, ``everyone`` or ``all``)."""
+    name = "everyone" if name is None else str(name).lower()
+    name = "everyone" if name == "all" else name
+    if name not in T.TARGET_NAMES:
         raise ValueError(name)
-    return T.ROLE_NAMES.index(name)
+    return T.TARGET_NAMES.index(name)
 
 
-#: What a refused agent is asked once in the same turn (GPTNT, "Guardrail violations": the
-#: conversation continues with a request to rephrase).
+def fit_caps(env, turn: dict) -> tuple[dict, str]:
+    """``turn`` with its speech cut to ``env.speech_bytes`` (at a character boundary) and its
+    gesture to ``env.gesture_symbols``, and the note owed to the sender ("" when nothing was
+    cut): a message is never cut silently."""
+    notes, out = [], dict(turn)
+    data = str(turn.get("text", "")).encode("utf-8")
+    if len(data) > env.speech_bytes:
+        out["text"] = data[: env.speech_bytes].decode("utf-8", "ignore")
+        notes.append(f"your last speech was {len(data)} bytes, over the limit of "
+                     f"{env.speech_bytes}: only its first {len(out['text'].encode())} bytes, "
+                     f"ending \"{out['text'][-40:]}\", were delivered")
+    symbols = tuple(turn.get("symbols", ()))
+    if len(symbols) > env.gesture_symbols:
+        out["symbols"] = symbols[: env.gesture_symbols]
+        notes.append(f"your last gesture had {len(symbols)} symbols, over the limit of "
+                     f"{env.gesture_symbols}: only the first {env.gesture_symbols} were "
+                     "delivered")
+    return out, ("Your message was cut: " + "; ".join(notes) + ".") if notes else ""
+
+
+def parse_calls(text: str, finish_reason: str = "stop") -> Parsed:
+    """A bomb reply's calls: the JSON format (:func:`~jaxcollab.llm.parse.parse_reply`) or,
+    where that yields no calls, SANZARU's call syntax (:func:`~jaxcollab.llm.callsyntax.
+    read_calls`) in the ``<action>`` block (else after ``</thoughts>``, else anywhere), keeping
+    the reply's soft classes. Never raises."""
+    parsed = parse_reply(text, finish_reason)
+    text = text if isinstance(text, str) else ""
+    shaped = parsed.action is not None and all(
+        isinstance(c, dict) and "call" in c
+        for c in (parsed.action if isinstance(parsed.action, list) else [parsed.action]))
+    if (parsed.ok and shaped) or "multiple_actions" in parsed.errors:
+        return parsed
+    blocks = _ACTION_BLOCK.findall(text)
+    region = blocks[-1] if blocks else _AFTER_THOUGHTS.split(text)[-1]
+    calls = read_calls(region)
+    if calls is None:
+        return parsed
+    soft = [e for e in parsed.errors if e in SOFT and e != "repaired_json"]
+    return Parsed(calls, parsed.thoughts).with_errors(*soft, *([] if blocks else
+                                                              ["malformed_xml"]))
+
+
+_ACTION_BLOCK = re.compile(r"<action>(.*?)</action>", re.S | re.I)
+_AFTER_THOUGHTS = re.compile(r"</thoughts?>", re.I)
+
+#: What a refused agent is asked once in the same turn (ours, after GPTNT's "Guardrail
+#: violations", where it is the *partner* whose message tripped the filter that is asked to
+#: rephrase; a bomb refusal is of the agent's own prompt, so the agent itself is asked).
 REPHRASE = ("Your last request was refused by the provider's content policy. Can you rephrase "
             "that please? Reply in the same format.")
 
@@ -198,8 +269,9 @@ class BombGame(Game):
                  tools: bool = False):
         self.env, self.solo, self.tools = env, bool(solo), bool(tools)
         self.window = int(env.variant.window)
+        caps = (env.speech_bytes, env.gesture_symbols)
         self.systems = [system_prompt(r, "none" if solo else hint, turn_order,
-                                      int(env.variant.rounds), solo, tools)
+                                      int(env.variant.rounds), solo, tools, caps)
                         for r in range(T.N_AGENTS)]
         self._noop = jax.tree.map(np.asarray, jax.device_get(env.noop()))
 
@@ -224,7 +296,7 @@ class BombGame(Game):
         messages = [{"role": "system", "content": self.systems[role]}]
         for h in ep.history.get(name, []):
             if h["refused"] or (self.window and h["round"] <= rnd - self.window):
-                continue  # refused exchanges leave the context (GPTNT, guardrail violations)
+                continue  # refused exchanges leave the context (as in GPTNT's guardrail case)
             messages += [{"role": "user", "content": h["seen"]},
                          {"role": "assistant", "content": clip(h["said"])}]
         messages.append({"role": "user", "content": user})
@@ -232,7 +304,7 @@ class BombGame(Game):
                       tools=TOOLS if self.tools else ())
         (reply,) = yield [req]
         ep.history.setdefault(name, [])
-        if reply.refused:  # GPTNT "guardrail violations": one "please rephrase" exchange
+        if reply.refused:  # one "please rephrase" exchange (ours: :data:`REPHRASE`)
             ep.record(name, step, req, reply, self.refusal(reply), round=rnd, seen=user,
                       said="", refused=True)
             req = Request(name, req.messages + ({"role": "user", "content": REPHRASE},),
@@ -244,13 +316,16 @@ class BombGame(Game):
         elif self.tools:
             parsed = parse_tool_calls(reply.tool_calls, reply.text)
         else:
-            parsed = parse_reply(reply.text, reply.finish_reason)
+            parsed = parse_calls(reply.text, reply.finish_reason)
         turn, parsed = decode_calls(parsed)
+        turn, cut = fit_caps(self.env, turn)
         said = reply.text if not self.tools else (
             f"{reply.text or ''}<action>{json.dumps(parsed.action)}</action>")
         ep.history.setdefault(name, [])
         ep.record(name, step, req, reply, parsed, round=rnd, seen=user, said=said,
-                  refused=reply.refused or bool(reply.failure))
+                  refused=reply.refused or bool(reply.failure), cut=cut)
+        if cut:  # owed with the parser's note, on the sender's next turn
+            ep.notes[name] = " ".join(n for n in (ep.notes.get(name, ""), cut) if n)
         if not turn:
             return self._noop
         act = self.env.action(role, **turn)

@@ -17,6 +17,16 @@ an unknown model) raises :class:`LLMError`. A request times out only after ``tim
 the server answered none of the batch's requests, and 429s and timeouts halve the number in
 flight (growing back by one per window of successes), so a server that generates one request at
 a time is neither flooded nor sent the same prompt again while it still waits in its queue.
+
+Hosted endpoints are adapted to from their own errors, with no flag (:meth:`ChatClient.adapt`):
+a model that answers ``max_tokens`` with an HTTP 400 naming ``max_completion_tokens`` (OpenAI's
+GPT-5 family and o-series) gets the token limit under that key, one that rejects the
+``thinking_budget`` / ``chat_template_kwargs`` fields (a hosted API, not a vLLM-style server) is
+sent neither, and one that refuses any temperature but its default as "unsupported" (the GPT-5
+family) is sent none, so it samples at its default; the request is resent at once and the client
+remembers it (:attr:`ChatClient.adapted`, in ``results.json``). The cache key hashes the
+configured request, not the adapted one, so a rerun replays the same replies whichever keys the
+server took.
 """
 
 from __future__ import annotations
@@ -50,6 +60,9 @@ CONTEXT_MARKERS = ("context_length", "context length", "context size", "context 
 #: Substrings of a 4xx error body that mark a content-policy refusal (GPTNT appendix "Guardrail
 #: violations": the provider answers a 4XX instead of a reply).
 REFUSAL_MARKERS = ("content_filter", "content_policy", "content policy", "safety", "refus")
+#: Request fields some servers take and hosted APIs reject (HTTP 400 naming the field): dropped
+#: together once an endpoint has refused one of them.
+THINKING_FIELDS = ("thinking_budget", "chat_template_kwargs")
 
 
 class LLMError(RuntimeError):
@@ -68,7 +81,8 @@ class LLMConfig:
         max_tokens: completion token cap per reply.
         reasoning_effort: passed through as ``reasoning_effort`` when set (hosted reasoning models).
         thinking_budget: passed through as ``thinking_budget`` (with ``chat_template_kwargs``
-            ``enable_thinking``) when set (vLLM / Qwen-style servers); 0 disables thinking.
+            ``enable_thinking``) when set (vLLM / Qwen-style servers); 0 disables thinking;
+            None or a negative value sends neither (the server's default).
         timeout_s: seconds a request may go unanswered while the server answers none of the
             batch's requests either (waiting in a serial server's queue is not timed out).
         concurrency: the most requests in flight at once (the client adapts below it).
@@ -205,12 +219,16 @@ class ChatClient:
 
     Args:
         cfg: endpoint and sampling settings.
-        cache_path: JSONL cache file (``None``: cache in memory only).
+        cache_path: JSONL cache file (``None``: cache in memory only), or a
+            :class:`ReplyCache` shared with other clients (one per model of a mixed team).
+        salt: hashed into every cache key: what tells apart runs whose prompts coincide (the
+            run's seed: two seeds of a fixed mission send the same first prompts).
     """
 
-    def __init__(self, cfg: LLMConfig, cache_path: str | Path | None = None):
-        self.cfg = cfg
-        self.cache = ReplyCache(cache_path)
+    def __init__(self, cfg: LLMConfig, cache_path: str | Path | ReplyCache | None = None,
+                 salt: str = ""):
+        self.cfg, self.salt = cfg, str(salt)
+        self.cache = cache_path if isinstance(cache_path, ReplyCache) else ReplyCache(cache_path)
         self.usage: dict[str, Usage] = defaultdict(Usage)
         #: retries by class (``rate_limited``, ``server_error``, ``malformed``, ``timeout``,
         #: ``connection``), for ``results.json``
@@ -220,6 +238,9 @@ class ChatClient:
         #: the model's context length as the server reports it (after :meth:`check`), or None
         self.served_context: int | None = None
         self.checked = False
+        #: what this endpoint's errors taught (:meth:`adapt`): ``token_limit_key`` (the key the
+        #: token limit is sent under) and ``dropped`` (request fields it refused)
+        self.adapted: dict = {"token_limit_key": "max_tokens", "dropped": []}
         self._check_lock = threading.Lock()  # pool workers share the client: one check
         self._url = cfg.base_url.rstrip("/")
         self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
@@ -246,16 +267,60 @@ class ChatClient:
             body["tools"] = list(req.tools)
         if cfg.reasoning_effort:
             body["reasoning_effort"] = cfg.reasoning_effort
-        if cfg.thinking_budget is not None:
+        if cfg.thinking_budget is not None and int(cfg.thinking_budget) >= 0:
             body["thinking_budget"] = int(cfg.thinking_budget)
             body["chat_template_kwargs"] = {"enable_thinking": int(cfg.thinking_budget) > 0}
         return body | dict(cfg.extra_body)
 
     def key(self, req: Request) -> str:
-        """SHA-256 hex of the request's content (body, nonce, base URL)."""
-        blob = json.dumps({"url": self._url, "nonce": req.nonce, "body": self.body(req)},
-                          sort_keys=True, ensure_ascii=False)
+        """SHA-256 hex of the request's content (configured body, nonce, base URL, salt; the
+        body names the model, so replies of two models never mix in one cache file)."""
+        content = {"url": self._url, "nonce": req.nonce, "body": self.body(req)}
+        if self.salt:
+            content["salt"] = self.salt
+        blob = json.dumps(content, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
+
+    def wire(self, body: dict) -> dict:
+        """``body`` as this endpoint takes it (:attr:`adapted`): the token limit under its key,
+        refused fields left out."""
+        out = {k: v for k, v in body.items() if k not in self.adapted["dropped"]}
+        limit_key = self.adapted["token_limit_key"]
+        if "max_tokens" in out and limit_key != "max_tokens":
+            out[limit_key] = out.pop("max_tokens")
+        return out
+
+    def adapt(self, r: httpx.Response, sent: dict) -> bool:
+        """Learn from an HTTP 400/422 whether the endpoint refused a request *key* rather than
+        the request: ``max_tokens`` where it wants ``max_completion_tokens`` (OpenAI's GPT-5
+        family: "Unsupported parameter: 'max_tokens' ... Use 'max_completion_tokens'
+        instead."), a temperature it does not support ("Unsupported value: 'temperature' does
+        not support 0.6 with this model"), or a :data:`THINKING_FIELDS` field it does not
+        take. True (and remembered for every later request) when resending can help.
+        """
+        if r.status_code not in (400, 422):
+            return False
+        text = r.text
+        if "max_completion_tokens" in text and "max_tokens" in sent:
+            self.adapted["token_limit_key"] = "max_completion_tokens"
+            log.warning("%s wants max_completion_tokens instead of max_tokens for model %r; "
+                        "sending that from now on", self._url, self.cfg.model)
+            return True
+        if ("temperature" in sent and "'temperature'" in text
+                and "unsupported" in text.lower()):
+            self.adapted["dropped"] = sorted({*self.adapted["dropped"], "temperature"})
+            log.warning("%s samples model %r only at its default temperature; not sending "
+                        "temperature=%s (recorded in results.json 'adapted')", self._url,
+                        self.cfg.model, sent["temperature"])
+            return True
+        refused = [k for k in THINKING_FIELDS if k in sent and k in text]
+        if refused:
+            self.adapted["dropped"] = sorted({*self.adapted["dropped"], *THINKING_FIELDS})
+            log.warning("%s does not take %s for model %r (thinking cannot be set there; "
+                        "llm.reasoning_effort is the hosted APIs' knob): not sending it",
+                        self._url, ", ".join(refused), self.cfg.model)
+            return True
+        return False
 
     def _headers(self) -> dict:
         key = os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
@@ -418,7 +483,12 @@ class ChatClient:
             sent = time.perf_counter()
             r, cls = None, "connection"
             try:
-                r, cls = await self._post(http, flight, body)
+                wire = self.wire(body)
+                r, cls = await self._post(http, flight, wire)
+                while r is not None and self.adapt(r, wire):  # a key the endpoint refused
+                    wire = self.wire(body)
+                    sent = time.perf_counter()
+                    r, cls = await self._post(http, flight, wire)
             finally:
                 await flight.leave(answered=r is not None)
             done = time.perf_counter()

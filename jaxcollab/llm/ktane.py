@@ -36,6 +36,8 @@ The bomb itself moves in the environment's Δ = 3 s slots: a Defuser cycle start
 its action lands ``floor(L / Δ)`` slots later (the slots in between are waits, each costing Δ
 of bomb time) and its next cycle starts at the slot after (our quantisation of the continuous
 loop; GPTNT's bomb runs in wall-clock time).
+At the end, each player is asked for a reflection on the game (ours, ``ktane.reflection``: GPTNT
+asks for none).
 
 Solo ablations (``ktane.solo``, GPTNT §10): ``with_manual`` — one agent holds the Defuser's
 view and the manual (in its first message); ``no_manual`` — the bomb only, so it can only play

@@ -47,18 +47,23 @@ import numpy as np
 import jaxcollab
 from jaxcollab.core.family import Family, Spec
 from jaxcollab.llm import jsonl, signals
-from jaxcollab.llm.client import ChatClient, LLMConfig
+from jaxcollab.llm.client import LLMConfig
 from jaxcollab.llm.parse import REFUSAL
 from jaxcollab.llm.play import Host, Played, play_pool, reserve_callback_threads
+from jaxcollab.llm.roles import TeamClient, role_configs
 from jaxcollab.scale import preempt
 
 #: ``llm`` block keys that are not client settings.
-_RUN_KEYS = ("tools", "cache")
+_RUN_KEYS = ("tools", "cache", "roles")
+#: ``llm`` keys whose null means the family's default (:class:`~jaxcollab.core.family.LLMGame`).
+_FAMILY_DEFAULTS = ("temperature", "max_tokens", "thinking_budget")
 
 
 def llm_config(family: Family, options: Mapping[str, Any]) -> LLMConfig:
-    """The client settings of the run's ``llm`` block (``temperature: null``: the family's
-    default, :attr:`jaxcollab.core.family.LLMGame.temperature`).
+    """The client settings of the run's ``llm`` block; ``temperature``, ``max_tokens`` and
+    ``thinking_budget`` null take the family's defaults
+    (:class:`jaxcollab.core.family.LLMGame`: e.g. Keep Talking 1,000 tokens and thinking off,
+    GPTNT §4; mazes 2,048 tokens, the collaboration-gap paper §6).
 
     Raises:
         ValueError: the family has no LLM game, or a bad client setting.
@@ -66,9 +71,21 @@ def llm_config(family: Family, options: Mapping[str, Any]) -> LLMConfig:
     if family.llm is None:
         raise ValueError(f"family {family.name!r} has no LLM game")
     block = {k: v for k, v in dict(options.get("llm", {})).items() if k not in _RUN_KEYS}
-    if block.get("temperature") is None:
-        block["temperature"] = family.llm.temperature
+    for key in _FAMILY_DEFAULTS:
+        if block.get(key) is None:
+            block[key] = getattr(family.llm, key)
     return LLMConfig(**block)
+
+
+def team_configs(family: Family, options: Mapping[str, Any]) -> dict[str, LLMConfig]:
+    """Per-role settings of a mixed team (``llm.roles``, :func:`~jaxcollab.llm.roles.role_configs`;
+    empty when every role plays the ``llm.*`` model).
+
+    Raises:
+        ValueError: a role the family's games do not have, or a bad key (names it).
+    """
+    roles = dict(options.get("llm", {})).get("roles") or {}
+    return role_configs(llm_config(family, options), roles, family.llm.roles)
 
 
 def transcript_path(out_dir, env_name: str) -> Path:
@@ -108,8 +125,10 @@ class LLMTeam:
         self.family, self.options, self.out = family, options, Path(out_dir)
         self.cfg = llm_config(family, options)
         reserve_callback_threads(self.cfg.concurrency)
+        self.roles = team_configs(family, options)
         cache = options.get("llm", {}).get("cache") or self.out / "cache.jsonl"
-        self.client = ChatClient(self.cfg, cache)  # checks the endpoint at its first request
+        # each client checks its endpoint at its first request; the seed salts the cache keys
+        self.client = TeamClient(self.cfg, self.roles, cache, salt=f"seed {options.get('seed', 0)}")
         self.host = Host(self.client, None if progress is None else self._turn)
         self.progress = progress
         self._written: dict[str, set[int]] = {}
@@ -169,10 +188,16 @@ class LLMTeam:
 
     def results(self, env_names: Sequence[str]) -> dict:
         """The LLM keys of ``results.json`` from the transcripts of ``env_names``
-        (:func:`llm_results`)."""
+        (:func:`llm_results`), with ``roles`` (a mixed team: role → ``model``, ``base_url``)
+        and ``adapted`` (model → what its endpoint's errors taught the client:
+        :attr:`~jaxcollab.llm.client.ChatClient.adapted`) where they apply."""
         records = [r for name in env_names for r in read_transcripts(transcript_path(self.out,
                                                                                      name))]
-        return {"model": self.cfg.model, "base_url": self.cfg.base_url,
+        mixed = {"roles": {r: {"model": c.model, "base_url": c.base_url}
+                           for r, c in sorted(self.roles.items())}} if self.roles else {}
+        adapted = self.client.adapted()
+        return {"model": self.cfg.model, "base_url": self.cfg.base_url, **mixed,
+                **({"adapted": adapted} if adapted else {}),
                 **llm_results(records), "retries": dict(sorted(self.client.retries.items())),
                 **self.family.llm.summary(records, self.options)}
 
@@ -262,7 +287,7 @@ class RunConfig:
     """A library-level LLM run (what ``eval/rollout.py agent=llm`` configures from the command
     line); see ``configs/rollout.yaml`` for every option and its default. ``batch`` is the
     chunk (episodes kept per finished chunk); ``turn_order`` a permutation of the roles or
-    ``"cycle"``."""
+    ``"cycle"``; ``roles`` the ``llm.roles`` block (role → its own model settings)."""
 
     env: str
     episodes: int = 9
@@ -285,6 +310,9 @@ class RunConfig:
     advance: str = "team"
     rollouts: int = 1
     tell_partner: bool = False
+    roles: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    speech_bytes: int | None = None
+    gesture_symbols: int | None = None
 
     def options(self, llm: LLMConfig, cache_path=None) -> dict:
         """The run config this stands for (the keys ``eval/rollout.py`` reads)."""
@@ -294,9 +322,12 @@ class RunConfig:
         return {"env": self.env, "agent": "llm", "episodes": self.episodes, "seed": self.seed,
                 "chunk": self.batch, "bank": False, "turn_order": order,
                 "ruleset": self.ruleset, "ruleset_seed": self.ruleset_seed,
-                "llm": block | {"tools": self.tools,
+                "llm": block | {"tools": self.tools, "roles": {r: dict(v) for r, v in
+                                                               self.roles.items()},
                                 "cache": None if cache_path is None else str(cache_path)},
-                "bomb": {"hint": self.hint, "solo_player": self.solo},
+                "bomb": {"hint": self.hint, "solo_player": self.solo,
+                         "speech_bytes": self.speech_bytes,
+                         "gesture_symbols": self.gesture_symbols},
                 "ktane": {"mode": self.mode, "reflection": self.reflection,
                           "view": self.view, "solo": self.ktane_solo},
                 "maze": {"setting": self.setting, "rounds": self.rounds,

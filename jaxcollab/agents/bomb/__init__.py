@@ -35,6 +35,21 @@ from jaxcollab.envs.bomb.state import BombState
 from jaxcollab.scale import preempt
 
 CHUNK = 16_384  # episodes per compiled batch
+#: Message caps (speech bytes, gesture symbols) of an LLM team when ``bomb.speech_bytes`` /
+#: ``bomb.gesture_symbols`` are null (ours): room for SANZARU Fig. 11's 138-gesture message and
+#: a paragraph of speech. Other teams keep the env's caps (256, 32): their messages are short
+#: and every cap byte is a token in each observation row.
+LLM_CAPS = (1024, 256)
+
+
+def message_caps(options: Mapping) -> tuple[int, int]:
+    """``(speech bytes, gesture symbols)`` of a run: the bomb block's values, else
+    :data:`LLM_CAPS` for ``agent=llm`` and the env's defaults for every other team."""
+    block = options.get("bomb", {})
+    default = LLM_CAPS if options.get("agent") == "llm" else (T.DEFAULT_SPEECH_BYTES,
+                                                               T.DEFAULT_GESTURE_SYMBOLS)
+    return (int(block.get("speech_bytes") or default[0]),
+            int(block.get("gesture_symbols") or default[1]))
 
 
 def turn_orders(episodes: int, turn_order="cycle") -> np.ndarray:
@@ -122,13 +137,14 @@ def play(env: BombEnv, agent: str, keys: jax.Array, params) -> BombState:
 
 def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: int,
              chunk: int = CHUNK, save_dir: str | Path | None = None,
-             turn_order="cycle") -> dict:
+             turn_order="cycle", caps: tuple[int, int] | None = None) -> dict:
     """Play ``episodes`` episodes of each variant in ``env_names`` with team ``agent`` (a
     team name, or any :class:`~jaxcollab.core.family.Team`, e.g. an LLM team).
 
     Episode ``e`` of every variant has the key ``episode_keys(seed, episodes)[e]`` (the
     exporter's instance ``e``) and turn order ``TURN_ORDERS[e % 6]`` (``turn_order="cycle"``)
-    or the one permutation ``turn_order`` names.
+    or the one permutation ``turn_order`` names, under the message ``caps`` (speech bytes,
+    gesture symbols; None: the env's defaults).
     Episodes are played ``chunk`` at a time (one compiled batch); with ``save_dir`` each
     finished chunk is kept there, a SIGTERM / SIGINT stops after the current chunk, and a rerun
     loads the finished chunks and plays the rest
@@ -154,7 +170,7 @@ def evaluate(env_names: Sequence[str], agent: str | Team, episodes: int, seed: i
     if episodes < 1:
         raise ValueError(f"episodes must be positive, got {episodes!r}")
     player = scripted(agent) if isinstance(agent, str) else agent
-    env = make(env_names[0])
+    env = make(env_names[0]) if caps is None else BombEnv(env_names[0], *caps)
     keys, params, idx, ep = _batch(env_names, episodes, seed, turn_order)
     total = len(idx)
 
@@ -188,9 +204,9 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
         return rollout_bank(env_names, player, o.get("repeats", 3),
                             turn_order=o.get("turn_order", CYCLE), seed=spec.seed,
                             solo=solo, chunk=spec.chunk, save_dir=spec.save_dir,
-                            team_of=scripted)
+                            team_of=scripted, caps=message_caps(o))
     return evaluate(env_names, player, spec.episodes, spec.seed, spec.chunk, spec.save_dir,
-                    o.get("turn_order", CYCLE))
+                    o.get("turn_order", CYCLE), message_caps(o))
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
@@ -216,6 +232,11 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     hint = options.get("bomb", {}).get("hint", "weak")
     if hint not in ("none", "weak", "strong", "playbook"):
         raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")
+    for key, cap in zip(("speech_bytes", "gesture_symbols"), message_caps(options),
+                        strict=True):
+        if not 4 <= cap <= 4096 or cap % 4:
+            raise ConfigValueError(f"bomb.{key}", cap, "a multiple of 4 in 4..4096 (messages "
+                                   "are packed four bytes / symbols per word)")
 
 
 def learned(options: Mapping) -> ScriptedTeam:
@@ -234,16 +255,28 @@ def learned(options: Mapping) -> ScriptedTeam:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.bomb.BombGame` of one episode: the variant's env, the episode's
-    turn order (its params), ``bomb.hint``, ``bomb.solo_player`` and ``llm.tools``."""
+    """:class:`~jaxcollab.llm.bomb.BombGame` of one episode: the variant's env under the run's
+    message caps, the episode's turn order (its params), ``bomb.hint``, ``bomb.solo_player``
+    and ``llm.tools``."""
     from jaxcollab.llm.bomb import BombGame
 
     params = params.params if isinstance(params, PinnedParams) else params
     block = options.get("bomb", {})
     order = tuple(int(r) for r in np.asarray(params.turn_order))
-    return BombGame(make(env_name), block.get("hint", "weak"), order,
+    return BombGame(BombEnv(env_name, *message_caps(options)), block.get("hint", "weak"),
+                    order,
                     block.get("solo_player", False),
                     options.get("llm", {}).get("tools", "text") == "native")
+
+
+def _communication(record: dict) -> tuple[int, int]:
+    """``(turns with a speak or gesture call, turns played)`` of one LLM transcript record
+    (ours: GPTNT Table 7's communication rate counted per bomb turn)."""
+    calls = [turn["action"] if isinstance(turn["action"], list) else [turn["action"]]
+             for turns in record["agents"].values() for turn in turns if turn["ok"]]
+    talked = sum(any(isinstance(c, dict) and c.get("call") in ("speak", "gesture") for c in t)
+                 for t in calls)
+    return talked, max(int(record["steps"]), 1)
 
 
 def _outcome(state) -> tuple[bool, str]:
@@ -258,14 +291,18 @@ FAMILY = Family(
               for name in TEAMS}, "learned": learned},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(name, n, seed),
-    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6),  # GPTNT app. H
+    # SANZARU gives neither: temperature 0.6 as GPTNT app. H; the token budget is ours, room
+    # for the 138-gesture message of its Fig. 11 and the thoughts around it
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=2048,
+                roles=T.ROLE_NAMES, communication=_communication),
     config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None, "checkpoint": None,
-            "bomb": {"hint": "weak", "solo_player": False}},
+            "bomb": {"hint": "weak", "solo_player": False, "speech_bytes": None,
+                     "gesture_symbols": None}},
     check=_check,
     analysis=Analysis(analysis.analyze, judge=RUBRIC),  # SANZARU Tables 5, 6
     bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),
 )
 register_family(FAMILY)
 
-__all__ = ["FAMILY", "PROTOCOL_TEAMS", "TEAMS", "evaluate", "play", "rollout_bank", "rounds_used",
-           "scripted", "team", "team_policy", "turn_orders"]
+__all__ = ["FAMILY", "LLM_CAPS", "PROTOCOL_TEAMS", "TEAMS", "evaluate", "message_caps", "play",
+           "rollout_bank", "rounds_used", "scripted", "team", "team_policy", "turn_orders"]

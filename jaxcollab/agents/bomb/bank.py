@@ -15,6 +15,7 @@ import numpy as np
 from jaxcollab.core.rollout import episode_keys
 from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.envs.bomb import bank
+from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import BombEnv
 from jaxcollab.envs.bomb.params import BombParams
 from jaxcollab.scale import preempt
@@ -26,6 +27,10 @@ class PinnedParams:
 
     params: BombParams
     reset_key: jax.Array
+
+
+#: The env's message caps (speech bytes, gesture symbols).
+DEFAULT_CAPS = (T.DEFAULT_SPEECH_BYTES, T.DEFAULT_GESTURE_SYMBOLS)
 
 
 class PinnedInstances(Wrapper):
@@ -51,18 +56,20 @@ def pinned_env(speech_bytes: int = 256, gesture_symbols: int = 32) -> PinnedInst
 
 
 def play_bank(episodes: bank.BankEpisodes, team, seed: int, chunk: int = 16_384,
-              save_dir: str | Path | None = None) -> dict[str, np.ndarray]:
+              save_dir: str | Path | None = None, caps: tuple[int, int] = DEFAULT_CAPS
+              ) -> dict[str, np.ndarray]:
     """Play every planned episode with ``team`` (a :class:`~jaxcollab.core.family.Team`),
     ``chunk`` at a time (finished chunks kept in ``save_dir``, resumed on a rerun:
     :func:`~jaxcollab.scale.preempt.resumable_episodes`). Episode ``e``'s key is
     ``episode_keys(seed, N)[e]`` (the one convention), so repeats of an instance get different
-    policy keys while the pinned reset key fixes the board.
+    policy keys while the pinned reset key fixes the board. ``caps``: the env's speech bytes
+    and gesture symbols (:func:`pinned_env`).
 
     Returns:
         Per-episode ``ending``, ``acts`` (Blind's action attempts) and ``bounces``
         (dead-channel calls), int ``[N]``.
     """
-    env = pinned_env()
+    env = pinned_env(*caps)
     n = len(episodes.variant)
     keys = np.asarray(episode_keys(seed, n))
     params = PinnedParams(params=episodes.params, reset_key=np.asarray(episodes.instance_key))
@@ -80,7 +87,8 @@ def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
                  instances: int = bank.INSTANCES, turn_order="cycle", seed: int = 0,
                  solo: str | dict | None = None, chunk: int = 16_384,
                  save_dir: str | Path | None = None,
-                 team_of: Callable[[str], object] | None = None) -> dict:
+                 team_of: Callable[[str], object] | None = None,
+                 caps: tuple[int, int] = DEFAULT_CAPS) -> dict:
     """Play the protocol (:func:`~jaxcollab.envs.bomb.bank.bank_episodes`) with ``agent`` (a
     team name or a :class:`~jaxcollab.core.family.Team`, e.g. an LLM team).
 
@@ -90,6 +98,7 @@ def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
         chunk, save_dir: episodes per played batch, and where finished chunks are kept
             (``save_dir/bank``, and ``save_dir/solo`` for a solo team) so a stopped run resumes.
         team_of: team name → Team (default: the scripted bomb teams).
+        caps: the env's speech bytes and gesture symbols (every team plays under the same).
 
     Returns:
         ``agent``, ``protocol`` (``instances``, ``repeats``, ``turn_order``, ``bank_seed``,
@@ -118,9 +127,9 @@ def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
                              f"expected {protocol!r} (seed aside)")
     sub = (lambda name: None) if save_dir is None else (lambda name: Path(save_dir) / name)
     out = {"agent": player.name, "protocol": protocol,
-           **_results(plan, player, seed, chunk, sub("bank"))}
+           **_results(plan, player, seed, chunk, sub("bank"), caps)}
     if solo is not None:
-        solo_summary = (_results(plan, team_of(solo), seed, chunk, sub("solo"))["summary"]
+        solo_summary = (_results(plan, team_of(solo), seed, chunk, sub("solo"), caps)["summary"]
                         if isinstance(solo, str) else solo["summary"])
         out["summary"]["solo"] = {k: v for k, v in solo_summary.items()
                                   if k not in ("solo", "gap")}
@@ -128,8 +137,9 @@ def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
     return out
 
 
-def _results(plan: bank.BankEpisodes, player, seed: int, chunk: int, save_dir) -> dict:
-    final = play_bank(plan, player, seed, chunk, save_dir)
+def _results(plan: bank.BankEpisodes, player, seed: int, chunk: int, save_dir,
+             caps: tuple[int, int]) -> dict:
+    final = play_bank(plan, player, seed, chunk, save_dir, caps)
     ending, acts = final["ending"], final["acts"]
     summary = bank.summarise(plan.variant, ending, acts)
     names = list(dict.fromkeys(plan.variant.tolist()))

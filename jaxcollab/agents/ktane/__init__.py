@@ -244,6 +244,17 @@ def _outcome(state) -> tuple[bool, str]:
     return outcome == "solved", outcome
 
 
+def _communication(record: dict) -> tuple[int, int]:
+    """``(Defuser cycles with a message from either player, Defuser cycles)`` of one LLM
+    transcript record: GPTNT Table 7's "% game steps with messages", a game step being one
+    Defuser cycle (its turn and the Expert's after it)."""
+    cycles = max((int(record["steps"]) + 1) // 2, 1)
+    sent = {int(turn["step"]) // 2 for turns in record["agents"].values() for turn in turns
+            if turn["ok"] and isinstance(turn["action"], dict)
+            and (turn["action"].get("result") or {}).get("kind") == "send_message"}
+    return len(sent), cycles
+
+
 def _check(env_names: Sequence[str], options: Mapping) -> None:
     from jaxcollab.io.schema import ConfigValueError
 
@@ -267,7 +278,9 @@ FAMILY = Family(
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
         name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
-    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6,  # GPTNT app. H
+    # GPTNT: temperature 0.6 (app. H), a 1,000-token reply budget and thinking off (§4)
+    llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=1000,
+                thinking_budget=0, roles=("defuser", "expert"), communication=_communication,
                 summary=_llm_summary),
     config={"ruleset": "vanilla", "ruleset_seed": 0,
             "ktane": {"mode": "sync", "reflection": True, "view": "gptnt", "solo": None}},

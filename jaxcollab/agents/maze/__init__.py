@@ -167,7 +167,8 @@ FAMILY = Family(
     evaluate=evaluate,
     export=lambda name, n, seed, options: export_instances(name, n, seed),
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
-                data=_data, summary=_llm_summary),
+                max_tokens=2048,  # §6: "reasoning (up to 2048 tokens)"
+                roles=("agent0", "agent1"), data=_data, summary=_llm_summary),
     config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None,
                      "advance": "team", "rollouts": 1, "tell_partner": False}},
     check=_check,

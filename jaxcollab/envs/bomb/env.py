@@ -77,13 +77,13 @@ class BombEnv(Environment[BombState, BombParams]):
     def action_space(self, params=None) -> Tree:
         """A :class:`BombAction` of spaces, per role: an act id (``WAIT``/``CUT``/``PRESS``)
         and a position (0..6), a speech recipient (a role or ``NO_TARGET``) and S bytes, a
-        gesture recipient and G symbol ids (0 = empty)."""
+        gesture recipient and G symbol ids (0 = empty); a recipient may be ``EVERYONE``."""
         n, s, g = T.N_AGENTS, self.speech_bytes, self.gesture_symbols
         return Tree(BombAction(
             act=Discrete(len(T.ACT_NAMES), (n,)), arg=Discrete(T.MAX_WIRES, (n,)),
-            speak_to=Box(T.NO_TARGET, n - 1, (n,), jnp.int32),
+            speak_to=Box(T.NO_TARGET, T.EVERYONE, (n,), jnp.int32),
             speech=Box(0, 255, (n, s), jnp.uint8),
-            gesture_to=Box(T.NO_TARGET, n - 1, (n,), jnp.int32),
+            gesture_to=Box(T.NO_TARGET, T.EVERYONE, (n,), jnp.int32),
             gesture=Discrete(T.N_SYMBOLS + 1, (n, g), jnp.uint8)))
 
     def noop(self) -> BombAction:
@@ -97,7 +97,7 @@ class BombEnv(Environment[BombState, BombParams]):
 
         ``text`` is UTF-8 encoded and cut to the speech cap; ``symbols`` are gesture names from
         :data:`~jaxcollab.envs.bomb.tables.GESTURES`, cut to the gesture cap. Roles may be
-        given by index or name.
+        given by index or name; a recipient may also be ``"everyone"`` (``EVERYONE``).
 
         Raises:
             ValueError: unknown role, act or symbol name (lists the valid ones).
@@ -115,8 +115,8 @@ class BombEnv(Environment[BombState, BombParams]):
         a["speech"][row, : len(data)] = np.frombuffer(data, np.uint8)
         ids = [T.SYMBOL_IDS[s] for s in symbols][: self.gesture_symbols]
         a["gesture"][row, : len(ids)] = ids
-        a["speak_to"][row] = T.NO_TARGET if speak_to is None else _role(speak_to)
-        a["gesture_to"][row] = T.NO_TARGET if gesture_to is None else _role(gesture_to)
+        a["speak_to"][row] = T.NO_TARGET if speak_to is None else _target(speak_to)
+        a["gesture_to"][row] = T.NO_TARGET if gesture_to is None else _target(gesture_to)
         return BombAction(**a)
 
     def reset(self, key, params=None):
@@ -170,6 +170,11 @@ def _role(role: int | str) -> int:
     if not isinstance(role, str) and int(role) in range(T.N_AGENTS):
         return int(role)
     raise ValueError(f"unknown role {role!r}; valid: 0..2 or {', '.join(T.ROLE_NAMES)}")
+
+
+def _target(to: int | str) -> int:
+    """A recipient: a role (index or name) or ``"everyone"`` / ``EVERYONE``."""
+    return T.EVERYONE if to in ("everyone", T.EVERYONE) else _role(to)
 
 
 def is_done(state: BombState) -> jax.Array:

@@ -155,18 +155,22 @@ def _addressed(to: jax.Array, words: jax.Array, channel: int, base: int
     """Messages as each role perceives them, for one channel.
 
     Args:
-        to: int32 ``[..., 3]`` recipient per sender (``-1`` = none); words: uint32
-            ``[..., 3, L/4]`` packed bodies.
+        to: int32 ``[..., 3]`` recipient per sender (``-1`` = none, ``EVERYONE`` = every
+            teammate the channel reaches); words: uint32 ``[..., 3, L/4]`` packed bodies.
 
     Returns:
-        (meta ``[3, ..., 3]``: ``ROLE_TOK + to`` where the message was addressed to or sent by
-        the observing role, else ``PAD``; body ``[3, ..., 3 * L]`` tokens, ``BLANK`` per symbol
-        where the channel reaches the observer as blanks).
+        (meta ``[3, ..., 3]``: ``ROLE_TOK + to`` where the message was addressed to (or, to
+        ``EVERYONE``, reaches) or was sent by the observing role, with ``ROLE_TOK + sender``
+        for a message to ``EVERYONE`` (a direct message never names its sender), else
+        ``PAD``; body ``[3, ..., 3 * L]`` tokens, ``BLANK`` per symbol where the channel
+        reaches the observer as blanks).
     """
     me = jnp.arange(T.N_AGENTS).reshape((-1,) + (1,) * to.ndim)
     sender = jnp.arange(T.N_AGENTS)
-    shown = ((to == me) | (sender == me)) & (to >= 0)
-    meta = jnp.where(shown, T.ROLE_TOK + to, T.PAD)
+    everyone = to == T.EVERYONE
+    reaches = jnp.asarray(T.RECEIVE)[me, channel] != T.BOUNCE
+    shown = ((to == me) | (sender == me) | (everyone & reaches)) & (to >= 0)
+    meta = jnp.where(shown, T.ROLE_TOK + jnp.where(everyone, sender, to), T.PAD)
     body = unpack(words).astype(jnp.int32)
     tokens = jnp.where(body > 0, base + body, T.PAD)
     blanks = (jnp.asarray(T.RECEIVE)[me, channel] == T.BLANKS) & (sender != me)

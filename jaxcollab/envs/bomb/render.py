@@ -104,7 +104,8 @@ def _message_lines(meta: np.ndarray, bodies: dict[str, np.ndarray], me: int, pre
             if to == T.PAD:
                 continue
             if sender == me:
-                lines.append(f"{prefix}YOU SENT ({name}) to {token_text(to)}: "
+                target = "everyone" if to == T.ROLE_TOK + me else token_text(to)
+                lines.append(f"{prefix}YOU SENT ({name}) to {target}: "
                              f"{shows[name](body[sender])}")
             else:
                 lines.append(f"{prefix}FROM {T.ROLE_NAMES[sender]} ({name}): "

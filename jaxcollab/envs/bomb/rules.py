@@ -61,11 +61,20 @@ def delivery(sender: jax.Array, to: jax.Array, channel: int) -> jax.Array:
     The delivery matrix is data: the sender must have the channel (``CAN_SEND``) and address
     another role; then ``RECEIVE[to, channel]`` decides. Deaf cannot hear, so speech to Deaf
     bounces; a gesture to Blind arrives as blanks, one ``?`` per symbol (SANZARU Table 1,
-    Fig. 9). Every other call from a sender that has the channel is delivered in full.
+    Fig. 9). Every other call from a sender that has the channel is delivered in full. A call
+    to ``EVERYONE`` reaches each teammate as ``RECEIVE`` says (Deaf's speech without ``to``
+    reaches Mute and Blind, SANZARU Table 1): ``FULL`` if some teammate gets it in full, else
+    ``BLANKS`` if one gets blanks, else ``BOUNCE``.
     """
-    can_send, receive = jnp.asarray(T.CAN_SEND), jnp.asarray(T.RECEIVE)
-    valid = (to >= 0) & (to < T.N_AGENTS) & (to != sender) & can_send[sender, channel]
-    return jnp.where(valid, receive[jnp.clip(to, 0, T.N_AGENTS - 1), channel], T.BOUNCE)
+    can = jnp.asarray(T.CAN_SEND)[sender, channel]
+    direct = (to >= 0) & (to < T.N_AGENTS) & (to != sender) & can
+    modes = jnp.asarray(T.RECEIVE)[:, channel]
+    others = jnp.arange(T.N_AGENTS) != jnp.asarray(sender)[..., None]
+    full = (others & (modes == T.FULL)).any(-1)
+    blanks = (others & (modes == T.BLANKS)).any(-1)
+    everyone = jnp.where(full, T.FULL, jnp.where(blanks, T.BLANKS, T.BOUNCE))
+    return jnp.where(direct, modes[jnp.clip(to, 0, T.N_AGENTS - 1)],
+                     jnp.where((to == T.EVERYONE) & can, everyone, T.BOUNCE))
 
 
 def rotate_survivors(colour: jax.Array, alive: jax.Array) -> jax.Array:

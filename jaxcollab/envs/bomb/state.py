@@ -41,7 +41,8 @@ class BombState:
             wrong_round: bool.
         speech: uint32 ``[R, 3, S/4]`` a ring of the last ``R = CHAT_ROUNDS + 1`` rounds'
             messages (row ``round % R``), per sender: UTF-8 bytes packed four per word
-            (:func:`pack`; 0-terminated); speech_to: ``[R, 3]`` the recipient, ``-1`` for
+            (:func:`pack`; 0-terminated); speech_to: ``[R, 3]`` the recipient (``EVERYONE``: every
+            teammate the channel reaches), ``-1`` for
             none or bounced (a sender's slot is rewritten at its turn, so a slot of the current
             row whose sender has not played yet still holds round ``round - R``);
             gesture: uint32 ``[R, 3, G/4]`` packed symbol ids (0 = empty);

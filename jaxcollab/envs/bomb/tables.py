@@ -29,6 +29,10 @@ RECEIVE = np.array([[BOUNCE, FULL], [FULL, FULL], [FULL, BLANKS]], np.int32)
 WAIT, CUT, PRESS = 0, 1, 2
 ACT_NAMES = ("wait", "cut", "press")
 NO_TARGET = -1  # speak_to / gesture_to value meaning "send nothing"
+#: speak_to / gesture_to value meaning "every teammate the channel reaches" (SANZARU Table 1:
+#: Deaf's ``speak(text=…)`` without ``to`` reaches Mute and Blind).
+EVERYONE = N_AGENTS
+TARGET_NAMES = (*ROLE_NAMES, "everyone")
 
 # ---- endings -------------------------------------------------------------------------------
 RUNNING, DEFUSED, WRONG_ACTION, TIMED_OUT = 0, 1, 2, 3
