@@ -44,6 +44,15 @@ def count(default: Any = MISSING, minimum: int = 1) -> Any:
     return bounded(default, ge=minimum)
 
 
+#: Seeds are 32-bit: with 64-bit types off (JAX's default) ``PRNGKey(2**32)`` is ``PRNGKey(0)``.
+SEED_LIMIT = 2**32
+
+
+def seed_field(default: int = 0) -> Any:
+    """A random seed: an integer in ``0 .. 2**32 - 1`` (:data:`SEED_LIMIT`)."""
+    return bounded(default, ge=0, lt=SEED_LIMIT)
+
+
 # -- choices ---------------------------------------------------------------------------------
 
 class RulesetName(StrEnum):
@@ -150,6 +159,9 @@ class MazeTask:
     def check(self) -> None:
         if self.name != TaskName.maze:
             raise ConfigValueError("task.name", _plain(self.name), "'maze' in task/maze")
+        if self.height * self.width % 2:  # jaxcollab.envs.maze.text.sample_masks
+            raise ConfigValueError("task.height", self.height, f"an even number with the odd "
+                                   f"task.width={self.width}: each agent sees half the cells")
 
 
 # -- shared by training and evaluation (the training schema: jaxcollab.collab.config) --------
@@ -179,7 +191,7 @@ class CalibrationEval:
     fit: Fit = Fit.exact
     n_fit: int = count(200_000)
     n_eval: int = count(200_000)
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     n_rounds: int = count("${task.n_rounds}")
     n_bins: int = count(10)
     newton_steps: int = count(30)
@@ -259,14 +271,14 @@ class Rollout:
     env: str = "bomb/base-1"
     agent: str = "oracle"
     episodes: int = count(1024)
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
     bank: bool = False          # the SANZARU instance-bank protocol (bomb)
     repeats: int = count(3)     # repeats of each bank instance
     turn_order: Any = "cycle"   # "cycle" or a permutation of the role names
     solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
-    ruleset_seed: int = count(0, 0)             # seed of ruleset=random
+    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
     llm: LLMBlock = field(default_factory=LLMBlock)
     bomb: BombBlock = field(default_factory=BombBlock)
     ktane: KtaneBlock = field(default_factory=KtaneBlock)
@@ -281,10 +293,10 @@ class Export:
 
     env: str = "maze/split-6x6"
     n: int = count(10)
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     out: str = "instances.jsonl"
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
-    ruleset_seed: int = count(0, 0)             # seed of ruleset=random
+    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
 
 
 @dataclass
@@ -295,7 +307,7 @@ class Protocols:
     teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "solo",
                                                       "random", "oracle"])
     episodes: int = count(60)
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     out_dir: str = MISSING
 
     def check(self) -> None:
@@ -311,7 +323,7 @@ class Bounds:
     env: str = "bomb/all"
     teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "oracle"])
     episodes: int = count(12)   # per variant and team; episode e uses turn order e % 6
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     runs: list[str] = field(default_factory=list)  # rollout results.json files to show beside
     out_dir: str = MISSING
 
