@@ -191,6 +191,15 @@ ROWS = [
     ("eval/rollout.py", ["repeats=5"], r"repeats=5 is invalid; expected 3 without bank=true"),
     ("eval/export.py", ["seed=4294967296"], r"seed=4294967296 is invalid; expected an integer "
      r">= 0 and < 4294967296"),
+    ("eval/theory.py", ["task.alphas=[0.3,0.25]"], r"task\.alphas=\[0\.3, 0\.25\] is invalid; "
+     r"expected coefficients >= 0 summing to at most task\.alpha_sum=0\.49"),
+    ("train/collab.py", ["task.alphas=[-0.1]"], r"task\.alphas=\[-0\.1\] is invalid; expected "
+     r"coefficients >= 0"),
+    ("eval/calibration.py", ["n_rounds=40"],
+     r"n_rounds=40 is invalid; expected an integer in 1\.\.task\.n_bits=30"),
+    ("eval/seeds.py", ["runs=[{dir}]"], r"runs=\['.*dir'\] is invalid; expected two or more "
+     r"finished train/collab\.py run directories of one sweep: no results\.json in"),
+    ("eval/bench.py", ["only=[]"], r"only=\[\] is invalid; expected null \(every benchmark\)"),
 ]
 
 

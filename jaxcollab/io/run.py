@@ -124,14 +124,17 @@ def check_overrides(cfg: DictConfig) -> None:
 def validate(cfg: DictConfig) -> DictConfig:
     """Range-check a composed config against its schema; return it resolved and plain.
 
-    Builds the schema objects, refuses keys the schema lacks, checks every field's declared
-    bounds and that every float is finite, runs each schema's cross-field ``check``, and returns
-    a resolved copy whose enums are strings, detached from Hydra (interpolations resolved).
+    Refuses a command-line block Hydra dropped (:func:`check_overrides`), builds the schema
+    objects, refuses keys the schema lacks, checks every field's declared bounds, that every
+    float is finite and every integer fits in int64, runs each schema's cross-field ``check``,
+    and returns a resolved copy whose enums are strings, detached from Hydra (interpolations
+    resolved).
 
     Raises:
         ConfigValueError: naming the key, the value and the expected range.
         omegaconf.errors.MissingMandatoryValue: a required key without a value (named).
     """
+    check_overrides(cfg)
     obj = OmegaConf.to_object(cfg)
     if dataclasses.is_dataclass(obj):
         _check_keys(cfg, obj)
@@ -250,11 +253,9 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
         logger follows ``cfg.logger`` (wandb) when the config has one, else it is disabled.
 
     Raises:
-        ConfigValueError (a bad value, a dropped command-line block: :func:`check_overrides`),
-        RunCollision: before any file is written.
+        ConfigValueError, RunCollision: before any file is written.
     """
     initialize()  # a multi-process job (jaxcollab.scale.distributed); else nothing
-    check_overrides(cfg)
     plain = validate(cfg)
     if check is not None:
         check(plain)

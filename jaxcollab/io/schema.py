@@ -141,6 +141,14 @@ class ParityTask:
         if len(self.alphas) > self.n_bits:
             raise ConfigValueError("task.alphas", list(self.alphas),
                                    f"at most task.n_bits={self.n_bits} coefficients")
+        from jaxcollab.envs.parity import make_alphas  # the task's own rule (paper, App. E)
+
+        try:
+            make_alphas(list(self.alphas), self.n_bits, self.alpha_sum)
+        except ValueError as e:
+            raise ConfigValueError("task.alphas", list(self.alphas), "coefficients >= 0 "
+                                   f"summing to at most task.alpha_sum={self.alpha_sum} ({e})") \
+                from None
 
 
 @dataclass
@@ -197,6 +205,12 @@ class CalibrationEval:
     newton_steps: int = count(30)
     bias: Bias = field(default_factory=Bias)
     out_dir: str = MISSING
+
+    def check(self) -> None:
+        parity = self.task.name == TaskName.parity  # else refused by eval/calibration.py
+        if parity and self.n_rounds > self.task.n_bits:  # round k reveals bit k
+            raise ConfigValueError("n_rounds", self.n_rounds,
+                                   f"an integer in 1..task.n_bits={self.task.n_bits}")
 
 
 @dataclass
