@@ -56,7 +56,7 @@ def test_a_signal_abandons_the_chunk_in_play_at_once(tmp_path):
         return {"x": rows + 1}
 
     start = time.perf_counter()
-    with pytest.raises(preempt.Preempted, match=r"1 chunks of 4 .*\(the unfinished chunk was "
+    with pytest.raises(preempt.Preempted, match=r"1 chunks of 4 .*\(the work in progress was "
                                                 r"dropped\)") as stop:
         preempt.resumable_episodes(play, np.arange(8), 4, tmp_path)
     assert time.perf_counter() - start < 2 and stop.value.code == 128 + signal.SIGINT
@@ -121,7 +121,7 @@ def test_sigterm_during_a_compile_stops_within_seconds_and_the_rerun_finishes(tm
     code, seconds, log = _stopped([*args, f"out_dir={out}"], "saved in", 1.0, signal.SIGTERM,
                                   env)
     assert code == 128 + signal.SIGTERM and seconds < 5, log
-    assert "(the unfinished chunk was dropped)" in log and "Traceback" not in log
+    assert "(the work in progress was dropped)" in log and "Traceback" not in log
     assert [p.name for p in (out / "episodes").iterdir()] == ["ktane-missions-multi-1"]
     assert "success_rate" not in json.loads((out / "results.json").read_text())
     rerun = subprocess.run([sys.executable, str(ROOT / "eval" / "rollout.py"), *args,
@@ -148,3 +148,43 @@ def test_sigint_between_the_environments_of_a_group_plays_no_more(tmp_path):
                    cwd=ROOT, env=env, check=True, capture_output=True)
     resumed = _results(out)
     assert resumed == _whole(args, tmp_path / "whole", env) and resumed["episodes"] == 33
+
+
+def _timeless(tree):
+    """``tree`` without its wall-time keys (``*seconds*``) and the run's own ``config`` /
+    ``run``."""
+    if isinstance(tree, dict):
+        return {k: _timeless(v) for k, v in tree.items()
+                if "seconds" not in k and k not in ("config", "run")}
+    if isinstance(tree, list):
+        return [_timeless(v) for v in tree]
+    return tree
+
+
+@pytest.mark.slow
+def test_sigterm_while_training_compiles_stops_within_seconds_and_resumes(tmp_path):
+    """``train/collab.py``: a signal while the data are built or the first training chunk
+    compiles (cold cache) stops at once, with status 143; the rerun equals an uninterrupted
+    run."""
+    from tests.test_collab_seeds import TINY
+
+    env, out = _env(tmp_path / "xla"), tmp_path / "run"
+    cmd = [sys.executable, str(ROOT / "train" / "collab.py"), *TINY]
+    proc = subprocess.Popen([*cmd, f"out_dir={out}"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    while not (out / "results.json").exists():  # start_run has checked and written the config
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    sent = time.perf_counter()
+    log, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGTERM and time.perf_counter() - sent < 5, log
+    assert "stopped by SIGTERM" in log and "Traceback" not in log
+    assert "protocols" not in json.loads((out / "results.json").read_text())
+    subprocess.run([*cmd, f"out_dir={out}"], cwd=ROOT, env=env, check=True, capture_output=True)
+    subprocess.run([*cmd, f"out_dir={tmp_path / 'whole'}"], cwd=ROOT, env=env, check=True,
+                   capture_output=True)
+    resumed, whole = (json.loads((d / "results.json").read_text()) for d in (out,
+                                                                            tmp_path / "whole"))
+    assert _timeless(resumed) == _timeless(whole) and len(resumed["protocols"]) == 2

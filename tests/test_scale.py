@@ -200,8 +200,8 @@ def test_rollout_stopped_by_sigterm_keeps_finished_episodes_and_resumes(tmp_path
         return {"episode_return": out.episode_return, "length": out.length}
 
     start = time.perf_counter()
-    with pytest.raises(preempt.Preempted, match=r"1 chunks of 4 episodes .*\(the unfinished "
-                                                r"chunk was dropped\)"):
+    with pytest.raises(preempt.Preempted, match=r"1 chunks of 4 episodes .*\(the work in "
+                                                r"progress was dropped\)"):
         preempt.resumable_episodes(play, keys, 4, tmp_path)
     assert time.perf_counter() - start < 5
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes_0.npz"]

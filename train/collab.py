@@ -34,7 +34,9 @@ Writes into ``out_dir`` ``results.json`` (updated as each round ends), the plot,
 conversation's ``round_<r>/`` directories (checkpoint, messages, test predictions). Rerunning
 with the same ``out_dir`` resumes at the first unfinished round (a round stopped by SIGTERM /
 SIGINT resumes from its saved training state); a changed :data:`FROZEN` key is refused, naming
-the keys.
+the keys. A signal stops the run at the next safe point, within moments while data are built or
+a training chunk compiles (:func:`jaxcollab.scale.preempt.interruptible`), else after the
+training chunk or round in progress, and the process exits with status 128 + the signal.
 
 ``results.json`` (besides ``config``, ``run``, ``wall_seconds``):
 
@@ -90,6 +92,7 @@ from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
 from jaxcollab.io.seeds import spread
+from jaxcollab.scale import preempt
 from jaxcollab.scale.distributed import is_main
 
 #: Config keys a resumed run must share with the run that wrote ``results.json``.
@@ -389,17 +392,22 @@ def run(cfg: DictConfig) -> dict:
     start = time.perf_counter()
     job = start_run(cfg, frozen=FROZEN)  # schema, ranges, cross-key checks, resume guard
     cfg, out, results = job.cfg, job.out, job.results
-    exp = experiment(cfg)(cfg, out, results, job.logger)  # data, and what it records up front
-    conversations = exp.conversations()  # name -> trainer, all validated before any training
+    with preempt.guard():  # SIGTERM / SIGINT: stop at the next safe point, keeping every round
+        # data, and what it records up front (on a worker thread: a signal need not wait)
+        exp = preempt.interruptible(experiment(cfg), cfg, out, results, job.logger,
+                                    saved="nothing yet (no round had finished)")
+        conversations = exp.conversations()  # name -> trainer, validated before any training
 
-    # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
-    # speaker on its view plus the messages of rounds < r, then sends its messages.
-    for r in range(1, cfg.n_rounds + 1):
-        for name, conversation in conversations.items():
-            if r <= conversation.n_rounds:  # the maze baselines play one round
-                exp.record(name, conversation.play(r))
+        # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
+        # speaker on its view plus the messages of rounds < r, then sends its messages.
+        for r in range(1, cfg.n_rounds + 1):
+            for name, conversation in conversations.items():
+                if r <= conversation.n_rounds:  # the maze baselines play one round
+                    exp.record(name, conversation.play(r))
+                if signum := preempt.requested():
+                    preempt.stop(signum, f"every finished round in {out}")
 
-    exp.finish()
+        exp.finish()
     results.set(("wall_seconds",), time.perf_counter() - start)
     job.finish()
     print(f"wrote {out / 'results.json'}")

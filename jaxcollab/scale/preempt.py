@@ -117,7 +117,7 @@ def interruptible(fn: Callable[..., Any], *args: Any, saved: str) -> Any:
     Inside :func:`guard` (single process, main thread) ``fn`` runs on a daemon thread while the
     main thread polls the flag; on a signal the call is abandoned and :func:`stop` raises
     :class:`Preempted` with ``saved`` (what is already on disk; the message adds "the
-    unfinished chunk was dropped"), and the process exits with
+    work in progress was dropped"), and the process exits with
     ``128 + signal`` without waiting for ``fn`` (an atexit hook registered last, so it runs
     first). Elsewhere (no guard, or a multi-process job, where stopping is a collective taken at
     the caller's safe points) it is a plain call.
@@ -141,7 +141,7 @@ def interruptible(fn: Callable[..., Any], *args: Any, saved: str) -> Any:
         worker.join(POLL_S)
         if _received and worker.is_alive():
             atexit.register(_exit_if_running, worker, 128 + _received[0])
-            stop(_received[0], f"{saved} (the unfinished chunk was dropped)")
+            stop(_received[0], f"{saved} (the work in progress was dropped)")
     if "error" in box:
         raise box["error"]
     return box["out"]
