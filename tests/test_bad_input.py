@@ -199,6 +199,8 @@ ROWS = [
      r"n_rounds=40 is invalid; expected an integer in 1\.\.task\.n_bits=30"),
     ("eval/seeds.py", ["runs=[{dir}]"], r"runs=\['.*dir'\] is invalid; expected two or more "
      r"finished train/collab\.py run directories of one sweep: no results\.json in"),
+    ("train/collab.py", ["preset=cpu", "model.block_size=8"], r"model\.block_size=8 is invalid; "
+     r"expected null \(sized to the task\) or an integer >= 29, the tokens round 5 needs"),
     ("eval/bench.py", ["only=[]"], r"only=\[\] is invalid; expected null \(every benchmark\)"),
 ]
 

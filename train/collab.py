@@ -85,12 +85,13 @@ from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.maze_task import collab_task, maze_scores, maze_split
 from jaxcollab.collab.tasks import make_task
-from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers
+from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
 from jaxcollab.envs.maze import reference, text
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.io.seeds import spread
 from jaxcollab.scale import preempt
 from jaxcollab.scale.distributed import is_main
@@ -117,6 +118,28 @@ def task_data(cfg: DictConfig, key: jax.Array):
         return make_task(task_cfg, key), None
     train, test, stats = maze_split(task_cfg, key)
     return collab_task(train, test), (train, test, stats)
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Checks that need the task's shapes, before the run directory gets a file: a set
+    ``model.block_size`` must hold the last round's prefix and answer
+    (:func:`jaxcollab.collab.trainer.required_context`, measured on a few examples of the task).
+
+    Raises:
+        ConfigValueError: naming the key and the smallest valid value.
+    """
+    if cfg.model.block_size is None:
+        return
+    few = OmegaConf.merge(cfg, {"task": {"n_examples": 64}})
+    task, _ = task_data(few, jax.random.PRNGKey(0))
+    kinds = ["probability"] if cfg.calibration is not None else protocol_names(cfg)
+    need = max(required_context(task, messages.MessageCodec(k, task.vocab, task.class_chars,
+                                                            cfg.protocol.digits), cfg.n_rounds)
+               for k in kinds)
+    if cfg.model.block_size < need:
+        raise ConfigValueError("model.block_size", cfg.model.block_size,
+                               f"null (sized to the task) or an integer >= {need}, the tokens "
+                               f"round {cfg.n_rounds} needs (its prefix and the answer)")
 
 
 def trainer(cfg: DictConfig, task, kind: str, run_dir: Path, key: jax.Array, progress,
@@ -390,7 +413,8 @@ def experiment(cfg: DictConfig):
 def run(cfg: DictConfig) -> dict:
     """The whole job on a composed config; returns the results (also in ``results.json``)."""
     start = time.perf_counter()
-    job = start_run(cfg, frozen=FROZEN)  # schema, ranges, cross-key checks, resume guard
+    job = start_run(cfg, frozen=FROZEN, check=check_config)  # schema, ranges, cross-key
+    # checks (task shapes included), resume guard: all before the first file
     cfg, out, results = job.cfg, job.out, job.results
     with preempt.guard():  # SIGTERM / SIGINT: stop at the next safe point, keeping every round
         # data, and what it records up front (on a worker thread: a signal need not wait)
