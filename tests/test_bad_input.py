@@ -151,7 +151,7 @@ ROWS = [
      r"invalid; expected null: this run has no separation block, and an empty block on the "
      r"command line does not add one"),
     ("train/collab.py", ["experiment=maze_messages", "task.height=9"], r"task\.height=9 is "
-     r"invalid; expected an integer in 2\.\.7 with task\.width=6 and bayes_mazes=1000 .*"
+     r"invalid; expected an integer in 4\.\.7 with task\.width=6 and bayes_mazes=1000 .*"
      r"H·W <= 44\), or bayes_mazes=0"),
     ("train/collab.py", ["task=maze", "task.height=7", "task.width=7", "bayes_mazes=0"],
      r"task\.height=7 is invalid; expected an even number with the odd task\.width=7"),
@@ -199,6 +199,10 @@ ROWS = [
      r"n_rounds=40 is invalid; expected an integer in 1\.\.task\.n_bits=30"),
     ("eval/seeds.py", ["runs=[{dir}]"], r"runs=\['.*dir'\] is invalid; expected two or more "
      r"finished train/collab\.py run directories of one sweep: no results\.json in"),
+    ("train/collab.py", ["task=maze", "task.height=3"],
+     r"task\.height=3 is invalid; expected an integer >= 4"),
+    ("train/collab.py", ["task=maze", "task.width=16"],
+     r"task\.width=16 is invalid; expected an integer >= 4 and <= 15"),
     ("train/collab.py", ["preset=cpu", "model.block_size=8"], r"model\.block_size=8 is invalid; "
      r"expected null \(sized to the task\) or an integer >= 29, the tokens round 5 needs"),
     ("eval/bench.py", ["only=[]"], r"only=\[\] is invalid; expected null \(every benchmark\)"),
@@ -266,10 +270,21 @@ COMMANDS = [("eval/theory.py", ["n_rounds=0"], "n_rounds=0 is invalid; expected 
             ("train/collab.py", ["experiment=maze_messages", "separation={}"],
              "separation={} is invalid; expected null"),
             pytest.param("train/collab.py", ["experiment=maze_messages", "task.height=9"],
-                         "task.height=9 is invalid; expected an integer in 2..7",
+                         "task.height=9 is invalid; expected an integer in 4..7",
                          marks=pytest.mark.full),
             pytest.param("eval/rollout.py", ["agent=symbol", "bank=true", "solo={file}"],
                          "expected a team (oracle", marks=pytest.mark.full)]
+
+
+@pytest.mark.full  # one rejection round of the maze generator: a compile, about 2 s
+def test_a_maze_sampler_that_cannot_reach_its_mazes_is_refused_first(tmp_path):
+    out, overrides = _row(tmp_path, "train/collab.py", ["task=maze", "preset=cpu",
+                                                        "task.wall_prob=0.95", "bayes_mazes=0"])
+    with pytest.raises(Exception, match=r"task\.wall_prob=0\.95 is invalid; expected a wall "
+                       r"probability whose 6x6 grids have exactly one path often enough: 0 of "
+                       r"16384 candidates do"):
+        as_main("train/collab.py", *overrides)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(("script", "overrides", "expected"), COMMANDS)

@@ -219,10 +219,10 @@ class Collab:
                                    "(task=maze without calibration)")
         h, w, most = self.task.height, self.task.width, 2 * MAX_UNSEEN
         if h * w > most:
-            key, value, other = (("task.height", h, f"task.width={w}") if most // w >= 2 else
+            key, value, other = (("task.height", h, f"task.width={w}") if most // w >= 4 else
                                  ("task.width", w, f"task.height={h}"))
             limit = most // (w if key == "task.height" else h)
-            raise ConfigValueError(key, value, f"an integer in 2..{limit} with {other} and "
+            raise ConfigValueError(key, value, f"an integer in 4..{limit} with {other} and "
                                    f"bayes_mazes={self.bayes_mazes} (the exact Bayes first move "
                                    f"enumerates the 2^(H·W/2) completions of a half view: "
                                    f"H·W <= {most}), or bayes_mazes=0")

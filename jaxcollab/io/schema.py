@@ -156,8 +156,8 @@ class MazeTask:
     """Split-mask mazes (the paper's §2 task)."""
 
     name: TaskName = TaskName.maze
-    height: int = count(6, 2)
-    width: int = count(6, 2)
+    height: int = count(6, 4)             # the generator's limits (envs/maze/generator.py)
+    width: int = bounded(6, ge=4, le=15)  # a row is one bitmask word
     wall_prob: float = bounded(0.3, ge=0.0, lt=1.0)
     n_rounds: int = count(4)
     n_examples: int = count(2_000_000)
