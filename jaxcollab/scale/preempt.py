@@ -95,7 +95,7 @@ def stop(signum: int, saved: str) -> None:
     raise stopped
 
 
-def _guarded() -> bool:
+def guarded() -> bool:
     """Whether a signal now only sets the flag (inside :func:`guard`, on the main thread)."""
     return threading.current_thread() is threading.main_thread() and \
         signal.getsignal(signal.SIGTERM) is _on_signal
@@ -125,7 +125,7 @@ def interruptible(fn: Callable[..., Any], *args: Any, saved: str) -> Any:
     Raises:
         whatever ``fn`` raises; :class:`Preempted` on a signal.
     """
-    if not _guarded() or jax.process_count() > 1:
+    if not guarded() or jax.process_count() > 1:
         return fn(*args)
     box: dict[str, Any] = {}
 
