@@ -191,3 +191,24 @@ def test_sigterm_while_training_compiles_stops_within_seconds_and_resumes(tmp_pa
                                            .replace(str(d), "OUT_DIR")))
                       for d in (out, tmp_path / "whole"))  # paths of round dirs are recorded
     assert resumed == whole and len(resumed["protocols"]) == 2
+
+
+@pytest.mark.slow
+def test_sigterm_between_the_modules_of_an_llm_run_exits_143_and_the_rerun_finishes(tmp_path):
+    """``env=ktane/all agent=llm``: a SIGTERM after the first module's chunk starts no further
+    module, writes the finished episodes' results marked ``stopped``, and exits 143."""
+    from tests.llm_server import LLMServer
+
+    with LLMServer() as server:
+        args = ["env=ktane/all", "agent=llm", f"llm.base_url={server.url}", "llm.model=good",
+                "llm.backoff_s=0.01", "ktane.reflection=false", "episodes=1", "chunk=1",
+                f"out_dir={tmp_path / 'run'}"]
+        code, seconds, log = _stopped(args, "saved in", 0.0, signal.SIGTERM, _env())
+        assert code == 128 + signal.SIGTERM and seconds < 5, log
+        assert "saved in" not in log.split("SIGTERM received")[1]
+        stopped = json.loads((tmp_path / "run" / "results.json").read_text())
+        assert stopped["stopped"] is True and 1 <= stopped["episodes"] < 11
+        subprocess.run([sys.executable, str(ROOT / "eval" / "rollout.py"), *args], cwd=ROOT,
+                       env=_env(), check=True, capture_output=True)
+    done = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert "stopped" not in done and done["episodes"] == 11
