@@ -20,8 +20,9 @@ Episodes are played ``chunk`` at a time and each finished chunk is kept in
 ``out_dir/episodes/``. SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) stops the run within
 moments, also while XLA compiles a chunk (the chunk in play is dropped, the finished ones kept;
 a group's remaining environments are not started), and exits with status 128 + the signal
-number (143 for SIGTERM, 130 for SIGINT) and no traceback; rerunning the same command with the same ``out_dir`` loads
-the finished chunks, plays the rest and writes the results of an uninterrupted run
+number (143 for SIGTERM, 130 for SIGINT) and no traceback; rerunning the same command with the
+same ``out_dir`` loads the finished chunks, plays the rest and writes the results of an
+uninterrupted run
 (:func:`jaxcollab.scale.preempt.resumable_episodes`; ``episodes_per_second`` then counts the
 chunks played by the last command only). An LLM run also keeps its request cache and
 transcripts in ``out_dir`` (a chunk killed half-way replays from the cache for free).
