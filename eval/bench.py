@@ -34,9 +34,12 @@ def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Bench`).
 
     Raises:
-        ConfigValueError: an unknown module name in ``only`` (lists the valid ones).
+        ConfigValueError: an unknown module name in ``only`` (lists the valid ones), or an empty
+            ``only`` (which would run every benchmark).
     """
     names = available()
+    if cfg.only is not None and not cfg.only:
+        raise ConfigValueError("only", [], f"null (every benchmark) or names from {names}")
     unknown = sorted(set(cfg.only or ()) - set(names))
     if unknown:
         raise ConfigValueError("only", unknown, f"benchmark names from {names}")

@@ -19,10 +19,12 @@ differing key; the ``llm`` pacing keys ``concurrency``, ``timeout_s``, ``max_ret
 finished chunks there, marked ``"stopped": true``).
 
 Episodes are played ``chunk`` at a time and each finished chunk is kept in
-``out_dir/episodes/``. SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) stops the run after
-the chunk in play, keeping the finished ones, and exits with status 128 + the signal number
-(143 for SIGTERM) and no traceback; rerunning the same command with the same ``out_dir`` loads
-the finished chunks, plays the rest and writes the results of an uninterrupted run
+``out_dir/episodes/``. SIGTERM or SIGINT (a scheduler's preemption, Ctrl-C) stops the run within
+moments, also while XLA compiles a chunk (the chunk in play is dropped, the finished ones kept;
+a group's remaining environments are not started), and exits with status 128 + the signal
+number (143 for SIGTERM, 130 for SIGINT) and no traceback; rerunning the same command with the
+same ``out_dir`` loads the finished chunks, plays the rest and writes the results of an
+uninterrupted run
 (:func:`jaxcollab.scale.preempt.resumable_episodes`; ``episodes_per_second`` then counts the
 chunks played by the last command only). An LLM run also keeps its request cache and
 transcripts in ``out_dir`` (a chunk killed half-way replays from the cache for free).
@@ -57,6 +59,7 @@ import jaxcollab
 from jaxcollab.core.family import Family, Spec
 from jaxcollab.io.run import env_selection, start_run
 from jaxcollab.io.schema import ConfigValueError, Rollout
+from jaxcollab.scale import preempt
 
 #: Keys every family reads; the rest belong to one family's config block.
 COMMON = ("env", "agent", "episodes", "seed", "chunk", "out_dir", "llm")
@@ -128,26 +131,32 @@ def run(cfg: DictConfig) -> dict:
     names, family = plug_in(cfg.env)
     options = OmegaConf.to_container(cfg)
     spec = Spec(cfg.episodes, cfg.seed, cfg.chunk, job.out / "episodes", options)
-    if cfg.agent == "llm":
-        from jaxcollab.llm.run import run_team
-
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request else
-        with Progress() as bar:
-            task = bar.add_task("episodes", total=None)
-
-            def progress(n: int, **postfix: int) -> None:  # postfix: requests, tokens so far
-                text = ", ".join(f"{v} {k}" for k, v in postfix.items())
-                bar.update(task, advance=n, **({"description": f"episodes ({text})"}
-                                               if text else {}))
-
-            results = run_team(cfg.env, options, spec, job.out, progress)
-        job.results.data.pop("stopped", None)  # the stop of an earlier command is resumed
-    else:
-        results = family.evaluate(names, family.team(cfg.agent, options), spec)
+    with preempt.guard():  # a signal between two environments stops before the next one
+        if cfg.agent == "llm":
+            results = _llm(cfg, options, spec, job.out)
+            job.results.data.pop("stopped", None)  # the stop of an earlier command is resumed
+        else:
+            results = family.evaluate(names, family.team(cfg.agent, options), spec)
     job.results.update({"env": cfg.env, **results})
     keys = ("success_rate", "episodes", "episodes_per_second", "refusals", "parse_errors")
     print({k: job.results.data[k] for k in keys if k in job.results.data}, f"-> {job.results.path}")
     return job.results.data
+
+
+def _llm(cfg: DictConfig, options: dict, spec: Spec, out) -> dict:
+    """The LLM team's run (:func:`jaxcollab.llm.run.run_team`) under a progress bar."""
+    from jaxcollab.llm.run import run_team
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request else
+    with Progress() as bar:
+        task = bar.add_task("episodes", total=None)
+
+        def progress(n: int, **postfix: int) -> None:  # postfix: requests, tokens so far
+            text = ", ".join(f"{v} {k}" for k, v in postfix.items())
+            bar.update(task, advance=n, **({"description": f"episodes ({text})"}
+                                           if text else {}))
+
+        return run_team(cfg.env, options, spec, out, progress)
 
 
 main = hydra.main(version_base=None, config_path="../configs", config_name="rollout")(run)

@@ -13,13 +13,31 @@ from omegaconf import DictConfig
 
 from jaxcollab.io.plots import seeds_plot
 from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.io.seeds import summarise
 
 
 def run(cfg: DictConfig) -> dict:
-    """Check, summarise and write ``results.json`` and ``seeds.png``; returns the results."""
-    job = start_run(cfg)
-    job.results.update(summarise(list(job.cfg.runs)))
+    """Check, summarise and write ``results.json`` and ``seeds.png``; returns the results.
+
+    Raises:
+        ConfigValueError: ``runs`` that cannot be summarised (a missing or unreadable
+            ``results.json``, fewer than two runs, configs differing beyond the seed), before
+            ``out_dir`` gets a file.
+    """
+    summary: dict = {}
+
+    def check(plain: DictConfig) -> None:  # reading the runs is the whole job: do it first
+        try:
+            summary.update(summarise(list(plain.runs)))
+        except (OSError, KeyError, ValueError) as e:  # JSONDecodeError is a ValueError
+            detail = f"missing key {e}" if isinstance(e, KeyError) else str(e)
+            raise ConfigValueError("runs", list(plain.runs), "two or more finished "
+                                   f"train/collab.py run directories of one sweep: {detail}") \
+                from None
+
+    job = start_run(cfg, check=check)
+    job.results.update(summary)
     seeds_plot(job.results.data, job.out / "seeds.png")
     print(f"{len(job.cfg.runs)} seeds -> {job.results.path}")
     return job.results.data

@@ -1,13 +1,16 @@
-"""Bad input never yields nonsense (issue 17): a table of bad command-line overrides per entry
-point, each refused before any work with an error naming the key, the value and what was
-expected; output paths checked up front; results files finite; run directories never shared.
+"""Bad input never yields nonsense (issues 17 and 24): a table of bad command-line overrides per
+entry point, each refused before any work (before the run directory gets a file) with an error
+naming the key, the value and what was expected; output paths checked up front; results files
+finite; run directories never shared.
 
-Rows run in-process: the entry point's ``run`` on the config Hydra composes from the overrides
-(the same call ``main`` makes); one subprocess checks the real command's exit status.
+Rows run in-process as Hydra's ``main`` runs them: the entry point's ``run`` on the config Hydra
+composes from the overrides, with the job's Hydra config (its command-line overrides) set; a few
+subprocesses check the real command's exit status.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -16,9 +19,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import open_dict
 
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import RunCollision, start_run
+from tests.conftest import ENTRY_POINTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,8 +35,8 @@ OUT_KEY = {"eval/bench.py": "out", "eval/export.py": "out"}
 NOT_INT = "could not be converted to Integer"
 CAL = "experiment=parity_calibration"
 
-#: (entry point, overrides, expected error text). ``{file}`` is an existing file, ``{dir}`` an
-#: existing directory.
+#: (entry point, overrides, expected error text). ``{file}`` is an existing file (not JSON),
+#: ``{dir}`` an existing directory, ``{json}`` the results.json of a bank run of another protocol.
 ROWS = [
     ("train/collab.py", ["train.steps=abc"], rf"train\.steps=abc.*Value 'abc'.*{NOT_INT}"),
     ("train/collab.py", ["train.steps=2.5"], rf"train\.steps=2\.5.*{NOT_INT}"),
@@ -139,6 +146,66 @@ ROWS = [
      r"expected bomb teams from"),
     ("eval/protocols.py", ["env=ktane/all"], r"env='ktane/all' is invalid; expected bomb"),
     ("eval/protocols.py", ["episodes=0"], r"episodes=0 is invalid"),
+    # issue 24: values that used to fail only after the work, or after the first file
+    ("train/collab.py", ["experiment=maze_messages", "separation={}"], r"separation=\{\} is "
+     r"invalid; expected null: this run has no separation block, and an empty block on the "
+     r"command line does not add one"),
+    ("train/collab.py", ["experiment=maze_messages", "task.height=9"], r"task\.height=9 is "
+     r"invalid; expected an integer in 4\.\.7 with task\.width=6 and bayes_mazes=1000 .*"
+     r"H·W <= 44\), or bayes_mazes=0"),
+    ("train/collab.py", ["task=maze", "task.height=7", "task.width=7", "bayes_mazes=0"],
+     r"task\.height=7 is invalid; expected an even number with the odd task\.width=7"),
+    ("train/collab.py", ["experiment=maze_messages", "preset=cpu", "train.batch_size=100000"],
+     r"train\.batch_size=100000 is invalid; expected at most 87952, a round's training rows "
+     r"\(the smallest round chunk, 90000 examples, less train\.val_examples=2048"),
+    ("train/collab.py", ["preset=cpu", "train.val_examples=300000"], r"train\.val_examples="
+     r"300000 is invalid; expected at most 13500, half the smallest round chunk"),
+    ("train/collab.py", ["task.n_examples=4"], r"task\.n_examples=4 is invalid; expected "
+     r"enough examples for 2 per round chunk: 3 training examples in 5 round chunks"),
+    ("train/collab.py", ["bayes_mazes=5"], r"bayes_mazes=5 is invalid; expected 0: the "
+     r"exact-Bayes first-move check belongs to the maze protocol experiment"),
+    ("train/collab.py", ["seed=4294967296"],
+     r"seed=4294967296 is invalid; expected an integer >= 0 and < 4294967296"),
+    ("train/collab.py", ["seeds=[0,4294967296]"], r"seeds=\[0, 4294967296\] is invalid; "
+     r"expected null or a non-empty list of distinct integers >= 0 and < 4294967296"),
+    ("train/collab.py", ["train.steps=9223372036854775808"], r"train\.steps=9223372036854775808"
+     r" is invalid; expected integers in int64's range \(-2\*\*63 \.\. 2\*\*63 - 1\)"),
+    ("eval/rollout.py", ["episodes=100000000000000000000"], r"episodes=100000000000000000000 is "
+     r"invalid; expected integers in int64's range"),
+    ("eval/rollout.py", ["seed=4294967296"], r"seed=4294967296 is invalid; expected an integer "
+     r">= 0 and < 4294967296"),
+    ("eval/rollout.py", ["env=ktane/wires", "ruleset=random", "ruleset_seed=2147483648"],
+     r"ruleset_seed=2147483648 is invalid; expected an integer >= 0 and < 2147483648"),
+    ("eval/rollout.py", ["turn_order=[mute,mute,blind]"], r"turn_order=\['mute', 'mute', "
+     r"'blind'\] is invalid; expected 'cycle' or a permutation of deaf, mute, blind"),
+    ("eval/rollout.py", ["agent=symbol", "bank=true", "solo={file}"], r"solo='.*file' is "
+     r"invalid; expected a team \(oracle, .*\) or an earlier bank run's results\.json: not a "
+     r"JSON file"),
+    ("eval/rollout.py", ["agent=symbol", "bank=true", "solo={json}"], r"solo='.*json' is "
+     r"invalid; expected .*results\.json: solo results were played under protocol "
+     r"\{'repeats': 1\}"),
+    ("eval/rollout.py", ["agent=symbol", "bank=true", "solo={dir}/none.json"],
+     r"solo=.* is invalid; expected .*results\.json: no such file"),
+    ("eval/rollout.py", ["solo=solo"], r"solo='solo' is invalid; expected null without "
+     r"bank=true"),
+    ("eval/rollout.py", ["repeats=5"], r"repeats=5 is invalid; expected 3 without bank=true"),
+    ("eval/export.py", ["seed=4294967296"], r"seed=4294967296 is invalid; expected an integer "
+     r">= 0 and < 4294967296"),
+    ("eval/theory.py", ["task.alphas=[0.3,0.25]"], r"task\.alphas=\[0\.3, 0\.25\] is invalid; "
+     r"expected coefficients >= 0 summing to at most task\.alpha_sum=0\.49"),
+    ("train/collab.py", ["task.alphas=[-0.1]"], r"task\.alphas=\[-0\.1\] is invalid; expected "
+     r"coefficients >= 0"),
+    ("eval/calibration.py", ["n_rounds=40"],
+     r"n_rounds=40 is invalid; expected an integer in 1\.\.task\.n_bits=30"),
+    ("eval/seeds.py", ["runs=[{dir}]"], r"runs=\['.*dir'\] is invalid; expected two or more "
+     r"finished train/collab\.py run directories of one sweep: no results\.json in"),
+    ("train/collab.py", ["task=maze", "task.height=3"],
+     r"task\.height=3 is invalid; expected an integer >= 4"),
+    ("train/collab.py", ["task=maze", "task.width=16"],
+     r"task\.width=16 is invalid; expected an integer >= 4 and <= 15"),
+    ("train/collab.py", ["preset=cpu", "model.block_size=8"], r"model\.block_size=8 is invalid; "
+     r"expected null \(sized to the task\) or an integer >= 29, the tokens round 5 needs"),
+    ("eval/bench.py", ["only=[]"], r"only=\[\] is invalid; expected null \(every benchmark\)"),
 ]
 
 
@@ -153,28 +220,81 @@ def error_text(exc: BaseException) -> str:
 
 @pytest.mark.parametrize(("script", "overrides", "expected"), ROWS,
                          ids=[f"{c}:{' '.join(o) or '(none)'}" for c, o, _ in ROWS])
-def test_bad_input_is_refused_by_name(tmp_path, cli, script, overrides, expected):
+def as_main(script: str, *overrides: str):
+    """``python <script> <overrides>`` in-process, as Hydra's ``main`` runs it: the job's Hydra
+    config (where :func:`jaxcollab.io.run.check_overrides` reads the command line) is set
+    while ``run`` works."""
+    module, name = ENTRY_POINTS[script]
+    run = importlib.import_module(module).run  # importing it registers the schemas
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        cfg = compose(name, overrides=list(overrides), return_hydra_config=True)
+    HydraConfig.instance().set_config(cfg)
+    try:
+        with open_dict(cfg):
+            del cfg["hydra"]
+        return run(cfg)
+    finally:
+        HydraConfig.instance().cfg = None
+
+
+def _row(tmp_path: Path, script: str, overrides: list[str]) -> tuple[Path, list[str]]:
+    """The output path and the row's overrides, its placeholders filled in."""
     (tmp_path / "file").write_text("not a directory")
     (tmp_path / "dir").mkdir()
+    (tmp_path / "results.json").write_text(json.dumps({"summary": {}, "protocol": {"repeats": 1}}))
     out = tmp_path / "out"
-    overrides = [o.format(file=tmp_path / "file", dir=tmp_path / "dir") for o in overrides]
+    places = {"{file}": tmp_path / "file", "{dir}": tmp_path / "dir",
+              "{json}": tmp_path / "results.json"}
+    for place, path in places.items():
+        overrides = [o.replace(place, str(path)) for o in overrides]
     out_key = OUT_KEY.get(script, "out_dir")
     if not any(o.startswith(f"{out_key}=") for o in overrides):
         overrides.append(f"{out_key}={out}")
+    return out, overrides
+
+
+@pytest.mark.parametrize(("script", "overrides", "expected"), ROWS,
+                         ids=[f"{c}:{' '.join(o) or '(none)'}" for c, o, _ in ROWS])
+def test_bad_input_is_refused_by_name(tmp_path, script, overrides, expected):
+    out, overrides = _row(tmp_path, script, overrides)
     with pytest.raises(Exception) as info:  # noqa: B017 - the row says which
-        cli(script, *overrides)
+        as_main(script, *overrides)
     assert re.search(expected, error_text(info.value)), error_text(info.value)
     assert not out.exists()  # refused before anything was written
     assert (tmp_path / "file").read_text() == "not a directory"
 
 
-def test_the_command_exits_1_and_prints_the_named_error(tmp_path):
-    cmd = [sys.executable, str(ROOT / "eval" / "theory.py"), "n_rounds=0",
-           f"out_dir={tmp_path / 'out'}"]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 1
-    assert "n_rounds=0 is invalid; expected an integer >= 1" in done.stderr
-    assert not (tmp_path / "out").exists()
+#: Rows also run as real commands (an interpreter start each): exit status 1, the named error
+#: on stderr, no output written.
+COMMANDS = [("eval/theory.py", ["n_rounds=0"], "n_rounds=0 is invalid; expected an integer >= 1"),
+            ("train/collab.py", ["experiment=maze_messages", "separation={}"],
+             "separation={} is invalid; expected null"),
+            pytest.param("train/collab.py", ["experiment=maze_messages", "task.height=9"],
+                         "task.height=9 is invalid; expected an integer in 4..7",
+                         marks=pytest.mark.full),
+            pytest.param("eval/rollout.py", ["agent=symbol", "bank=true", "solo={file}"],
+                         "expected a team (oracle", marks=pytest.mark.full)]
+
+
+@pytest.mark.full  # one rejection round of the maze generator: a compile, about 2 s
+def test_a_maze_sampler_that_cannot_reach_its_mazes_is_refused_first(tmp_path):
+    out, overrides = _row(tmp_path, "train/collab.py", ["task=maze", "preset=cpu",
+                                                        "task.wall_prob=0.95", "bayes_mazes=0"])
+    with pytest.raises(Exception, match=r"task\.wall_prob=0\.95 is invalid; expected a wall "
+                       r"probability whose 6x6 grids have exactly one path often enough: 0 of "
+                       r"16384 candidates do"):
+        as_main("train/collab.py", *overrides)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("script", "overrides", "expected"), COMMANDS)
+def test_the_command_exits_1_and_prints_the_named_error(tmp_path, script, overrides, expected):
+    out, overrides = _row(tmp_path, script, overrides)
+    done = subprocess.run([sys.executable, str(ROOT / script), *overrides], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert expected in done.stderr
+    assert not out.exists()
 
 
 def test_presets_serve_every_task_they_are_offered_with(tmp_path, composed):
@@ -240,7 +360,8 @@ def test_results_files_refuse_non_finite_numbers_by_key(tmp_path):
 def test_extreme_bias_writes_finite_numbers_or_names_the_key(tmp_path, cli):
     """``eval/calibration.py bias.beta=1e6 bias.gamma=1e6`` used to exit 0 and write NaN."""
     try:
-        cli("eval/calibration.py", "bias.beta=1e6", "bias.gamma=1e6", f"out_dir={tmp_path}")
+        cli("eval/calibration.py", "bias.beta=1e6", "bias.gamma=1e6", "n_fit=2000", "n_eval=2000",
+            f"out_dir={tmp_path}")
     except ValueError as e:
         assert re.fullmatch(r"results key \S+ is (nan|inf|-inf); results hold finite numbers "
                             r"only", str(e)), e

@@ -34,7 +34,9 @@ Writes into ``out_dir`` ``results.json`` (updated as each round ends), the plot,
 conversation's ``round_<r>/`` directories (checkpoint, messages, test predictions). Rerunning
 with the same ``out_dir`` resumes at the first unfinished round (a round stopped by SIGTERM /
 SIGINT resumes from its saved training state); a changed :data:`FROZEN` key is refused, naming
-the keys.
+the keys. A signal stops the run at the next safe point, within moments while data are built or
+a training chunk compiles (:func:`jaxcollab.scale.preempt.interruptible`), else after the
+training chunk or round in progress, and the process exits with status 128 + the signal.
 
 ``results.json`` (besides ``config``, ``run``, ``wall_seconds``):
 
@@ -83,13 +85,16 @@ from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.maze_task import collab_task, maze_scores, maze_split
 from jaxcollab.collab.tasks import make_task
-from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers
+from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
 from jaxcollab.envs.maze import reference, text
+from jaxcollab.envs.maze.generator import draw_and_check
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
+from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.io.seeds import spread
+from jaxcollab.scale import preempt
 from jaxcollab.scale.distributed import is_main
 
 #: Config keys a resumed run must share with the run that wrote ``results.json``.
@@ -114,6 +119,52 @@ def task_data(cfg: DictConfig, key: jax.Array):
         return make_task(task_cfg, key), None
     train, test, stats = maze_split(task_cfg, key)
     return collab_task(train, test), (train, test, stats)
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Checks that need the task's data, before the run directory gets a file: the maze
+    sampler must reach its mazes (:func:`_check_maze_sampler`), and a set ``model.block_size``
+    must hold the last round's prefix and answer
+    (:func:`jaxcollab.collab.trainer.required_context`, measured on a few examples of the task).
+
+    Raises:
+        ConfigValueError: naming the key and the smallest valid value.
+    """
+    if cfg.task.name == "maze":
+        _check_maze_sampler(cfg.task)
+    if cfg.model.block_size is None:
+        return
+    few = OmegaConf.merge(cfg, {"task": {"n_examples": 64}})
+    task, _ = task_data(few, jax.random.PRNGKey(0))
+    kinds = ["probability"] if cfg.calibration is not None else protocol_names(cfg)
+    need = max(required_context(task, messages.MessageCodec(k, task.vocab, task.class_chars,
+                                                            cfg.protocol.digits), cfg.n_rounds)
+               for k in kinds)
+    if cfg.model.block_size < need:
+        raise ConfigValueError("model.block_size", cfg.model.block_size,
+                               f"null (sized to the task) or an integer >= {need}, the tokens "
+                               f"round {cfg.n_rounds} needs (its prefix and the answer)")
+
+
+#: Rejection rounds of :func:`jaxcollab.envs.maze.generator.sample_mazes` a run may need (ours).
+MAX_SAMPLER_ROUNDS = 10_000
+
+
+def _check_maze_sampler(task: DictConfig) -> None:
+    """Refuse a wall probability whose grids so rarely have exactly one path that the maze
+    split could not be drawn: one rejection round (the generator's, compiled once for the run
+    too) predicts how many the split needs."""
+    shape, chunk = (task.height, task.width), 1 << 14  # text.make_mazes's rounds
+    _, accept = jax.device_get(draw_and_check(jax.random.PRNGKey(0), chunk,
+                                              float(task.wall_prob), shape))
+    n_mazes = int(task.n_examples / (sum(shape) - 2)) + 2  # text.build_dataset's draw
+    rounds = n_mazes / accept.sum() if accept.any() else float("inf")
+    if rounds > MAX_SAMPLER_ROUNDS:
+        raise ConfigValueError("task.wall_prob", task.wall_prob, f"a wall probability whose "
+                               f"{shape[0]}x{shape[1]} grids have exactly one path often enough: "
+                               f"{int(accept.sum())} of {chunk} candidates do, so {n_mazes} mazes"
+                               f" need about {rounds:.3g} rejection rounds (at most "
+                               f"{MAX_SAMPLER_ROUNDS})")
 
 
 def trainer(cfg: DictConfig, task, kind: str, run_dir: Path, key: jax.Array, progress,
@@ -387,19 +438,25 @@ def experiment(cfg: DictConfig):
 def run(cfg: DictConfig) -> dict:
     """The whole job on a composed config; returns the results (also in ``results.json``)."""
     start = time.perf_counter()
-    job = start_run(cfg, frozen=FROZEN)  # schema, ranges, cross-key checks, resume guard
+    job = start_run(cfg, frozen=FROZEN, check=check_config)  # schema, ranges, cross-key
+    # checks (task shapes included), resume guard: all before the first file
     cfg, out, results = job.cfg, job.out, job.results
-    exp = experiment(cfg)(cfg, out, results, job.logger)  # data, and what it records up front
-    conversations = exp.conversations()  # name -> trainer, all validated before any training
+    with preempt.guard():  # SIGTERM / SIGINT: stop at the next safe point, keeping every round
+        # data, and what it records up front (on a worker thread: a signal need not wait)
+        exp = preempt.interruptible(experiment(cfg), cfg, out, results, job.logger,
+                                    saved="nothing yet (no round had finished)")
+        conversations = exp.conversations()  # name -> trainer, validated before any training
 
-    # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
-    # speaker on its view plus the messages of rounds < r, then sends its messages.
-    for r in range(1, cfg.n_rounds + 1):
-        for name, conversation in conversations.items():
-            if r <= conversation.n_rounds:  # the maze baselines play one round
-                exp.record(name, conversation.play(r))
+        # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
+        # speaker on its view plus the messages of rounds < r, then sends its messages.
+        for r in range(1, cfg.n_rounds + 1):
+            for name, conversation in conversations.items():
+                if r <= conversation.n_rounds:  # the maze baselines play one round
+                    exp.record(name, conversation.play(r))
+                if signum := preempt.requested():
+                    preempt.stop(signum, f"every finished round in {out}")
 
-    exp.finish()
+        exp.finish()
     results.set(("wall_seconds",), time.perf_counter() - start)
     job.finish()
     print(f"wrote {out / 'results.json'}")

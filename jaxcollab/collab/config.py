@@ -15,6 +15,7 @@ comparison of the maze task's baselines.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,9 +24,20 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from jaxcollab.collab.conversations import check_conditions
+from jaxcollab.collab.data import round_chunks
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.messages import KINDS
-from jaxcollab.io.schema import Bias, ConfigValueError, Logger, bounded, count
+from jaxcollab.envs.maze.reference import MAX_UNSEEN
+from jaxcollab.envs.parity import n_test_examples
+from jaxcollab.io.schema import (
+    SEED_LIMIT,
+    Bias,
+    ConfigValueError,
+    Logger,
+    bounded,
+    count,
+    seed_field,
+)
 from jaxcollab.models.gpt import GPTConfig
 
 
@@ -142,7 +154,7 @@ class Calibration:
 class Collab:
     """``configs/collab.yaml``: every run of ``train/collab.py``."""
 
-    seed: int = count(0, 0)            # data, initialisation and batches
+    seed: int = seed_field()           # data, initialisation and batches
     seeds: list[int] | None = None     # these seeds at once (vmapped), instead of seed
     task: Any = MISSING                # ParityTask | MazeTask, typed by the task group's schema
     model: Model = field(default_factory=Model)
@@ -166,9 +178,10 @@ class Collab:
         if self.protocols is not None and not self.protocols:
             raise ConfigValueError("protocols", [], "null or a non-empty list of protocols")
         seeds = self.seeds
-        if seeds is not None and (not seeds or min(seeds) < 0 or len(set(seeds)) < len(seeds)):
-            raise ConfigValueError("seeds", seeds,
-                                   "null or a non-empty list of distinct integers >= 0")
+        if seeds is not None and (not seeds or min(seeds) < 0 or max(seeds) >= SEED_LIMIT
+                                  or len(set(seeds)) < len(seeds)):
+            raise ConfigValueError("seeds", seeds, "null or a non-empty list of distinct "
+                                   f"integers >= 0 and < {SEED_LIMIT}")
         if seeds is not None and (self.task.name != "parity" or self.calibration is not None):
             raise ConfigValueError("seeds", seeds, "null: vmapped seeds run the parity protocol "
                                    "conversations (one seed per maze or calibration run)")
@@ -180,17 +193,70 @@ class Collab:
                                    "maze_calibration), or neither")
         if self.calibration is not None:
             self._check_calibration()
+        if self.bayes_mazes:
+            self._check_bayes()
+        self._check_round_chunks()
 
     def _check_separation(self) -> None:
+        if self.task.name != "parity":
+            raise ConfigValueError("separation", dataclasses.asdict(self.separation),
+                                   f"null on task.name={str(self.task.name)!r}: the separation "
+                                   "checks are the parity experiment's (the paper's Figure 3)")
         if set(self.protocol_names()) != set(KINDS):
             raise ConfigValueError("protocols", self.protocol_names(),
                                    f"both {list(KINDS)} when separation checks are set")
-        if self.task.name != "parity":
-            raise ConfigValueError("task.name", str(self.task.name),
-                                   "'parity' with separation checks (a parity experiment)")
         rounds = [self.separation.round, *self.separation.action_rounds]
         if not all(1 <= r <= self.n_rounds for r in rounds):
             raise ConfigValueError("separation", rounds, f"rounds in 1..n_rounds={self.n_rounds}")
+
+    def _check_bayes(self) -> None:
+        """The exact Bayes first move enumerates every completion of a half view: 2^(cells an
+        agent does not see), at most 2^MAX_UNSEEN (:func:`jaxcollab.envs.maze.reference.
+        bayes_first_move`); each agent sees half the cells."""
+        if self.task.name != "maze" or self.calibration is not None:
+            raise ConfigValueError("bayes_mazes", self.bayes_mazes, "0: the exact-Bayes "
+                                   "first-move check belongs to the maze protocol experiment "
+                                   "(task=maze without calibration)")
+        h, w, most = self.task.height, self.task.width, 2 * MAX_UNSEEN
+        if h * w > most:
+            key, value, other = (("task.height", h, f"task.width={w}") if most // w >= 4 else
+                                 ("task.width", w, f"task.height={h}"))
+            limit = most // (w if key == "task.height" else h)
+            raise ConfigValueError(key, value, f"an integer in 4..{limit} with {other} and "
+                                   f"bayes_mazes={self.bayes_mazes} (the exact Bayes first move "
+                                   f"enumerates the 2^(H·W/2) completions of a half view: "
+                                   f"H·W <= {most}), or bayes_mazes=0")
+
+    def _train_examples(self) -> int:
+        """Training examples of the task's split: exact on parity; on mazes a lower bound (the
+        split is by maze, and the training mazes hold at least 1 − test_fraction of the
+        examples)."""
+        n, frac = self.task.n_examples, self.task.test_fraction
+        if self.task.name == "parity":
+            return n - n_test_examples(n, frac)
+        return math.ceil((1 - frac) * n)
+
+    def _check_round_chunks(self) -> None:
+        """The round trainer's data plan (:class:`jaxcollab.collab.trainer.RoundTrainer`),
+        checked before the data are built: every round chunk holds its validation rows twice
+        over and at least one minibatch of training rows."""
+        n_train, val = self._train_examples(), self.train.val_examples
+        n_chunks = self.n_rounds if self.data.cross_fit else 1
+        where = (f"{n_train} training examples in {n_chunks} round chunks (task.n_examples="
+                 f"{self.task.n_examples}, n_rounds={self.n_rounds}, "
+                 f"data.cross_fit={self.data.cross_fit})")
+        if n_train < 2 * n_chunks:
+            raise ConfigValueError("task.n_examples", self.task.n_examples,
+                                   f"enough examples for 2 per round chunk: {where}")
+        smallest = min(c.stop - c.start for c in round_chunks(n_train, n_chunks))
+        if 2 * val > smallest:
+            raise ConfigValueError("train.val_examples", val, f"at most {smallest // 2}, half "
+                                   f"the smallest round chunk ({smallest} examples: {where})")
+        if self.train.batch_size > smallest - val:
+            raise ConfigValueError("train.batch_size", self.train.batch_size,
+                                   f"at most {smallest - val}, a round's training rows (the "
+                                   f"smallest round chunk, {smallest} examples, less "
+                                   f"train.val_examples={val}: {where})")
 
     def _check_calibration(self) -> None:
         if self.protocol_names() != ["probability"]:

@@ -261,6 +261,24 @@ def _fresh(model_cfg: GPTConfig, tx: optax.GradientTransformation, key: jax.Arra
     return graphdef, params, over_seeds(tx.init, seeds)(params)
 
 
+def _compile_or_stop(chunk_fn, args: tuple, n: int, loop: dict,
+                     checkpoint: preempt.TrainState, done: int, resumed: int) -> None:
+    """Compile the training chunk ahead of its call, so that a SIGTERM / SIGINT need not wait
+    for XLA (minutes for a large model): on a signal the compile is abandoned
+    (:func:`jaxcollab.scale.preempt.interruptible`) and the loop's state, which no step of the
+    chunk has touched yet (its buffers are donated only when the chunk runs), is saved unless
+    no step ran since it was restored (``resumed``: the step it was at) or the fit started.
+    The call that follows reuses the compiled executable."""
+    saved = (f"training state after step {done} in {checkpoint.path}" if done else
+             "nothing yet (step 0 of the round)")
+    try:
+        preempt.interruptible(lambda: chunk_fn.lower(*args, n_steps=n).compile(), saved=saved)
+    except preempt.Preempted:
+        if done != resumed:
+            checkpoint.save(loop)
+        raise
+
+
 def fit(
     model_cfg: GPTConfig,
     tc: TrainConfig,
@@ -284,7 +302,9 @@ def fit(
         checkpoint_dir: where a SIGTERM / SIGINT between chunks saves the training state
             (:class:`jaxcollab.scale.preempt.TrainState`) before exiting; a state found there
             is resumed, so an interrupted fit ends with the same parameters as an uninterrupted
-            one. None: signals are not intercepted.
+            one; a signal while the model is built or a chunk compiles stops at once
+            (:func:`jaxcollab.scale.preempt.interruptible`). None: signals are not intercepted
+            here (an outer :func:`~jaxcollab.scale.preempt.guard` still stops the model build).
         seeds: train S models at once: ``key`` ``[S]`` and each data array gain a leading seed
             axis, every seed keeps its own best-validation params (see :class:`FitResult`).
 
@@ -294,7 +314,10 @@ def fit(
     k_init, k_steps = (jax.vmap(jax.random.split, out_axes=1)(key) if seeds
                        else jax.random.split(key))
     tx = make_optimizer(tc)
-    graphdef, params, opt_state = _fresh(model_cfg, tx, k_init, seeds)
+    # many small compiles on a cold cache: on a worker thread under a guard, so a signal need
+    # not wait for them (nothing to save yet)
+    graphdef, params, opt_state = preempt.interruptible(_fresh, model_cfg, tx, k_init, seeds,
+                                                        saved="nothing yet (a fresh model)")
     # Replicated from the start: the step returns them replicated, and a changed input
     # sharding on step 2 would compile the whole step a second time.
     params, opt_state = jax.device_put((params, opt_state), replicated())
@@ -308,13 +331,17 @@ def fit(
     saved = None if checkpoint_dir is None else preempt.TrainState(checkpoint_dir)
     if saved is not None and saved.exists():
         loop = saved.restore(loop)
+    resumed = int(loop["done"])  # the step the fit starts (or resumes) at
     start = time.perf_counter()
+    compiled: set[int] = set()  # chunk lengths compiled in this fit
     with preempt.guard() if saved is not None else contextlib.nullcontext():
         while (done := int(loop["done"])) < tc.steps:  # the host syncs once per chunk
             n = min(tc.eval_every, tc.steps - done)
-            loop["params"], loop["opt_state"], losses = chunk_fn(
-                loop["params"], loop["opt_state"], k_steps, done + 1, tokens_d, targets_d,
-                n_steps=n)
+            args = (loop["params"], loop["opt_state"], k_steps, done + 1, tokens_d, targets_d)
+            if saved is not None and n not in compiled:
+                _compile_or_stop(chunk_fn, args, n, loop, saved, done, resumed)
+                compiled.add(n)
+            loop["params"], loop["opt_state"], losses = chunk_fn(*args, n_steps=n)
             losses = np.asarray(losses)
             for j, loss in enumerate(losses.reshape(-1, n).mean(0), done + 1):
                 on_step(j, float(loss))

@@ -215,6 +215,11 @@ class ParityDataset:
         return len(self.label)
 
 
+def n_test_examples(n_examples: int, test_fraction: float) -> int:
+    """Examples :func:`build_dataset` holds out for the test split (at least one)."""
+    return max(1, int(round(n_examples * test_fraction)))
+
+
 def build_dataset(
     key: jax.Array,
     n_examples: int,
@@ -253,8 +258,7 @@ def build_dataset(
         bits[start:stop] = b_bits[: stop - start]
         pstar[start:stop] = b_pstar[: stop - start]
         label[start:stop] = b_label[: stop - start]
-    n_test = max(1, int(round(n_examples * test_fraction)))
-    cut = n_examples - n_test
+    cut = n_examples - n_test_examples(n_examples, test_fraction)
     return (
         ParityDataset(bits[:cut], pstar[:cut], label[:cut]),
         ParityDataset(bits[cut:], pstar[cut:], label[cut:]),

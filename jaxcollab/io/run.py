@@ -47,6 +47,10 @@ def env_selection(key: str, selector: str) -> list[str]:
             from None
 
 
+#: Integers a run may hold: NumPy's and JAX's int64 (beyond it, a value overflows mid-run).
+INT64 = 2**63
+
+
 class RunCollision(ValueError):
     """The output already holds the results of a run with a different config."""
 
@@ -67,6 +71,8 @@ def _check_fields(obj: Any, prefix: str = "") -> None:
         values = value if isinstance(value, list) else [value]
         if any(isinstance(v, float) and not math.isfinite(v) for v in values):
             raise ConfigValueError(key, value, "finite numbers")
+        if any(isinstance(v, int) and not -INT64 <= v < INT64 for v in values):
+            raise ConfigValueError(key, value, "integers in int64's range (-2**63 .. 2**63 - 1)")
         bounds = f.metadata.get("bounds", {})
         if value is None or not bounds:
             continue
@@ -93,17 +99,42 @@ def _check_keys(node: DictConfig, obj: Any, prefix: str = "") -> None:
             _check_keys(node[name], value, f"{prefix}{name}.")
 
 
+def check_overrides(cfg: DictConfig) -> None:
+    """Refuse a command-line block that Hydra drops: ``key={}`` merged into a null block leaves
+    it null, so the run would ignore what was asked (``experiment=maze_messages separation={}``
+    trained without a word). Reads the overrides of the running Hydra job; none outside one.
+
+    Raises:
+        ConfigValueError: naming the key.
+    """
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not HydraConfig.initialized():
+        return
+    for o in OverridesParser.create().parse_overrides(list(HydraConfig.get().overrides.task)):
+        if o.is_delete() or not isinstance(o.value(), dict) or o.value():
+            continue
+        if OmegaConf.select(cfg, o.key_or_group) is None:
+            raise ConfigValueError(o.key_or_group, {}, "null: this run has no "
+                                   f"{o.key_or_group} block, and an empty block on the command "
+                                   "line does not add one (the run would ignore it)")
+
+
 def validate(cfg: DictConfig) -> DictConfig:
     """Range-check a composed config against its schema; return it resolved and plain.
 
-    Builds the schema objects, refuses keys the schema lacks, checks every field's declared
-    bounds and that every float is finite, runs each schema's cross-field ``check``, and returns
-    a resolved copy whose enums are strings, detached from Hydra (interpolations resolved).
+    Refuses a command-line block Hydra dropped (:func:`check_overrides`), builds the schema
+    objects, refuses keys the schema lacks, checks every field's declared bounds, that every
+    float is finite and every integer fits in int64, runs each schema's cross-field ``check``,
+    and returns a resolved copy whose enums are strings, detached from Hydra (interpolations
+    resolved).
 
     Raises:
         ConfigValueError: naming the key, the value and the expected range.
         omegaconf.errors.MissingMandatoryValue: a required key without a value (named).
     """
+    check_overrides(cfg)
     obj = OmegaConf.to_object(cfg)
     if dataclasses.is_dataclass(obj):
         _check_keys(cfg, obj)

@@ -44,6 +44,15 @@ def count(default: Any = MISSING, minimum: int = 1) -> Any:
     return bounded(default, ge=minimum)
 
 
+#: Seeds are 32-bit: with 64-bit types off (JAX's default) ``PRNGKey(2**32)`` is ``PRNGKey(0)``.
+SEED_LIMIT = 2**32
+
+
+def seed_field(default: int = 0) -> Any:
+    """A random seed: an integer in ``0 .. 2**32 - 1`` (:data:`SEED_LIMIT`)."""
+    return bounded(default, ge=0, lt=SEED_LIMIT)
+
+
 # -- choices ---------------------------------------------------------------------------------
 
 class RulesetName(StrEnum):
@@ -138,6 +147,14 @@ class ParityTask:
         if len(self.alphas) > self.n_bits:
             raise ConfigValueError("task.alphas", list(self.alphas),
                                    f"at most task.n_bits={self.n_bits} coefficients")
+        from jaxcollab.envs.parity import make_alphas  # the task's own rule (paper, App. E)
+
+        try:
+            make_alphas(list(self.alphas), self.n_bits, self.alpha_sum)
+        except ValueError as e:
+            raise ConfigValueError("task.alphas", list(self.alphas), "coefficients >= 0 "
+                                   f"summing to at most task.alpha_sum={self.alpha_sum} ({e})") \
+                from None
 
 
 @dataclass
@@ -145,8 +162,8 @@ class MazeTask:
     """Split-mask mazes (the paper's §2 task)."""
 
     name: TaskName = TaskName.maze
-    height: int = count(6, 2)
-    width: int = count(6, 2)
+    height: int = count(6, 4)             # the generator's limits (envs/maze/generator.py)
+    width: int = bounded(6, ge=4, le=15)  # a row is one bitmask word
     wall_prob: float = bounded(0.3, ge=0.0, lt=1.0)
     n_rounds: int = count(4)
     n_examples: int = count(2_000_000)
@@ -156,6 +173,9 @@ class MazeTask:
     def check(self) -> None:
         if self.name != TaskName.maze:
             raise ConfigValueError("task.name", _plain(self.name), "'maze' in task/maze")
+        if self.height * self.width % 2:  # jaxcollab.envs.maze.text.sample_masks
+            raise ConfigValueError("task.height", self.height, f"an even number with the odd "
+                                   f"task.width={self.width}: each agent sees half the cells")
 
 
 # -- shared by training and evaluation (the training schema: jaxcollab.collab.config) --------
@@ -185,12 +205,18 @@ class CalibrationEval:
     fit: Fit = Fit.exact
     n_fit: int = count(200_000)
     n_eval: int = count(200_000)
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     n_rounds: int = count("${task.n_rounds}")
     n_bins: int = count(10)
     newton_steps: int = count(30)
     bias: Bias = field(default_factory=Bias)
     out_dir: str = MISSING
+
+    def check(self) -> None:
+        parity = self.task.name == TaskName.parity  # else refused by eval/calibration.py
+        if parity and self.n_rounds > self.task.n_bits:  # round k reveals bit k
+            raise ConfigValueError("n_rounds", self.n_rounds,
+                                   f"an integer in 1..task.n_bits={self.task.n_bits}")
 
 
 @dataclass
@@ -275,14 +301,14 @@ class Rollout:
     env: str = "bomb/base-1"
     agent: str = "oracle"
     episodes: int = count(1024)
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
     bank: bool = False          # the SANZARU instance-bank protocol (bomb)
     repeats: int = count(3)     # repeats of each bank instance
     turn_order: Any = "cycle"   # "cycle" or a permutation of the role names
     solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
-    ruleset_seed: int = count(0, 0)             # seed of ruleset=random
+    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
     llm: LLMBlock = field(default_factory=LLMBlock)
     bomb: BombBlock = field(default_factory=BombBlock)
     ktane: KtaneBlock = field(default_factory=KtaneBlock)
@@ -297,10 +323,10 @@ class Export:
 
     env: str = "maze/split-6x6"    # an environment name or group
     n: int = count(10)             # instances per environment (instance i = rollout episode i)
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     out: str = "instances.jsonl"
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
-    ruleset_seed: int = count(0, 0)             # seed of ruleset=random
+    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
 
 
 @dataclass
@@ -311,7 +337,7 @@ class Protocols:
     teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "solo",
                                                       "random", "oracle"])
     episodes: int = count(60)  # per variant; episode e plays turn order TURN_ORDERS[e % 6]
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     out_dir: str = MISSING
 
     def check(self) -> None:
@@ -327,7 +353,7 @@ class Bounds:
     env: str = "bomb/all"
     teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "oracle"])
     episodes: int = count(12)   # per variant and team; episode e uses turn order e % 6
-    seed: int = count(0, 0)
+    seed: int = seed_field()
     runs: list[str] = field(default_factory=list)  # rollout results.json files to show beside
     out_dir: str = MISSING
 

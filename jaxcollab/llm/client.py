@@ -242,6 +242,7 @@ class ChatClient:
         #: token limit is sent under) and ``dropped`` (request fields it refused)
         self.adapted: dict = {"token_limit_key": "max_tokens", "dropped": []}
         self._check_lock = threading.Lock()  # pool workers share the client: one check
+        self._usage_lock = threading.Lock()  # ... and its usage counters
         self._url = cfg.base_url.rstrip("/")
         self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
 
@@ -420,15 +421,16 @@ class ChatClient:
             for i, reply in zip(todo, fresh):
                 replies[i] = reply
         fresh_set = set(todo)
-        for i, (req, reply) in enumerate(zip(reqs, replies)):
-            u = self.usage[req.agent]
-            u.calls += 1
-            u.cached += i not in fresh_set
-            u.prompt_tokens += reply.prompt_tokens
-            u.completion_tokens += reply.completion_tokens
-            u.latency_s += reply.latency_s
-            u.queue_s += reply.queue_s
-            u.refusals += reply.refused
+        with self._usage_lock:  # complete_many runs on many pool threads at once
+            for i, (req, reply) in enumerate(zip(reqs, replies)):
+                u = self.usage[req.agent]
+                u.calls += 1
+                u.cached += i not in fresh_set
+                u.prompt_tokens += reply.prompt_tokens
+                u.completion_tokens += reply.completion_tokens
+                u.latency_s += reply.latency_s
+                u.queue_s += reply.queue_s
+                u.refusals += reply.refused
         return replies  # type: ignore[return-value]
 
     async def _send_all(self, reqs: list[Request], keys: list[str]) -> list[Reply]:
@@ -510,13 +512,15 @@ class ChatClient:
             if attempt == int(self.cfg.max_retries):
                 detail = f"HTTP {r.status_code}: {r.text[:200]}" if r is not None else cls
                 raise LLMError(f"{url}: {detail} ({cls}) after {attempt + 1} attempts")
-            self.retries[cls] += 1
+            with self._usage_lock:
+                self.retries[cls] += 1
             await asyncio.sleep(_backoff(self.cfg.backoff_s, attempt, r))
         raise AssertionError("unreachable")
 
     def usage_json(self) -> dict:
         """Per-agent usage as plain dicts (results.json ``tokens`` / ``latency_s`` source)."""
-        return {a: dataclasses.asdict(u) for a, u in sorted(self.usage.items())}
+        with self._usage_lock:
+            return {a: dataclasses.asdict(u) for a, u in sorted(self.usage.items())}
 
 
 class _Interrupted(Exception):

@@ -22,11 +22,15 @@ _state = {"fd": None, "stopped": False}
 @contextlib.contextmanager
 def watch():
     """Within the block, SIGTERM raises ``KeyboardInterrupt`` as SIGINT does (on the main
-    thread) and both are visible to :func:`interrupted` from any thread. Main thread only; a
-    no-op elsewhere."""
+    thread), unless a :func:`jaxcollab.scale.preempt.guard` already turns both into its stop
+    flag (then kept: the run stops at its next safe point with the signal's own exit status),
+    and both are visible to :func:`interrupted` from any thread. Main thread only; a no-op
+    elsewhere."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from jaxcollab.scale import preempt
+
     r, w = os.pipe()
     os.set_blocking(r, False)
     os.set_blocking(w, False)
@@ -34,7 +38,9 @@ def watch():
     def interrupt(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous_term = signal.signal(signal.SIGTERM, interrupt)
+    previous_term = signal.signal(signal.SIGTERM,
+                                  signal.getsignal(signal.SIGTERM) if preempt.guarded()
+                                  else interrupt)
     previous_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     _state.update(fd=r, stopped=False)
     try:

@@ -7,13 +7,22 @@ chunks), save what they need (:class:`TrainState` for a training round; finished
 a rollout, :func:`resumable_episodes`) and raise :class:`Preempted`, which exits the process
 with ``128 + signal`` and no traceback. Rerunning the same command resumes from what was saved.
 A second SIGINT interrupts at once (``KeyboardInterrupt``).
+
+A chunk of episodes may take minutes to compile (a Keep-Talking rollout) or to play, and the
+main thread cannot run a signal handler while it waits inside XLA. :func:`interruptible` runs
+the chunk on a worker thread while the main thread polls the flag, so a signal stops the run
+within :data:`POLL_S` seconds; the unfinished chunk is abandoned (it is played again on the
+rerun) and the process exits without waiting for it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -26,6 +35,8 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+#: seconds between two looks at the stop flag while a chunk compiles or plays
+POLL_S = 0.05
 _received: list[int] = []
 
 
@@ -82,6 +93,58 @@ def stop(signum: int, saved: str) -> None:
     stopped = Preempted(signum, saved)
     print(stopped, flush=True)
     raise stopped
+
+
+def guarded() -> bool:
+    """Whether a signal now only sets the flag (inside :func:`guard`, on the main thread)."""
+    return threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGTERM) is _on_signal
+
+
+def _exit_if_running(worker: threading.Thread, code: int) -> None:
+    """At exit, leave at once if an abandoned chunk still runs: JAX's own exit hooks would
+    tear down the backend under its XLA compile or run (an abort, exit status -6)."""
+    if not worker.is_alive():
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def interruptible(fn: Callable[..., Any], *args: Any, saved: str) -> Any:
+    """``fn(*args)``, which a SIGTERM / SIGINT stops within :data:`POLL_S` seconds.
+
+    Inside :func:`guard` (single process, main thread) ``fn`` runs on a daemon thread while the
+    main thread polls the flag; on a signal the call is abandoned and :func:`stop` raises
+    :class:`Preempted` with ``saved`` (what is already on disk; the message adds "the
+    work in progress was dropped"), and the process exits with
+    ``128 + signal`` without waiting for ``fn`` (an atexit hook registered last, so it runs
+    first). Elsewhere (no guard, or a multi-process job, where stopping is a collective taken at
+    the caller's safe points) it is a plain call.
+
+    Raises:
+        whatever ``fn`` raises; :class:`Preempted` on a signal.
+    """
+    if not guarded() or jax.process_count() > 1:
+        return fn(*args)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["out"] = jax.block_until_ready(fn(*args))  # the run too, not just dispatch
+        except BaseException as e:  # noqa: BLE001  (re-raised on the main thread)
+            box["error"] = e
+
+    worker = threading.Thread(target=work, name="jaxcollab-chunk", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(POLL_S)
+        if _received and worker.is_alive():
+            atexit.register(_exit_if_running, worker, 128 + _received[0])
+            stop(_received[0], f"{saved} (the work in progress was dropped)")
+    if "error" in box:
+        raise box["error"]
+    return box["out"]
 
 
 def _array(x: Any) -> Any:
@@ -166,9 +229,12 @@ def resumable_episodes(play: Callable[[Any], Mapping[str, Any]], episodes: Any, 
     results), so ``play`` compiles once. Chunk ``i`` is saved to
     ``save_dir/episodes_<i>.npz`` by process 0 as soon as it finishes; chunks already there are
     loaded instead of played (each saved chunk is announced on stdout: ``episodes: chunk
-    <i>/<n> saved in <dir>``), and a SIGTERM / SIGINT between chunks stops the loop
-    (:class:`Preempted`) after the last finished chunk is saved. Episode inputs do not depend on
-    the chunking, so a resumed run gives the same arrays as an uninterrupted one.
+    <i>/<n> saved in <dir>``). A SIGTERM / SIGINT stops the loop (:class:`Preempted`) keeping
+    the finished chunks: at once while a chunk compiles or plays (:func:`interruptible`; that
+    chunk is played again on the rerun), or before the next chunk when it arrived between
+    chunks or earlier (a run over several environments, under an outer :func:`guard`, stops
+    before compiling the next one). Episode inputs do not depend on the chunking, so a resumed
+    run gives the same arrays as an uninterrupted one.
     ``save_dir=None``: nothing is saved and signals are not intercepted.
 
     Returns:
@@ -182,26 +248,33 @@ def resumable_episodes(play: Callable[[Any], Mapping[str, Any]], episodes: Any, 
     save_dir = None if save_dir is None else Path(save_dir)
     n = len(episodes)
     n_chunks, parts = -(-n // chunk), []
+
+    def played(start: int, call: Callable[..., Mapping[str, Any]]) -> dict[str, np.ndarray]:
+        rows = episodes[start:start + chunk]  # padded to ``chunk`` rows: one compile
+        pad = chunk - len(rows)
+        if pad:
+            rows = np.concatenate([rows, np.repeat(rows[:1], pad, axis=0)])
+        return {k: np.asarray(v)[:chunk - pad] for k, v in call(rows).items()}
+
     with guard() if save_dir is not None else contextlib.nullcontext():
         for i, start in enumerate(range(0, n, chunk)):
-            path = None if save_dir is None else save_dir / f"episodes_{i}.npz"
-            if path is not None and path.exists():
+            if save_dir is None:
+                parts.append(played(start, play))
+                continue
+            path = save_dir / f"episodes_{i}.npz"
+            if path.exists():
                 with np.load(path) as z:
                     parts.append(dict(z))
                 continue
-            rows = episodes[start:start + chunk]
-            pad = chunk - len(rows)
-            if pad:
-                rows = np.concatenate([rows, np.repeat(rows[:1], pad, axis=0)])
-            parts.append({k: np.asarray(v)[:chunk - pad] for k, v in play(rows).items()})
-            if path is None:
-                continue
+            saved = f"{i} chunks of {chunk} episodes in {save_dir}"
+            if signum := requested():  # it arrived between chunks, or before this call
+                stop(signum, saved)
+            parts.append(played(start, lambda rows, saved=saved: interruptible(play, rows,
+                                                                          saved=saved)))
             if jax.process_index() == 0:
                 save_dir.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_name(path.name + ".tmp.npz")
                 np.savez(tmp, **parts[-1])
                 tmp.replace(path)
                 print(f"episodes: chunk {i + 1}/{n_chunks} saved in {save_dir}", flush=True)
-            if (signum := requested()) and start + chunk < n:
-                stop(signum, f"{i + 1} chunks of {chunk} episodes in {save_dir}")
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

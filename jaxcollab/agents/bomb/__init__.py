@@ -20,7 +20,13 @@ import jax
 import numpy as np
 
 from jaxcollab.agents.bomb import analysis
-from jaxcollab.agents.bomb.bank import PinnedInstances, PinnedParams, rollout_bank
+from jaxcollab.agents.bomb.bank import (
+    PinnedInstances,
+    PinnedParams,
+    bank_protocol,
+    check_solo,
+    rollout_bank,
+)
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
 from jaxcollab.analysis.sanzaru import RUBRIC
 from jaxcollab.core.family import Analysis, Bounds, Family, LLMGame, ScriptedTeam, Spec, Team
@@ -28,7 +34,7 @@ from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import Policy, episode_keys, rollout
 from jaxcollab.envs.bomb import export_instances
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
+from jaxcollab.envs.bomb.bank import CYCLE, REPEATS, parse_turn_order
 from jaxcollab.envs.bomb.env import BombEnv, ending_counts
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.state import BombState
@@ -212,15 +218,12 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 def _check(env_names: Sequence[str], options: Mapping) -> None:
     from jaxcollab.io.schema import ConfigValueError
 
-    solo = options.get("solo")
-    if solo is not None and solo not in TEAMS and not Path(solo).is_file():
-        raise ConfigValueError("solo", solo, f"a team ({', '.join(TEAMS)}) or an existing bank "
-                               "results.json")
     try:
         parse_turn_order(options.get("turn_order", CYCLE))
     except ValueError as e:
         raise ConfigValueError("turn_order", options.get("turn_order"),
                                "'cycle' or a permutation of deaf, mute, blind") from e
+    _check_solo(env_names, options)
     if options.get("agent") == "learned":
         checkpoint = options.get("checkpoint")
         if checkpoint is None or not Path(checkpoint).is_dir():
@@ -237,6 +240,34 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
         if not 4 <= cap <= 4096 or cap % 4:
             raise ConfigValueError(f"bomb.{key}", cap, "a multiple of 4 in 4..4096 (messages "
                                    "are packed four bytes / symbols per word)")
+
+
+def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
+    """``solo`` (bank runs only): a team, or an earlier bank run's results.json under the same
+    protocol; ``repeats`` likewise belongs to the bank protocol."""
+    from jaxcollab.io.schema import ConfigValueError
+
+    solo, bank_run = options.get("solo"), bool(options.get("bank"))
+    for key, default in (("solo", None), ("repeats", REPEATS)):
+        if not bank_run and options.get(key, default) != default:
+            raise ConfigValueError(key, options[key], f"{default or 'null'} without bank=true "
+                                   "(it belongs to the bank protocol)")
+    if solo is None or solo in TEAMS:
+        return
+    expected = f"a team ({', '.join(TEAMS)}) or an earlier bank run's results.json"
+    try:
+        results = json.loads(Path(solo).read_text())
+    except FileNotFoundError:
+        raise ConfigValueError("solo", solo, f"{expected}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ConfigValueError("solo", solo, f"{expected}: not a JSON file ({e})") from None
+    protocol = bank_protocol(env_names, options.get("repeats", REPEATS),
+                             turn_order=options.get("turn_order", CYCLE),
+                             seed=options.get("seed", 0))
+    try:
+        check_solo(results, protocol)
+    except ValueError as e:
+        raise ConfigValueError("solo", solo, f"{expected}: {e}") from None
 
 
 def learned(options: Mapping) -> ScriptedTeam:

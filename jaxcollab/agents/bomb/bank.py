@@ -83,6 +83,31 @@ def play_bank(episodes: bank.BankEpisodes, team, seed: int, chunk: int = 16_384,
     return preempt.resumable_episodes(run, np.arange(n), min(chunk, n), save_dir)
 
 
+def bank_protocol(env_names: Sequence[str], repeats: int = bank.REPEATS,
+                  instances: int = bank.INSTANCES, turn_order="cycle", seed: int = 0) -> dict:
+    """The ``protocol`` entry of a bank run's results (:func:`rollout_bank`)."""
+    return {"instances": int(instances), "repeats": int(repeats),
+            "turn_order": turn_order if isinstance(turn_order, str) else list(turn_order),
+            "bank_seed": bank.BANK_SEED, "seed": int(seed), "envs": list(env_names)}
+
+
+def check_solo(solo, protocol: dict) -> None:
+    """Refuse solo results (an earlier bank run's ``results.json``, loaded) that cannot serve
+    as the baseline of a run under ``protocol``: not a bank run's results, or played under
+    another protocol (the seed may differ).
+
+    Raises:
+        ValueError: naming what differs.
+    """
+    if not isinstance(solo, dict) or not isinstance(solo.get("summary"), dict):
+        raise ValueError("solo results must be a bank run's results.json (a JSON object with "
+                         "a summary)")
+    theirs = {k: v for k, v in (solo.get("protocol") or {}).items() if k != "seed"}
+    if theirs != {k: v for k, v in protocol.items() if k != "seed"}:
+        raise ValueError(f"solo results were played under protocol {theirs!r}, "
+                         f"expected {protocol!r} (seed aside)")
+
+
 def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
                  instances: int = bank.INSTANCES, turn_order="cycle", seed: int = 0,
                  solo: str | dict | None = None, chunk: int = 16_384,
@@ -117,14 +142,9 @@ def rollout_bank(env_names: Sequence[str], agent, repeats: int = bank.REPEATS,
         from jaxcollab.agents.bomb import scripted as team_of
     player = team_of(agent) if isinstance(agent, str) else agent
     plan = bank.bank_episodes(env_names, repeats, instances, turn_order)
-    protocol = {"instances": int(instances), "repeats": int(repeats),
-                "turn_order": turn_order if isinstance(turn_order, str) else list(turn_order),
-                "bank_seed": bank.BANK_SEED, "seed": int(seed), "envs": list(env_names)}
+    protocol = bank_protocol(env_names, repeats, instances, turn_order, seed)
     if isinstance(solo, dict):  # check before playing anything
-        theirs = {k: v for k, v in solo.get("protocol", {}).items() if k != "seed"}
-        if theirs != {k: v for k, v in protocol.items() if k != "seed"}:
-            raise ValueError(f"solo results were played under protocol {theirs!r}, "
-                             f"expected {protocol!r} (seed aside)")
+        check_solo(solo, protocol)
     sub = (lambda name: None) if save_dir is None else (lambda name: Path(save_dir) / name)
     out = {"agent": player.name, "protocol": protocol,
            **_results(plan, player, seed, chunk, sub("bank"), caps)}
@@ -153,4 +173,5 @@ def _results(plan: bank.BankEpisodes, player, seed: int, chunk: int, save_dir,
     }
 
 
-__all__ = ["PinnedInstances", "PinnedParams", "pinned_env", "play_bank", "rollout_bank"]
+__all__ = ["PinnedInstances", "PinnedParams", "bank_protocol", "check_solo", "pinned_env",
+           "play_bank", "rollout_bank"]
