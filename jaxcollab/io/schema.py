@@ -244,19 +244,24 @@ class LLMBlock:
 
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "model"
-    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
-    temperature: float | None = None     # null: the family default (bomb/ktane 0.6, maze 1.0)
-    max_tokens: int | None = bounded(None, ge=1)  # null: the family default (ktane 1000, ...)
-    reasoning_effort: str | None = None
-    thinking_budget: int | None = None   # null: the family default (ktane 0: off); -1: not sent
+    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key (never written)
+    # null: the family default (bomb/ktane 0.6 as GPTNT app. H, maze 1.0 as the paper)
+    temperature: float | None = None
+    # null: the family default (ktane 1000, GPTNT §4; maze 2048, the collaboration-gap paper §6;
+    # bomb 2048, ours); sent as max_completion_tokens where the endpoint asks for it
+    max_tokens: int | None = bounded(None, ge=1)
+    reasoning_effort: str | None = None  # e.g. minimal|low|medium|high, passed through
+    # null: the family default (ktane 0 = off, GPTNT §4; else not sent); e.g. 4096; -1: not sent
+    thinking_budget: int | None = None
     timeout_s: float = bounded(120.0, gt=0)  # with no reply to any request of its batch
     context_tokens: int | None = None    # model context; null: the server's reported one (if any)
-    concurrency: int = count(16)         # requests (episodes) in flight at once
+    concurrency: int = count(16)         # requests (episodes) in flight at once, server-paced
     max_retries: int = count(6, 0)
     backoff_s: float = bounded(1.0, ge=0)
     tools: LLMTools = LLMTools.text      # text (<thoughts>/<action>) | native (bomb tool calls)
     cache: str | None = None             # request cache file; null: out_dir/cache.jsonl
-    # role -> its own model settings (a mixed team; jaxcollab.llm.roles checks the keys)
+    # a mixed team: role -> its own settings, each falling back to llm.* (e.g.
+    # +llm.roles.expert.model=B; jaxcollab.llm.roles checks the keys)
     roles: dict[str, Any] = field(default_factory=dict)
 
 
@@ -264,7 +269,7 @@ class LLMBlock:
 class BombBlock:
     """The bomb's LLM prompt options."""
 
-    hint: BombHint = BombHint.weak       # SANZARU hint levels
+    hint: BombHint = BombHint.weak       # none | weak | strong | playbook (SANZARU hint levels)
     solo_player: bool = False            # one agent holds every view (plays without hints)
     speech_bytes: int | None = None      # speech cap; null: 1024 for agent=llm, else 256
     gesture_symbols: int | None = None   # gesture cap; null: 256 for agent=llm (SANZARU
@@ -276,20 +281,24 @@ class KtaneBlock:
     """Keep Talking's LLM options."""
 
     mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
-    reflection: bool = True              # end-of-game reflection request (ours)
-    view: str = "gptnt"                  # gptnt (GPTNT's Defuser channel) | full (the env's text)
-    solo: str | None = None              # null | with_manual | no_manual (GPTNT §10 ablations)
+    reflection: bool = True              # end-of-game reflection request (ours: no paper's)
+    # gptnt (GPTNT's Defuser channel: frames, grid, no outcome field) | full (the env's text)
+    view: str = "gptnt"
+    solo: str | None = None              # null (Defuser + Expert) | with_manual | no_manual
 
 
 @dataclass
 class MazeBlock:
     """The maze's LLM protocol (collaboration-gap paper §6)."""
 
+    # full | action | verbalized | verbalized_calibrated | verbalized_naive | sampled | solo
     setting: MazeSetting = MazeSetting.action
     rounds: int = count(4)               # K rounds of conversation per maze step
     samples: int = count(5)              # M responses per round (sampled)
     calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
-    advance: MazeAdvance = MazeAdvance.team  # team | path (every round's maze success)
+    # team (its move; a wrong one ends the maze) | path (walked along the path: every round
+    # scored)
+    advance: MazeAdvance = MazeAdvance.team
     rollouts: int = count(1)             # rollouts per maze: episode e is maze e // rollouts
     tell_partner: bool = False           # full: also ask for a message to the partner (R7)
 
@@ -298,17 +307,20 @@ class MazeBlock:
 class Rollout:
     """``configs/rollout.yaml``: ``eval/rollout.py`` (a team on an env or group)."""
 
-    env: str = "bomb/base-1"
-    agent: str = "oracle"
-    episodes: int = count(1024)
+    env: str = "bomb/base-1"    # an environment name or group
+    agent: str = "oracle"       # a team of the env's family, or llm (any OpenAI-compatible model)
+    episodes: int = count(1024)  # per environment; episode i has key episode_keys(seed, n)[i]
     seed: int = seed_field()
     chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
-    bank: bool = False          # the SANZARU instance-bank protocol (bomb)
+    bank: bool = False          # the SANZARU instance-bank protocol (bomb): 3 instances x repeats
     repeats: int = count(3)     # repeats of each bank instance
-    turn_order: Any = "cycle"   # "cycle" or a permutation of the role names
+    # bomb: "cycle" (episode e plays TURN_ORDERS[e % 6]) or one permutation, e.g. [mute,deaf,blind]
+    turn_order: Any = "cycle"
     solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
-    ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
+    # ktane: vanilla | random (every rule table redrawn from ruleset_seed)
+    ruleset: RulesetName = RulesetName.vanilla
     ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
+    # agent=llm: the endpoint (rerunning with another model, url or option is refused)
     llm: LLMBlock = field(default_factory=LLMBlock)
     bomb: BombBlock = field(default_factory=BombBlock)
     ktane: KtaneBlock = field(default_factory=KtaneBlock)
@@ -363,7 +375,7 @@ class JudgeBlock:
     """The ``judge`` block of ``eval/analyze.py``: the judge model that codes lost episodes
     (any OpenAI-compatible endpoint; ``model: null`` codes nothing)."""
 
-    model: str | None = None
+    model: str | None = None             # the judge model; null: no failure-mode coding
     base_url: str = "http://127.0.0.1:8000/v1"
     api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
     temperature: float = bounded(0.0, ge=0.0)
@@ -374,7 +386,7 @@ class JudgeBlock:
     concurrency: int = count(8)
     max_retries: int = count(6, 0)
     backoff_s: float = bounded(1.0, ge=0)
-    cache: str | None = None             # request cache file; null: run/judge_cache.jsonl
+    cache: str | None = None  # request cache; null: run/judge_cache.jsonl (a rerun sends nothing)
 
 
 @dataclass
