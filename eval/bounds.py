@@ -19,16 +19,12 @@ import json
 from pathlib import Path
 
 import hydra
-import matplotlib
-import numpy as np
 from omegaconf import DictConfig
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-import jaxcollab  # noqa: E402
-from jaxcollab.io.run import env_selection, start_run  # noqa: E402
-from jaxcollab.io.schema import ConfigValueError  # noqa: E402
+import jaxcollab
+from jaxcollab.io.plots import bounds_plot
+from jaxcollab.io.run import env_selection, start_run
+from jaxcollab.io.schema import ConfigValueError
 
 
 def _family(env: str):
@@ -81,30 +77,6 @@ def markdown(variants: dict[str, dict]) -> str:
                       "bounds.", "", head, "|---" * (3 + len(teams)) + "|", *rows, ""])
 
 
-def plot(variants: dict[str, dict], path: Path) -> None:
-    """Two panels (rounds, symbols): the bound per variant and each team's mean."""
-    names = [n.split("/", 1)[-1] for n in variants]
-    teams = list(next(iter(variants.values()))["teams"])
-    x = np.arange(len(names))
-    fig, axes = plt.subplots(2, 1, figsize=(0.45 * len(names) + 3, 7), sharex=True)
-    for ax, key, bound in ((axes[0], "mean_rounds", "min_rounds"),
-                           (axes[1], "mean_symbols", "min_symbols")):
-        ax.bar(x, [v[bound] or 0 for v in variants.values()], color="0.85", label="bound")
-        for j, t in enumerate(teams):
-            ys = [v["teams"][t].get(key) for v in variants.values()]
-            ax.plot(x + 0.1 * (j - len(teams) / 2), [np.nan if y is None else y for y in ys],
-                    "o", ms=4, label=t)
-        ax.set_ylabel(key.removeprefix("mean_"))
-        ax.set_yscale("log" if key == "mean_symbols" else "linear")
-    axes[0].legend(fontsize=7, ncol=3)
-    axes[1].set_xticks(x, names, rotation=70, fontsize=8)
-    family = next(iter(variants)).split("/")[0]
-    axes[0].set_title(f"{family}: information bounds and teams (successful episodes)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def run(cfg: DictConfig) -> dict:
     """Compute the bounds, replay every team, write ``results.json``, ``bounds.md`` and
     ``bounds.png``; returns the results."""
@@ -129,7 +101,7 @@ def run(cfg: DictConfig) -> dict:
     job.results.set(("variants",), variants)
     if variants and next(iter(variants.values()))["teams"]:
         (out / "bounds.md").write_text(markdown(variants))
-        plot(variants, out / "bounds.png")
+        bounds_plot(variants, out / "bounds.png")
     print(f"wrote {job.results.path}")
     return job.results.data
 

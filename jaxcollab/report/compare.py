@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from jaxcollab.report import figures
+from jaxcollab.io import plots as figures
 from jaxcollab.report.html import Html, png, rate, table, tag
 from jaxcollab.report.rundir import RunDir
 from jaxcollab.report.sections import INTERVAL_NOTE
+from jaxcollab.report.stats import with_intervals
 from jaxcollab.report.tables import Row, family_rows, overall_row, variant_rows
 from jaxcollab.report.transcripts import analysis_by_episode
 
@@ -28,7 +29,7 @@ def _level(runs, names, rows_of, title, tid) -> Html:
         return Html("")
     body = [[n, *(rate(*rows[n]) if n in rows else rate(None, None) for rows in per_run)]
             for n in order]
-    plot = figures.success_bars(order, {lab: [rows.get(n, (None, 0)) for n in order]
+    plot = figures.success_bars(order, {lab: with_intervals([rows.get(n, (None, 0)) for n in order])
                                         for lab, rows in zip(names, per_run, strict=True)},
                                 title)
     return Html(table(["", *names], body, caption=title, id=tid)

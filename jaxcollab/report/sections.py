@@ -12,9 +12,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from jaxcollab.report import figures
+from jaxcollab.io import plots as figures
 from jaxcollab.report.html import Html, flatten, keyvalue, png, rate, table, tag
 from jaxcollab.report.rundir import RunDir
+from jaxcollab.report.stats import with_intervals
 from jaxcollab.report.tables import family_rows, overall_row, variant_rows
 from jaxcollab.report.transcripts import analysis_by_episode, episodes_section
 
@@ -132,7 +133,8 @@ def _per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Ht
     parts = [table(header, body, caption=caption, id=tid)]
     if len(rows) > 1:
         parts.append(tag("figure", png(figures.success_bars(
-            [n for n, _, _ in rows], {"": [(r, n) for _, r, n in rows]}, "Success rate"),
+            [n for n, _, _ in rows], {"": with_intervals([(r, n) for _, r, n in rows])},
+            "Success rate"),
             caption)))
     return Html("".join(parts) + INTERVAL_NOTE)
 

@@ -28,3 +28,9 @@ def wilson(k: int, n: int, z: float = Z90) -> tuple[float, float]:
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def with_intervals(cells) -> list[tuple]:
+    """``(rate, episodes)`` cells as ``(rate, low, high)`` with the 90 % Wilson interval
+    (``(None, None, None)`` for a cell with no episodes)."""
+    return [(r, *wilson(successes(r, n), n)) if n else (None, None, None) for r, n in cells]
