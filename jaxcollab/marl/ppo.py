@@ -20,16 +20,18 @@ import functools
 from typing import Any
 
 import chex
+import numpy as np
 import jax
 import jax.numpy as jnp
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcollab.core.rollout import split_episode_key
-from jaxcollab.core.wrappers import AutoResetWrapper
 from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
+from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.marl import networks as nn
-from jaxcollab.marl.view import BombView, make_view
+from jaxcollab.marl.view import NOBODY, BombView, make_view
 from jaxcollab.scale.mesh import DATA, data_mesh
 
 
@@ -47,6 +49,15 @@ class PPOConfig:
             time-out, so exploring cuts is not punished; success is always the env's ending).
             hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
             seeds: independent runs vmapped in one program.
+        dial: differentiable communication in the update: each heard symbol's embedding
+            gets a straight-through gradient to the sender's message probabilities (DIAL;
+            Foerster et al. 2016, "Learning to Communicate with Deep Multi-Agent Reinforcement
+            Learning", sec. 5), so a listener's loss trains the speaker across agents and
+            turns; acting and evaluation stay discrete and decentralised.
+        turn_order: ``"cycle"``: every training episode draws its turn order from the six
+            (uniformly, at each reset) and the in-training evaluation plays
+            ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
+            ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
     """
 
     env: str = "bomb/base-1"
@@ -69,8 +80,11 @@ class PPOConfig:
     symbols: int = 1
     alphabet: int = 8
     seeds: int = 1
+    dial: bool = False
+    turn_order: str = "deaf,mute,blind"
 
     def __post_init__(self):
+        parse_turn_order(self.turn_order)  # raises ValueError naming the valid forms
         if self.algo not in ("ippo", "mappo"):
             raise ValueError(f"algo={self.algo!r} must be 'ippo' or 'mappo'")
         if self.episodes % self.minibatches:
@@ -85,7 +99,8 @@ class TrainState:
     params: Any
     opt_state: Any
     env_state: Any
-    obs: jax.Array        # int32 [B, 3, L] tokens
+    env_params: Any       # BombParams [B]: each episode's variant and turn order
+    enc: jax.Array        # int32 [B, 3, D] observation vectors (BombView.encode)
     hidden: jax.Array     # float32 [B, 3, H]
     key: jax.Array
     update: jax.Array     # int32: updates done
@@ -101,9 +116,24 @@ class Trainer:
     def __init__(self, cfg: PPOConfig, view: BombView | None = None):
         self.cfg = cfg
         self.view = view or make_view(cfg.env, cfg.symbols, cfg.alphabet)
-        self.env = AutoResetWrapper(self.view.env)
-        self.params0 = self.view.env.default_params
+        self.env = self.view.env
+        order = parse_turn_order(cfg.turn_order)
+        orders = TURN_ORDERS if order == CYCLE else np.asarray([order], np.int32)
+        self.orders = stack_params([make_params(self.env.variant, o) for o in orders])
         self.roles = 1 if cfg.shared else T.N_AGENTS
+
+    def episode_params(self, key, n: int):
+        """Params of ``n`` new episodes: the variant under turn orders drawn uniformly from
+        the configured ones (:attr:`PPOConfig.turn_order`)."""
+        k = self.orders.turn_order.shape[0]
+        pick = jax.random.randint(key, (n,), 0, k) if k > 1 else jnp.zeros(n, jnp.int32)
+        return jax.tree.map(lambda x: jnp.asarray(x)[pick], self.orders)
+
+    def heldout_params(self, n: int):
+        """Params of ``n`` held-out episodes: turn order ``i % k`` of the configured ones
+        (the bank protocol's ``TURN_ORDERS[i % 6]`` under ``"cycle"``)."""
+        pick = np.arange(n) % self.orders.turn_order.shape[0]
+        return jax.tree.map(lambda x: jnp.asarray(x[pick]), self.orders)
 
     # ---- parameters and the acting agent ---------------------------------------------------
 
@@ -119,15 +149,16 @@ class Trainer:
                                               c.embed)
         return params
 
-    def act(self, params, enc, actor, hidden):
+    def act(self, params, enc, actor, hidden, heard=None):
         """Acting agent's forward pass for one episode: ``enc`` int32 ``[3, D]``, ``actor``
-        role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``)."""
+        role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``); ``heard``:
+        see :func:`jaxcollab.marl.networks.actor_apply`."""
         x, h = enc[actor], hidden[actor]
         if self.roles == 1:
             logits, value, h_new = nn.actor_apply(jax.tree.map(lambda p: p[0], params["actor"]),
-                                                  x, h)
+                                                  x, h, heard)
         else:  # every role's network, then the actor's (fixed shapes, no parameter gather)
-            out = jax.vmap(nn.actor_apply, (0, None, None))(params["actor"], x, h)
+            out = jax.vmap(nn.actor_apply, (0, None, None, None))(params["actor"], x, h, heard)
             logits, value, h_new = jax.tree.map(lambda a: a[actor], out)
         if self.cfg.algo == "mappo":
             value = nn.critic_apply(params["critic"], enc)
@@ -140,37 +171,84 @@ class Trainer:
         rows = jnp.where(jnp.arange(T.N_AGENTS)[:, None] == actor, action, 0)
         return self.view.to_env(rows)
 
+    # ---- differentiable channel (dial) -----------------------------------------------------
+
+    def _heard(self, enc_row, actor, sent):
+        """Straight-through weights of what ``actor`` hears now: for each inbox slot holding
+        the symbol its sender last sent (delivered in full), ``p - stop_gradient(p)`` of the
+        sender's probabilities for that symbol; zero elsewhere (bounced, blanks, nothing)."""
+        probs, symbol = sent  # [2, 3, k, A] float, [2, 3, k] int (-1: not sent)
+        slots, tokens = (jnp.asarray(a) for a in self.view.inbox)
+        expect = tokens[jnp.arange(2)[:, None, None], jnp.maximum(symbol, 0)]
+        other = (jnp.arange(T.N_AGENTS) != actor)[None, :, None]
+        match = (symbol >= 0) & (enc_row[slots] == expect) & other
+        weights = jnp.where(match[..., None], probs - jax.lax.stop_gradient(probs), 0.0)
+        a = self.view.alphabet
+        ids = jnp.broadcast_to(tokens[:, None, None, :], probs.shape)
+        return slots.reshape(-1), weights.reshape(-1, a), ids.reshape(-1, a)
+
+    def _sent(self, sent, logp, action, actor):
+        """``sent`` with the actor's row replaced by this turn's message probabilities and
+        symbols (-1 on a channel it sent nothing on)."""
+        probs, symbol = sent
+        new_p, new_s = [], []
+        for ch in range(2):
+            h = self.view.recipient_head(ch)
+            heads = range(h + 1, h + 1 + self.cfg.symbols)
+            new_p.append(jnp.stack([jnp.exp(logp[i]) for i in heads]))
+            new_s.append(jnp.where(action[h] != NOBODY, action[h + 1:h + 1 + self.cfg.symbols],
+                                   -1))
+        me = (jnp.arange(T.N_AGENTS) == actor)[None, :, None]
+        return (jnp.where(me[..., None], jnp.stack(new_p)[:, None], probs),
+                jnp.where(me, jnp.stack(new_s)[:, None], symbol))
+
+    def _no_messages(self, b: int):
+        k, a = self.cfg.symbols, self.view.alphabet
+        return (jnp.zeros((b, 2, T.N_AGENTS, k, a), jnp.float32),
+                jnp.full((b, 2, T.N_AGENTS, k), -1, jnp.int32))
+
     # ---- rollout -------------------------------------------------------------------------
 
     def init_state(self, key) -> TrainState:
-        kp, kr, key = jax.random.split(key, 3)
+        kp, kr, ko, key = jax.random.split(key, 4)
         params = self.init_params(kp)
+        env_params = self.episode_params(ko, self.cfg.episodes)
         keys = jax.random.split(kr, self.cfg.episodes)
-        obs, env_state = jax.vmap(self.env.reset, (0, None))(keys, self.params0)
+        obs, env_state = jax.vmap(self.env.reset)(keys, env_params)
+        enc = self.view.encode(obs)
         hidden = jnp.zeros((self.cfg.episodes, T.N_AGENTS, self.cfg.hidden), jnp.float32)
         return TrainState(params=params, opt_state=_optimiser(self.cfg).init(params),
-                          env_state=env_state, obs=obs, hidden=hidden, key=key,
-                          update=jnp.int32(0))
+                          env_state=env_state, env_params=env_params, enc=enc, hidden=hidden,
+                          key=key, update=jnp.int32(0))
 
     def _env_step(self, params, carry, key):
-        env_state, obs, hidden = carry
-        enc = self.view.encode(obs)
-        actor = self.view.actor(obs)
-        k_act, k_env = jax.random.split(key)
+        """One turn of every episode, with auto-reset: an episode that ends is replaced by a
+        fresh one (new instance and turn order). The step's and the reset's observations are
+        not used (XLA drops them): one ``observe`` of the state that carries on."""
+        env_state, env_params, enc, hidden = carry
+        actor = self.view.actor(enc)
+        k_act, k_env, k_reset, k_order = jax.random.split(key, 4)
         logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
         action = nn.sample(k_act, logp)
         old_logp = nn.log_prob(logp, action, self.view.relevant(action))
         joint = jax.vmap(self.joint)(action, actor)
-        env_keys = jax.random.split(k_env, obs.shape[0])
-        obs2, env_state, reward, term, trunc, info = jax.vmap(self.env.step, (0, 0, 0, None))(
-            env_keys, env_state, joint, self.params0)
+        b = enc.shape[0]
+        _, state, reward, term, trunc, info = jax.vmap(self.env.step)(
+            jax.random.split(k_env, b), env_state, joint, env_params)
         done = term | trunc
+        fresh_params = self.episode_params(k_order, b)
+        _, fresh = jax.vmap(self.env.reset)(jax.random.split(k_reset, b), fresh_params)
+        pick = lambda new, old: jnp.where(  # noqa: E731
+            done.reshape((b,) + (1,) * (old.ndim - 1)), new, old)
+        env_state = jax.tree.map(pick, fresh, state)
+        env_params = jax.tree.map(pick, fresh_params, env_params)
+        enc2 = self.view.encode(jax.vmap(self.env.observe)(env_state, env_params))
         team = reward[:, 0]
         team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
                       reward=team, done=done, defused=done & (info["ending"] == T.DEFUSED))
-        return (env_state, obs2, new_hidden), record
+        return (env_state, env_params, enc2, new_hidden), record
 
     def _gae(self, traj, last_value):
         c = self.cfg
@@ -185,21 +263,36 @@ class Trainer:
         _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True)
         return adv, adv + traj["value"]
 
-    # ---- loss and update -----------------------------------------------------------------
-
     def _replay(self, params, traj, hidden0):
         """Recompute log-probs, values and entropies along a stored trajectory ``[T, b, ...]``
-        from its first GRU state ``hidden0`` ``[b, 3, H]`` (reset where episodes ended)."""
+        from its first GRU state ``hidden0`` ``[b, 3, H]`` (reset where episodes ended); with
+        ``dial`` the carry also holds each agent's latest message probabilities, so what a
+        listener hears is differentiable in what its speaker sent (in this segment)."""
+        dial = self.cfg.dial
 
-        def step(hidden, t):
-            logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(
-                params, t["enc"], t["actor"], hidden)
+        def one(params, enc, actor, hidden, action, sent):
+            heard = self._heard(enc[actor], actor, sent) if dial else None
+            logp, value, hidden = self.act(params, enc, actor, hidden, heard)
+            sent = self._sent(sent, logp, action, actor) if dial else sent
+            return logp, value, hidden, sent
+
+        def step(carry, t):
+            hidden, sent = carry
+            logp, value, new_hidden, sent = jax.vmap(one, (None, 0, 0, 0, 0, 0))(
+                params, t["enc"], t["actor"], hidden, t["action"], sent)
             rel = self.view.relevant(t["action"])
             out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel))
-            return jnp.where(t["done"][:, None, None], 0.0, new_hidden), out
+            done = t["done"]
+            reset = lambda x, v: jnp.where(  # noqa: E731
+                done.reshape(done.shape + (1,) * (x.ndim - 1)), v, x)
+            sent = (reset(sent[0], 0.0), reset(sent[1], -1))
+            return (reset(new_hidden, 0.0), sent), out
 
-        _, out = jax.lax.scan(step, hidden0, traj)
+        sent0 = self._no_messages(hidden0.shape[0])
+        _, out = jax.lax.scan(step, (hidden0, sent0), traj)
         return out
+
+    # ---- loss and update -----------------------------------------------------------------
 
     def _loss(self, params, traj, hidden0, adv, target):
         c = self.cfg
@@ -219,11 +312,11 @@ class Trainer:
         c = self.cfg
         key, k_roll, k_perm = jax.random.split(ts.key, 3)
         carry, traj = jax.lax.scan(functools.partial(self._env_step, ts.params),
-                                   (ts.env_state, ts.obs, ts.hidden),
+                                   (ts.env_state, ts.env_params, ts.enc, ts.hidden),
                                    jax.random.split(k_roll, c.steps))
-        env_state, obs, hidden = carry
+        env_state, env_params, enc, hidden = carry
         _, last_value, _ = jax.vmap(self.act, (None, 0, 0, 0))(
-            ts.params, self.view.encode(obs), self.view.actor(obs), hidden)
+            ts.params, enc, self.view.actor(enc), hidden)
         adv, target = self._gae(traj, last_value)
         opt = _optimiser(c)
         grad_fn = jax.value_and_grad(self._loss, has_aux=True)
@@ -244,8 +337,9 @@ class Trainer:
                                                 jax.random.split(k_perm, c.epochs))
         metrics = {k: v.mean() for k, v in aux.items()}
         metrics.update(ended=traj["done"].sum(), defused=traj["defused"].sum())
-        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=obs,
-                          hidden=hidden, key=key, update=ts.update + 1), metrics
+        return TrainState(params=params, opt_state=opt_state, env_state=env_state,
+                          env_params=env_params, enc=enc, hidden=hidden, key=key,
+                          update=ts.update + 1), metrics
 
     @functools.partial(jax.jit, static_argnums=(0, 2))
     def train(self, ts: TrainState, n_updates: int) -> tuple[TrainState, dict]:
@@ -260,27 +354,27 @@ class Trainer:
         keys = jax.random.split(jax.random.PRNGKey(seed), self.cfg.seeds)
         ts = jax.jit(jax.vmap(self.init_state))(keys)
         mesh = data_mesh()
+        replicated = NamedSharding(mesh, PartitionSpec())
+        ts = jax.device_put(ts, replicated)  # every leaf placed: later calls see one sharding
         if self.cfg.episodes % mesh.shape[DATA]:
             return ts
         episodes = NamedSharding(mesh, PartitionSpec(None, DATA))
-        replicated = NamedSharding(mesh, PartitionSpec())
-        return ts.replace(
-            env_state=jax.device_put(ts.env_state, episodes),
-            obs=jax.device_put(ts.obs, episodes), hidden=jax.device_put(ts.hidden, episodes),
-            params=jax.device_put(ts.params, replicated),
-            opt_state=jax.device_put(ts.opt_state, replicated))
+        return ts.replace(**{f: jax.device_put(getattr(ts, f), episodes)
+                             for f in ("env_state", "env_params", "enc", "hidden")})
 
     # ---- greedy held-out evaluation --------------------------------------------------------
 
     @functools.partial(jax.jit, static_argnums=(0,))
     def evaluate(self, params, keys: jax.Array) -> jax.Array:
-        """Greedy play of one episode per key (reset key as in :func:`jaxcollab.rollout`), no
-        auto-reset: the fraction defused, per seed of ``params`` (leading seed axis)."""
-        env, p0, n_steps = self.view.env, self.params0, T.N_AGENTS * self.view.env.variant.rounds
+        """Greedy play of one episode per key (reset key as in :func:`jaxcollab.rollout`;
+        turn orders :meth:`heldout_params`), no auto-reset: the fraction defused, per seed of
+        ``params`` (leading seed axis)."""
+        env, n_steps = self.view.env, T.N_AGENTS * self.view.env.variant.rounds
         reset_keys = jax.vmap(lambda k: split_episode_key(k)[0])(keys)
+        p0 = self.heldout_params(keys.shape[0])
 
         def one_seed(params):
-            obs, state = jax.vmap(env.reset, (0, None))(reset_keys, p0)
+            obs, state = jax.vmap(env.reset)(reset_keys, p0)
             hidden = jnp.zeros((keys.shape[0], T.N_AGENTS, self.cfg.hidden), jnp.float32)
 
             def step(carry, _):
@@ -288,7 +382,7 @@ class Trainer:
                 enc, actor = self.view.encode(obs), self.view.actor(obs)
                 logp, _, hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
                 joint = jax.vmap(self.joint)(nn.greedy(logp), actor)
-                obs, state, *_ = jax.vmap(env.step, (None, 0, 0, None))(
+                obs, state, *_ = jax.vmap(env.step, (None, 0, 0, 0))(
                     jax.random.PRNGKey(0), state, joint, p0)
                 return (obs, state, hidden), None
 

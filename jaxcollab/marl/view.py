@@ -79,6 +79,24 @@ class BombView:
         pick.append(np.arange(sl["feedback"].start, sl["feedback"].stop))
         return np.concatenate(pick).astype(np.int32)
 
+    @functools.cached_property
+    def inbox(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where heard symbols sit in the observation vector and which tokens they arrive as:
+        (slots int32 ``[2, 3, symbols]``: per channel and sender, the vector positions of that
+        sender's latest message; tokens int32 ``[2, alphabet]``: the token symbol ``m`` shows
+        as when delivered in full on each channel). Used to pass gradients through the
+        channel (:class:`~jaxcollab.marl.ppo.PPOConfig` ``dial``)."""
+        sl, k = self.env.layout.slices(), self.symbols
+        at = {int(p): i for i, p in enumerate(self.positions)}
+        slots = np.zeros((2, T.N_AGENTS, k), np.int32)
+        for ch, (channel, cap) in enumerate((("speech", self.env.speech_bytes),
+                                             ("gesture", self.env.gesture_symbols))):
+            for s in range(T.N_AGENTS):
+                slots[ch, s] = [at[sl[channel].start + cap * s + j] for j in range(k)]
+        m = np.arange(self.alphabet)
+        tokens = np.stack([T.BYTE_TOK + SPEECH_BYTE0 + m, T.SYMBOL_TOK + 1 + m]).astype(np.int32)
+        return slots, tokens
+
     @property
     def obs_size(self) -> int:
         return int(self.positions.shape[0])
@@ -87,14 +105,23 @@ class BombView:
     def vocab_size(self) -> int:
         return T.VOCAB_SIZE
 
+    @functools.cached_property
+    def _runs(self) -> tuple[tuple[int, int], ...]:
+        """:attr:`positions` as contiguous ``(start, stop)`` runs."""
+        p = self.positions
+        cuts = np.flatnonzero(np.diff(p) != 1) + 1
+        return tuple((int(r[0]), int(r[-1]) + 1) for r in np.split(p, cuts))
+
     def encode(self, obs: jax.Array) -> jax.Array:
         """Observation tokens int32 ``[..., 3, L]`` → observation vectors int32
-        ``[..., 3, obs_size]``."""
-        return jnp.take(obs, jnp.asarray(self.positions), axis=-1)
+        ``[..., 3, obs_size]``. Static slices, not a gather: under ``jit`` XLA then computes
+        only the observation sections the view keeps."""
+        return jnp.concatenate([obs[..., a:b] for a, b in self._runs], axis=-1)
 
     @staticmethod
     def actor(obs: jax.Array) -> jax.Array:
-        """The role whose turn it is, from the your-turn flags of ``obs`` ``[..., 3, L]``."""
+        """The role whose turn it is, from the your-turn flags of ``obs`` ``[..., 3, L]`` (or
+        of observation vectors ``[..., 3, obs_size]``: the header comes first in both)."""
         return jnp.argmax(obs[..., :, 3] == T.YES, axis=-1)
 
     # ---- actions -------------------------------------------------------------------------
