@@ -47,11 +47,18 @@ def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Marl`).
 
     Raises:
-        ConfigValueError: not a bomb variant.
+        ConfigValueError: not a bomb variant, or a bad ``ppo.turn_order``.
     """
+    from jaxcollab.envs.bomb.bank import parse_turn_order
+
     if not str(cfg.env).startswith("bomb/") or cfg.env.count("/") != 1:
         raise ConfigValueError("env", cfg.env, "one bomb variant, e.g. bomb/base-1 (the RL "
                                "view covers the bomb families)")
+    try:
+        parse_turn_order(cfg.ppo.turn_order)
+    except ValueError as e:
+        raise ConfigValueError("ppo.turn_order", cfg.ppo.turn_order,
+                               "'cycle' or a permutation of deaf, mute, blind") from e
 
 
 def heldout(trainer: Trainer, params, cfg: DictConfig) -> dict:

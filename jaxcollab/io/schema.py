@@ -353,6 +353,8 @@ class MarlPPO:
     symbols: int = bounded(1, ge=1, le=4)
     alphabet: int = bounded(8, ge=2, le=42)
     seeds: int = count(1)
+    dial: bool = False             # gradients through the channel in the update (DIAL)
+    turn_order: str = "deaf,mute,blind"  # or cycle: each episode draws one of the six
 
     def check(self) -> None:
         if self.episodes % self.minibatches:

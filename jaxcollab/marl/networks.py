@@ -48,8 +48,10 @@ def _embed(p: dict, tokens: jax.Array, heard=None) -> jax.Array:
     return e.reshape(e.shape[:-2] + (-1,))
 
 
-def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed: int) -> dict:
-    """Parameters of one recurrent actor (with its own value head, used by IPPO)."""
+def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed: int,
+               n_aux: int = 7) -> dict:
+    """Parameters of one recurrent actor (with its own value head, used by IPPO, and an
+    auxiliary head of ``n_aux`` logits read from the GRU state: :func:`aux_logits`)."""
     k = jax.random.split(key, 6)
     return {
         "embed": _embed_init(k[0], vocab, obs_size, embed),
@@ -58,6 +60,7 @@ def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed
         "gru_h": _dense(k[3], hidden, 3 * hidden),
         "pi": _dense(k[4], hidden, n_logits, 0.01),
         "v": _dense(k[5], hidden, 1, 1.0),
+        "aux": _dense(jax.random.fold_in(k[5], 1), hidden, n_aux, 0.01),
     }
 
 
@@ -78,6 +81,12 @@ def actor_apply(p: dict, tokens: jax.Array, h: jax.Array, heard=None
     x = jax.nn.relu(_apply(p["torso"], _embed(p["embed"], tokens, heard)))
     h = gru(p["gru_x"], p["gru_h"], x, h)
     return _apply(p["pi"], h), _apply(p["v"], h)[..., 0], h
+
+
+def aux_logits(p: dict, h: jax.Array) -> jax.Array:
+    """The auxiliary head: GRU state ``[..., H]`` → logits ``[..., n_aux]`` (a prediction
+    of the action the task needs now, trained only as an auxiliary loss)."""
+    return _apply(p["aux"], h)
 
 
 def critic_init(key, vocab: int, obs_size: int, n_agents: int, hidden: int, embed: int) -> dict:

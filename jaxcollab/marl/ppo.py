@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from jaxcollab.agents.bomb.teams import oracle_hint
 from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
@@ -54,6 +55,11 @@ class PPOConfig:
             Foerster et al. 2016, "Learning to Communicate with Deep Multi-Agent Reinforcement
             Learning", sec. 5), so a listener's loss trains the speaker across agents and
             turns; acting and evaluation stay discrete and decentralised.
+        aux_coef: weight of an auxiliary loss: each acting agent predicts, from its GRU
+            state, the position the task needs acted on now (read from the hidden state, as a
+            centralised critic reads it: training only, never an input). With ``dial`` its
+            gradient reaches the speakers, so each hop of a relay is trained by what the next
+            agent can tell from it, before any reward arrives.
         turn_order: ``"cycle"``: every training episode draws its turn order from the six
             (uniformly, at each reset) and the in-training evaluation plays
             ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
@@ -81,6 +87,7 @@ class PPOConfig:
     alphabet: int = 8
     seeds: int = 1
     dial: bool = False
+    aux_coef: float = 0.0
     turn_order: str = "deaf,mute,blind"
 
     def __post_init__(self):
@@ -233,6 +240,7 @@ class Trainer:
         old_logp = nn.log_prob(logp, action, self.view.relevant(action))
         joint = jax.vmap(self.joint)(action, actor)
         b = enc.shape[0]
+        answer = jax.vmap(oracle_hint)(env_state, env_params)[:, 1]
         _, state, reward, term, trunc, info = jax.vmap(self.env.step)(
             jax.random.split(k_env, b), env_state, joint, env_params)
         done = term | trunc
@@ -247,7 +255,7 @@ class Trainer:
         team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
-                      reward=team, done=done, defused=done & (info["ending"] == T.DEFUSED))
+                      answer=answer, reward=team, done=done, defused=done & (info["ending"] == T.DEFUSED))
         return (env_state, env_params, enc2, new_hidden), record
 
     def _gae(self, traj, last_value):
@@ -270,18 +278,20 @@ class Trainer:
         listener hears is differentiable in what its speaker sent (in this segment)."""
         dial = self.cfg.dial
 
-        def one(params, enc, actor, hidden, action, sent):
+        def one(params, enc, actor, hidden, action, answer, sent):
             heard = self._heard(enc[actor], actor, sent) if dial else None
             logp, value, hidden = self.act(params, enc, actor, hidden, heard)
             sent = self._sent(sent, logp, action, actor) if dial else sent
-            return logp, value, hidden, sent
+            mine = jax.tree.map(lambda p: p[actor % self.roles], params["actor"]["aux"])
+            aux = jax.nn.log_softmax(nn.aux_logits({"aux": mine}, hidden[actor]))
+            return logp, value, hidden, sent, -(jax.nn.one_hot(answer, aux.shape[-1]) * aux).sum()
 
         def step(carry, t):
             hidden, sent = carry
-            logp, value, new_hidden, sent = jax.vmap(one, (None, 0, 0, 0, 0, 0))(
-                params, t["enc"], t["actor"], hidden, t["action"], sent)
+            logp, value, new_hidden, sent, aux = jax.vmap(one, (None, 0, 0, 0, 0, 0, 0))(
+                params, t["enc"], t["actor"], hidden, t["action"], t["answer"], sent)
             rel = self.view.relevant(t["action"])
-            out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel))
+            out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel), aux)
             done = t["done"]
             reset = lambda x, v: jnp.where(  # noqa: E731
                 done.reshape(done.shape + (1,) * (x.ndim - 1)), v, x)
@@ -296,24 +306,29 @@ class Trainer:
 
     def _loss(self, params, traj, hidden0, adv, target):
         c = self.cfg
-        logp, value, ent = self._replay(params, traj, hidden0)
+        logp, value, ent, aux = self._replay(params, traj, hidden0)
         ratio = jnp.exp(logp - traj["logp"])
         norm = (adv - adv.mean()) / (adv.std() + 1e-8)
         pg = -jnp.minimum(ratio * norm, jnp.clip(ratio, 1 - c.clip, 1 + c.clip) * norm).mean()
         vf = 0.5 * ((value - target) ** 2).mean()
-        ent = ent.mean()
-        return pg + c.vf_coef * vf - c.ent_coef * ent, dict(policy_loss=pg, value_loss=vf,
-                                                           entropy=ent)
+        ent, aux = ent.mean(), aux.mean()
+        loss = pg + c.vf_coef * vf - c.ent_coef * ent + c.aux_coef * aux
+        return loss, dict(policy_loss=pg, value_loss=vf, entropy=ent, aux_loss=aux)
+
+    def rollout(self, ts: TrainState):
+        """``steps`` turns of every episode with the current policy: the carry after them
+        (env state, params, observation vectors, GRU state) and the trajectory ``[steps, B]``."""
+        return jax.lax.scan(functools.partial(self._env_step, ts.params),
+                            (ts.env_state, ts.env_params, ts.enc, ts.hidden),
+                            jax.random.split(ts.key, self.cfg.steps))
 
     def update(self, ts: TrainState) -> tuple[TrainState, dict]:
-        """One PPO update for one seed: ``steps`` turns of every episode, GAE, ``epochs`` x
-        ``minibatches`` gradient steps. Returns the new state and the update's metrics
-        (episodes ended and defused in this batch, losses)."""
+        """One PPO update for one seed: :meth:`rollout`, GAE, ``epochs`` x ``minibatches``
+        gradient steps. Returns the new state and the update's metrics (episodes ended and
+        defused in this batch, losses)."""
         c = self.cfg
         key, k_roll, k_perm = jax.random.split(ts.key, 3)
-        carry, traj = jax.lax.scan(functools.partial(self._env_step, ts.params),
-                                   (ts.env_state, ts.env_params, ts.enc, ts.hidden),
-                                   jax.random.split(k_roll, c.steps))
+        carry, traj = self.rollout(ts.replace(key=k_roll))
         env_state, env_params, enc, hidden = carry
         _, last_value, _ = jax.vmap(self.act, (None, 0, 0, 0))(
             ts.params, enc, self.view.actor(enc), hidden)

@@ -18,6 +18,8 @@ import jax.numpy as jnp
 
 from jaxcollab.core.env import Environment
 from jaxcollab.core.rollout import Policy, policy
+from jaxcollab.agents.bomb.bank import PinnedInstances
+from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.ppo import PPOConfig, Trainer
@@ -49,9 +51,12 @@ def load_team(path: str | Path) -> tuple[PPOConfig, dict]:
 
 
 def team_policy(cfg: PPOConfig, params, env: Environment) -> Policy:
-    """The greedy team of ``params`` on ``env`` (any message caps): a :class:`Policy` whose
-    state is the GRU state float32 ``[3, hidden]``."""
-    trainer = Trainer(cfg, BombView(env, cfg.symbols, cfg.alphabet))
+    """The greedy team of ``params`` on ``env`` (the trained variant's observations, any
+    message caps, any turn order; also the bank's pinned-instance env): a :class:`Policy`
+    whose state is the GRU state float32 ``[3, hidden]``."""
+    view = BombView(BombEnv(cfg.env, env.speech_bytes, env.gesture_symbols), cfg.symbols,
+                    cfg.alphabet)
+    trainer = Trainer(cfg, view)
     view = trainer.view
 
     def act(key, obs, hidden):
@@ -68,7 +73,8 @@ def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Poli
     holding one) as a rollout policy on ``env`` (default ``jaxcollab.make`` of its variant).
 
     Raises:
-        FileNotFoundError: no team checkpoint there; ValueError: ``env`` is another variant.
+        FileNotFoundError: no team checkpoint there; ValueError: ``env`` is another variant
+            (the bank's pinned-instance env carries its variants in the params: allowed).
     """
     import jaxcollab
 
@@ -76,6 +82,6 @@ def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Poli
     path = path / "team" if (path / "team" / "config.json").is_file() else path
     cfg, params = load_team(path)
     env = env if env is not None else jaxcollab.make(cfg.env)
-    if env.name != cfg.env:
+    if env.name != cfg.env and not isinstance(env, PinnedInstances):
         raise ValueError(f"the team at {path} was trained on {cfg.env!r}, not {env.name!r}")
     return team_policy(cfg, params, env)
