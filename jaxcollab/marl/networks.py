@@ -60,7 +60,7 @@ def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed
         "gru_h": _dense(k[3], hidden, 3 * hidden),
         "pi": _dense(k[4], hidden, n_logits, 0.01),
         "v": _dense(k[5], hidden, 1, 1.0),
-        "aux": _dense(jax.random.fold_in(k[5], 1), hidden, n_aux, 0.01),
+        "aux": _dense(jax.random.fold_in(k[5], 1), hidden, n_aux, 1.0),
     }
 
 

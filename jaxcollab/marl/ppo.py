@@ -178,6 +178,19 @@ class Trainer:
         rows = jnp.where(jnp.arange(T.N_AGENTS)[:, None] == actor, action, 0)
         return self.view.to_env(rows)
 
+    def _factors(self, action):
+        """bool ``[..., n_heads]``: the heads PPO trains (ratio and entropy): the view's
+        relevant heads, less the message symbols under ``dial``, which (as in DIAL) learn only
+        from the listeners' gradients through the channel."""
+        rel = self.view.relevant(action)
+        if not self.cfg.dial:
+            return rel
+        symbol = np.zeros(len(self.view.head_sizes), bool)
+        for ch in range(2):
+            h = self.view.recipient_head(ch)
+            symbol[h + 1:h + 1 + self.cfg.symbols] = True
+        return rel & ~symbol
+
     # ---- differentiable channel (dial) -----------------------------------------------------
 
     def _heard(self, enc_row, actor, sent):
@@ -237,7 +250,7 @@ class Trainer:
         k_act, k_env, k_reset, k_order = jax.random.split(key, 4)
         logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
         action = nn.sample(k_act, logp)
-        old_logp = nn.log_prob(logp, action, self.view.relevant(action))
+        old_logp = nn.log_prob(logp, action, self._factors(action))
         joint = jax.vmap(self.joint)(action, actor)
         b = enc.shape[0]
         answer = jax.vmap(oracle_hint)(env_state, env_params)[:, 1]
@@ -290,7 +303,7 @@ class Trainer:
             hidden, sent = carry
             logp, value, new_hidden, sent, aux = jax.vmap(one, (None, 0, 0, 0, 0, 0, 0))(
                 params, t["enc"], t["actor"], hidden, t["action"], t["answer"], sent)
-            rel = self.view.relevant(t["action"])
+            rel = self._factors(t["action"])
             out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel), aux)
             done = t["done"]
             reset = lambda x, v: jnp.where(  # noqa: E731
