@@ -26,11 +26,7 @@ import jax.numpy as jnp
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
-from jaxcollab.agents.bomb.teams import oracle_hint
 from jaxcollab.core.rollout import split_episode_key
-from jaxcollab.envs.bomb import tables as T
-from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
-from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.view import NOBODY, BombView, make_view
 from jaxcollab.scale.mesh import DATA, data_mesh
@@ -91,7 +87,6 @@ class PPOConfig:
     turn_order: str = "deaf,mute,blind"
 
     def __post_init__(self):
-        parse_turn_order(self.turn_order)  # raises ValueError naming the valid forms
         if self.algo not in ("ippo", "mappo"):
             raise ValueError(f"algo={self.algo!r} must be 'ippo' or 'mappo'")
         if self.episodes % self.minibatches:
@@ -107,7 +102,8 @@ class TrainState:
     opt_state: Any
     env_state: Any
     env_params: Any       # BombParams [B]: each episode's variant and turn order
-    enc: jax.Array        # int32 [B, 3, D] observation vectors (BombView.encode)
+    enc: jax.Array        # int32 [B, n_agents, D] observation vectors (view.encode)
+    turn: jax.Array       # int32 [B]: turns played in each episode
     hidden: jax.Array     # float32 [B, 3, H]
     key: jax.Array
     update: jax.Array     # int32: updates done
@@ -122,24 +118,26 @@ class Trainer:
 
     def __init__(self, cfg: PPOConfig, view: BombView | None = None):
         self.cfg = cfg
-        self.view = view or make_view(cfg.env, cfg.symbols, cfg.alphabet)
+        self.view = view or any_view(cfg.env, cfg.symbols, cfg.alphabet)
         self.env = self.view.env
-        order = parse_turn_order(cfg.turn_order)
-        orders = TURN_ORDERS if order == CYCLE else np.asarray([order], np.int32)
-        self.orders = stack_params([make_params(self.env.variant, o) for o in orders])
-        self.roles = 1 if cfg.shared else T.N_AGENTS
+        self.n = self.view.n_agents
+        self.orders = self.view.episode_table(cfg.turn_order)
+        self.roles = 1 if cfg.shared else self.n
+        if cfg.dial and not hasattr(self.view, "inbox"):
+            raise ValueError(f"dial=True needs a view with an inbox (the bomb families), not "
+                             f"{cfg.env!r}")
 
     def episode_params(self, key, n: int):
         """Params of ``n`` new episodes: the variant under turn orders drawn uniformly from
         the configured ones (:attr:`PPOConfig.turn_order`)."""
-        k = self.orders.turn_order.shape[0]
+        k = jax.tree.leaves(self.orders)[0].shape[0]
         pick = jax.random.randint(key, (n,), 0, k) if k > 1 else jnp.zeros(n, jnp.int32)
         return jax.tree.map(lambda x: jnp.asarray(x)[pick], self.orders)
 
     def heldout_params(self, n: int):
         """Params of ``n`` held-out episodes: turn order ``i % k`` of the configured ones
         (the bank protocol's ``TURN_ORDERS[i % 6]`` under ``"cycle"``)."""
-        pick = np.arange(n) % self.orders.turn_order.shape[0]
+        pick = np.arange(n) % jax.tree.leaves(self.orders)[0].shape[0]
         return jax.tree.map(lambda x: jnp.asarray(x[pick]), self.orders)
 
     # ---- parameters and the acting agent ---------------------------------------------------
@@ -152,7 +150,7 @@ class Trainer:
             jax.random.split(ka, self.roles))
         params = {"actor": actor}
         if c.algo == "mappo":
-            params["critic"] = nn.critic_init(kc, v.vocab_size, v.obs_size, T.N_AGENTS, c.hidden,
+            params["critic"] = nn.critic_init(kc, v.vocab_size, v.obs_size, self.n, c.hidden,
                                               c.embed)
         return params
 
@@ -175,7 +173,7 @@ class Trainer:
 
     def joint(self, action, actor):
         """The actor's discrete action ``[n_heads]`` as a joint env action (others idle)."""
-        rows = jnp.where(jnp.arange(T.N_AGENTS)[:, None] == actor, action, 0)
+        rows = jnp.where(jnp.arange(self.n)[:, None] == actor, action, 0)
         return self.view.to_env(rows)
 
     def _factors(self, action):
@@ -200,7 +198,7 @@ class Trainer:
         probs, symbol = sent  # [2, 3, k, A] float, [2, 3, k] int (-1: not sent)
         slots, tokens = (jnp.asarray(a) for a in self.view.inbox)
         expect = tokens[jnp.arange(2)[:, None, None], jnp.maximum(symbol, 0)]
-        other = (jnp.arange(T.N_AGENTS) != actor)[None, :, None]
+        other = (jnp.arange(self.n) != actor)[None, :, None]
         match = (symbol >= 0) & (enc_row[slots] == expect) & other
         weights = jnp.where(match[..., None], probs - jax.lax.stop_gradient(probs), 0.0)
         a = self.view.alphabet
@@ -218,14 +216,14 @@ class Trainer:
             new_p.append(jnp.stack([jnp.exp(logp[i]) for i in heads]))
             new_s.append(jnp.where(action[h] != NOBODY, action[h + 1:h + 1 + self.cfg.symbols],
                                    -1))
-        me = (jnp.arange(T.N_AGENTS) == actor)[None, :, None]
+        me = (jnp.arange(self.n) == actor)[None, :, None]
         return (jnp.where(me[..., None], jnp.stack(new_p)[:, None], probs),
                 jnp.where(me, jnp.stack(new_s)[:, None], symbol))
 
     def _no_messages(self, b: int):
         k, a = self.cfg.symbols, self.view.alphabet
-        return (jnp.zeros((b, 2, T.N_AGENTS, k, a), jnp.float32),
-                jnp.full((b, 2, T.N_AGENTS, k), -1, jnp.int32))
+        return (jnp.zeros((b, 2, self.n, k, a), jnp.float32),
+                jnp.full((b, 2, self.n, k), -1, jnp.int32))
 
     # ---- rollout -------------------------------------------------------------------------
 
@@ -236,24 +234,25 @@ class Trainer:
         keys = jax.random.split(kr, self.cfg.episodes)
         obs, env_state = jax.vmap(self.env.reset)(keys, env_params)
         enc = self.view.encode(obs)
-        hidden = jnp.zeros((self.cfg.episodes, T.N_AGENTS, self.cfg.hidden), jnp.float32)
+        hidden = jnp.zeros((self.cfg.episodes, self.n, self.cfg.hidden), jnp.float32)
         return TrainState(params=params, opt_state=_optimiser(self.cfg).init(params),
-                          env_state=env_state, env_params=env_params, enc=enc, hidden=hidden,
+                          env_state=env_state, env_params=env_params, enc=enc,
+                          turn=jnp.zeros(self.cfg.episodes, jnp.int32), hidden=hidden,
                           key=key, update=jnp.int32(0))
 
     def _env_step(self, params, carry, key):
         """One turn of every episode, with auto-reset: an episode that ends is replaced by a
         fresh one (new instance and turn order). The step's and the reset's observations are
         not used (XLA drops them): one ``observe`` of the state that carries on."""
-        env_state, env_params, enc, hidden = carry
-        actor = self.view.actor(enc)
+        env_state, env_params, enc, turn, hidden = carry
+        actor = self.view.actor(enc, turn)
         k_act, k_env, k_reset, k_order = jax.random.split(key, 4)
         logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
         action = nn.sample(k_act, logp)
         old_logp = nn.log_prob(logp, action, self._factors(action))
         joint = jax.vmap(self.joint)(action, actor)
         b = enc.shape[0]
-        answer = jax.vmap(oracle_hint)(env_state, env_params)[:, 1]
+        answer = jax.vmap(self.view.answer)(env_state, env_params)
         _, state, reward, term, trunc, info = jax.vmap(self.env.step)(
             jax.random.split(k_env, b), env_state, joint, env_params)
         done = term | trunc
@@ -268,8 +267,10 @@ class Trainer:
         team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
-                      answer=answer, reward=team, done=done, defused=done & (info["ending"] == T.DEFUSED))
-        return (env_state, env_params, enc2, new_hidden), record
+                      answer=answer, reward=team, done=done,
+                      defused=done & self.view.success(state))
+        turn = jnp.where(done, 0, turn + 1)
+        return (env_state, env_params, enc2, turn, new_hidden), record
 
     def _gae(self, traj, last_value):
         c = self.cfg
@@ -332,7 +333,7 @@ class Trainer:
         """``steps`` turns of every episode with the current policy: the carry after them
         (env state, params, observation vectors, GRU state) and the trajectory ``[steps, B]``."""
         return jax.lax.scan(functools.partial(self._env_step, ts.params),
-                            (ts.env_state, ts.env_params, ts.enc, ts.hidden),
+                            (ts.env_state, ts.env_params, ts.enc, ts.turn, ts.hidden),
                             jax.random.split(ts.key, self.cfg.steps))
 
     def update(self, ts: TrainState) -> tuple[TrainState, dict]:
@@ -342,9 +343,9 @@ class Trainer:
         c = self.cfg
         key, k_roll, k_perm = jax.random.split(ts.key, 3)
         carry, traj = self.rollout(ts.replace(key=k_roll))
-        env_state, env_params, enc, hidden = carry
+        env_state, env_params, enc, turn, hidden = carry
         _, last_value, _ = jax.vmap(self.act, (None, 0, 0, 0))(
-            ts.params, enc, self.view.actor(enc), hidden)
+            ts.params, enc, self.view.actor(enc, turn), hidden)
         adv, target = self._gae(traj, last_value)
         opt = _optimiser(c)
         grad_fn = jax.value_and_grad(self._loss, has_aux=True)
@@ -366,7 +367,7 @@ class Trainer:
         metrics = {k: v.mean() for k, v in aux.items()}
         metrics.update(ended=traj["done"].sum(), defused=traj["defused"].sum())
         return TrainState(params=params, opt_state=opt_state, env_state=env_state,
-                          env_params=env_params, enc=enc, hidden=hidden, key=key,
+                          env_params=env_params, enc=enc, turn=turn, hidden=hidden, key=key,
                           update=ts.update + 1), metrics
 
     @functools.partial(jax.jit, static_argnums=(0, 2))
@@ -388,33 +389,50 @@ class Trainer:
             return ts
         episodes = NamedSharding(mesh, PartitionSpec(None, DATA))
         return ts.replace(**{f: jax.device_put(getattr(ts, f), episodes)
-                             for f in ("env_state", "env_params", "enc", "hidden")})
+                             for f in ("env_state", "env_params", "enc", "turn", "hidden")})
 
     # ---- greedy held-out evaluation --------------------------------------------------------
 
     @functools.partial(jax.jit, static_argnums=(0,))
     def evaluate(self, params, keys: jax.Array) -> jax.Array:
         """Greedy play of one episode per key (reset key as in :func:`jaxcollab.rollout`;
-        turn orders :meth:`heldout_params`), no auto-reset: the fraction defused, per seed of
-        ``params`` (leading seed axis)."""
-        env, n_steps = self.view.env, T.N_AGENTS * self.view.env.variant.rounds
+        turn orders :meth:`heldout_params`), no auto-reset: the fraction that succeeded, per
+        seed of ``params`` (leading seed axis)."""
+        env, view = self.view.env, self.view
         reset_keys = jax.vmap(lambda k: split_episode_key(k)[0])(keys)
         p0 = self.heldout_params(keys.shape[0])
 
         def one_seed(params):
             obs, state = jax.vmap(env.reset)(reset_keys, p0)
-            hidden = jnp.zeros((keys.shape[0], T.N_AGENTS, self.cfg.hidden), jnp.float32)
+            hidden = jnp.zeros((keys.shape[0], self.n, self.cfg.hidden), jnp.float32)
 
-            def step(carry, _):
+            def step(carry, turn):
                 obs, state, hidden = carry
-                enc, actor = self.view.encode(obs), self.view.actor(obs)
+                enc = view.encode(obs)
+                actor = view.actor(enc, jnp.full(keys.shape[0], turn))
                 logp, _, hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
                 joint = jax.vmap(self.joint)(nn.greedy(logp), actor)
                 obs, state, *_ = jax.vmap(env.step, (None, 0, 0, 0))(
                     jax.random.PRNGKey(0), state, joint, p0)
                 return (obs, state, hidden), None
 
-            (_, state, _), _ = jax.lax.scan(step, (obs, state, hidden), None, n_steps)
-            return (state.ending == T.DEFUSED).mean()
+            (_, state, _), _ = jax.lax.scan(step, (obs, state, hidden), jnp.arange(view.max_turns))
+            return view.success(state).mean()
 
         return jax.vmap(one_seed)(params)
+
+
+def any_view(env: str, symbols: int = 1, alphabet: int = 8):
+    """The RL view of ``env``: :func:`~jaxcollab.marl.view.make_view` for a bomb variant,
+    :func:`~jaxcollab.marl.ktane_view.make_ktane_view` for a Keep-Talking environment.
+
+    Raises:
+        KeyError: neither (names both forms)."""
+    if env.startswith("bomb/"):
+        return make_view(env, symbols, alphabet)
+    if env.startswith("ktane/"):
+        from jaxcollab.marl.ktane_view import make_ktane_view
+
+        return make_ktane_view(env, symbols, alphabet)
+    raise KeyError(f"env={env!r}: a bomb variant (bomb/base-1) or a Keep-Talking environment "
+                   "(ktane/wires)")

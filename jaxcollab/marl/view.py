@@ -27,7 +27,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.bomb.teams import oracle_hint
 from jaxcollab.envs.bomb import BombEnv
+from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
+from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.rules import BombAction
 
@@ -118,11 +121,42 @@ class BombView:
         only the observation sections the view keeps."""
         return jnp.concatenate([obs[..., a:b] for a, b in self._runs], axis=-1)
 
+    n_agents = T.N_AGENTS
+
     @staticmethod
-    def actor(obs: jax.Array) -> jax.Array:
+    def actor(obs: jax.Array, turn: jax.Array | None = None) -> jax.Array:
         """The role whose turn it is, from the your-turn flags of ``obs`` ``[..., 3, L]`` (or
-        of observation vectors ``[..., 3, obs_size]``: the header comes first in both)."""
+        of observation vectors ``[..., 3, obs_size]``: the header comes first in both);
+        ``turn`` (turns since reset) is not needed here."""
         return jnp.argmax(obs[..., :, 3] == T.YES, axis=-1)
+
+    # ---- episodes ------------------------------------------------------------------------
+
+    def episode_table(self, turn_order: str = "deaf,mute,blind"):
+        """:class:`BombParams` ``[k]`` of the episodes to train on: the variant under each of
+        the six turn orders (``"cycle"``) or under the one given (``"deaf,mute,blind"``).
+
+        Raises:
+            ValueError: a bad ``turn_order`` (names the valid forms)."""
+        order = parse_turn_order(turn_order)
+        orders = TURN_ORDERS if order == CYCLE else np.asarray([order], np.int32)
+        return stack_params([make_params(self.env.variant, o) for o in orders])
+
+    @property
+    def max_turns(self) -> int:
+        """Turns after which every episode of the variant has ended."""
+        return T.N_AGENTS * self.env.variant.rounds
+
+    @staticmethod
+    def success(state) -> jax.Array:
+        """Whether the episode ended defused."""
+        return state.ending == T.DEFUSED
+
+    @staticmethod
+    def answer(state, params) -> jax.Array:
+        """The position the task needs acted on now (wire or key; privileged, for training
+        losses only): :func:`~jaxcollab.agents.bomb.teams.oracle_hint`."""
+        return oracle_hint(state, params)[1]
 
     # ---- actions -------------------------------------------------------------------------
 
