@@ -98,10 +98,15 @@ class KtaneView:
         """Whether the bomb was solved."""
         return state.outcome == KT.SOLVED
 
+    @property
+    def answer_sizes(self) -> tuple[int, ...]:
+        """Sizes of the :meth:`answer` parts: a verb and a target."""
+        return self.head_sizes[:2]
+
     def answer(self, state, params) -> jax.Array:
-        """The zoomed module's next correct target (privileged, for training losses only):
-        :meth:`~jaxcollab.envs.ktane.env.KtaneEnv.module_oracle`."""
-        return self.env.module_oracle(state, params)[1]
+        """The zoomed module's next correct ``(verb, target)``, int32 ``[2]`` (privileged, for
+        training losses only): :meth:`~jaxcollab.envs.ktane.env.KtaneEnv.module_oracle`."""
+        return jnp.stack(self.env.module_oracle(state, params)).astype(jnp.int32)
 
     @property
     def head_sizes(self) -> tuple[int, ...]:

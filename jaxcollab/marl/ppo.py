@@ -52,7 +52,8 @@ class PPOConfig:
             Learning", sec. 5), so a listener's loss trains the speaker across agents and
             turns; acting and evaluation stay discrete and decentralised.
         aux_coef: weight of an auxiliary loss: each acting agent predicts, from its GRU
-            state, the position the task needs acted on now (read from the hidden state, as a
+            state, what the task needs now (``view.answer``: for a bomb the position to act
+            on and the manual's answer; read from the hidden state, as a
             centralised critic reads it: training only, never an input). With ``dial`` its
             gradient reaches the speakers, so each hop of a relay is trained by what the next
             agent can tell from it, before any reward arrives.
@@ -146,7 +147,8 @@ class Trainer:
         v, c = self.view, self.cfg
         ka, kc = jax.random.split(key)
         actor = jax.vmap(lambda k: nn.actor_init(
-            k, v.vocab_size, v.obs_size, v.n_logits, c.hidden, c.embed))(
+            k, v.vocab_size, v.obs_size, v.n_logits, c.hidden, c.embed,
+            sum(v.answer_sizes)))(
             jax.random.split(ka, self.roles))
         params = {"actor": actor}
         if c.algo == "mappo":
@@ -297,8 +299,11 @@ class Trainer:
             logp, value, hidden = self.act(params, enc, actor, hidden, heard)
             sent = self._sent(sent, logp, action, actor) if dial else sent
             mine = jax.tree.map(lambda p: p[actor % self.roles], params["actor"]["aux"])
-            aux = jax.nn.log_softmax(nn.aux_logits({"aux": mine}, hidden[actor]))
-            return logp, value, hidden, sent, -(jax.nn.one_hot(answer, aux.shape[-1]) * aux).sum()
+            aux = nn.aux_logits({"aux": mine}, hidden[actor])
+            parts = jnp.split(aux, np.cumsum(self.view.answer_sizes)[:-1])
+            ce = sum(-(jax.nn.one_hot(a, x.shape[-1]) * jax.nn.log_softmax(x)).sum()
+                     for a, x in zip(answer, parts, strict=True))
+            return logp, value, hidden, sent, ce
 
         def step(carry, t):
             hidden, sent = carry

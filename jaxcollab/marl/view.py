@@ -33,6 +33,7 @@ from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.rules import BombAction
+from jaxcollab.envs.bomb.state import required_value
 
 ACT, TARGET = 0, 1
 NOBODY = 0  # recipient head value: send nothing
@@ -152,11 +153,16 @@ class BombView:
         """Whether the episode ended defused."""
         return state.ending == T.DEFUSED
 
+    #: Sizes of the :meth:`answer` parts: a position (wire or key), a value (colour or digit).
+    answer_sizes = (T.MAX_WIRES, 10)
+
     @staticmethod
     def answer(state, params) -> jax.Array:
-        """The position the task needs acted on now (wire or key; privileged, for training
-        losses only): :func:`~jaxcollab.agents.bomb.teams.oracle_hint`."""
-        return oracle_hint(state, params)[1]
+        """What the task needs now, int32 ``[2]`` (privileged, for training losses only): the
+        position to act on (:func:`~jaxcollab.agents.bomb.teams.oracle_hint`) and the
+        manual's answer (:func:`~jaxcollab.envs.bomb.state.required_value`: the wire colour
+        or code digit)."""
+        return jnp.stack([oracle_hint(state, params)[1], required_value(state, params)])
 
     # ---- actions -------------------------------------------------------------------------
 
