@@ -354,6 +354,7 @@ class MarlPPO:
     alphabet: int = bounded(8, ge=2, le=42)
     seeds: int = count(1)
     dial: bool = False             # gradients through the channel in the update (DIAL)
+    aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
     turn_order: str = "deaf,mute,blind"  # or cycle: each episode draws one of the six
 
     def check(self) -> None:
