@@ -95,6 +95,7 @@ def test_mappo_and_per_role_parameters_train():
     assert np.isfinite(np.asarray(m["value_loss"])).all()
 
 
+@pytest.mark.slow  # compiles the Keep-Talking env inside a training loop
 def test_a_keep_talking_module_trains():
     cfg = dataclasses.replace(TINY, env="ktane/wires", dial=False, seeds=1,
                               turn_order="deaf,mute,blind")
