@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import jaxcollab
+from jaxcollab.agents.bomb import FAMILY, rollout_bank
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.marl import learned_team
 from jaxcollab.marl.ppo import PPOConfig, Trainer
@@ -85,6 +86,11 @@ def test_learned_team_plays_through_rollout_as_trained(trained, tmp_path):
     rate = float((np.asarray(out.state.ending) == T.DEFUSED).mean())
     assert rate == pytest.approx(float(np.asarray(trainer.evaluate(ts.params, keys))[0]))
     assert np.asarray(out.state.round).max() <= 8
+    # the bank protocol plays it on the pinned instances, every turn order, as other teams
+    team = FAMILY.teams["learned"]({"checkpoint": str(tmp_path / "team")})
+    bank = rollout_bank(["bomb/base-1"], team, repeats=2, instances=3)
+    assert bank["agent"] == "learned" and bank["episodes"] == 6
+    assert sum(bank["endings"].values()) == 6
 
 
 def test_mappo_and_per_role_parameters_train():
