@@ -67,8 +67,8 @@ def test_only_dial_passes_listener_gradients_to_speakers():
                                         turn_order="deaf,mute,blind"))
         state = jax.tree.map(lambda x: x[0], t.init(3))
         _, traj = jax.jit(t.rollout)(state)
-        grad = jax.jit(jax.grad(lambda p: t._replay(p, traj, state.hidden)[3].mean()))(
-            state.params)
+        aux = lambda p, t=t, traj=traj, h=state.hidden: t._replay(p, traj, h)[3].mean()  # noqa: E731
+        grad = jax.jit(jax.grad(aux))(state.params)
         pi = np.abs(np.asarray(grad["actor"]["pi"]["w"])).sum((1, 2))
         assert (pi > 0).tolist() == ([True, True, False] if dial else [False] * 3)
 

@@ -1,6 +1,9 @@
-"""IPPO and MAPPO with recurrent (GRU) policies on the RL view of a bomb variant, the whole
-update under one ``jit``: rollout through the environment's vmapped ``reset`` / ``step``
-(auto-reset), GAE, PPO epochs over minibatches of episodes, seeds vmapped.
+"""IPPO and MAPPO with recurrent (GRU) policies on an RL view (a bomb variant,
+:class:`~jaxcollab.marl.view.BombView`; a Keep-Talking module,
+:class:`~jaxcollab.marl.ktane_view.KtaneView`), the whole update under one ``jit``: rollout
+through the environment's vmapped ``reset`` / ``step`` / ``observe`` (auto-reset), GAE, PPO
+epochs over minibatches of episodes, seeds vmapped; optionally gradients through the channel
+(DIAL) and an auxiliary answer-prediction loss (:class:`PPOConfig`).
 
 One environment step is one turn (only the acting role's row of the joint action is read by
 the environment), so each step runs the acting agent's policy on its own observation vector and
@@ -20,9 +23,9 @@ import functools
 from typing import Any
 
 import chex
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from jaxcollab.agents.bomb.bank import PinnedInstances
 from jaxcollab.core.env import Environment
 from jaxcollab.core.rollout import Policy, policy
-from jaxcollab.agents.bomb.bank import PinnedInstances
 from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.ppo import PPOConfig, Trainer, any_view

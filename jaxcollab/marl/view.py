@@ -29,9 +29,9 @@ import numpy as np
 
 from jaxcollab.agents.bomb.teams import oracle_hint
 from jaxcollab.envs.bomb import BombEnv
+from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
-from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.rules import BombAction
 from jaxcollab.envs.bomb.state import required_value
 
