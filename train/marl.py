@@ -61,7 +61,7 @@ def check_config(cfg: DictConfig) -> None:
         except ValueError as e:
             raise ConfigValueError("ppo.turn_order", cfg.ppo.turn_order,
                                    "'cycle' or a permutation of deaf, mute, blind") from e
-    elif cfg.ppo.turn_order != "deaf,mute,blind" or cfg.ppo.dial:
+    elif cfg.ppo.turn_order not in ("cycle", "defuser,expert") or cfg.ppo.dial:
         raise ConfigValueError("ppo", {"turn_order": cfg.ppo.turn_order, "dial": cfg.ppo.dial},
                                "the defaults on Keep-Talking (turns alternate; no symbol inbox)")
 

@@ -355,7 +355,7 @@ class MarlPPO:
     seeds: int = count(1)
     dial: bool = False             # gradients through the channel in the update (DIAL)
     aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
-    turn_order: str = "deaf,mute,blind"  # or cycle: each episode draws one of the six
+    turn_order: str = "cycle"      # each episode draws one of the six, or one: deaf,mute,blind
 
     def check(self) -> None:
         if self.episodes % self.minibatches:

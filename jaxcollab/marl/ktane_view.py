@@ -78,13 +78,14 @@ class KtaneView:
 
     # ---- episodes ------------------------------------------------------------------------
 
-    def episode_table(self, turn_order: str = "defuser,expert"):
+    def episode_table(self, turn_order: str = "cycle"):
         """The params of the episodes to train on, stacked ``[1]`` (the mission's defaults;
-        Keep-Talking turns always alternate from the Defuser).
+        Keep-Talking turns always alternate from the Defuser, its one order: ``"cycle"`` or
+        ``"defuser,expert"``).
 
         Raises:
             ValueError: any other ``turn_order``."""
-        if turn_order not in ("defuser,expert", "deaf,mute,blind"):
+        if turn_order not in ("cycle", "defuser,expert"):
             raise ValueError(f"turn_order={turn_order!r}: Keep-Talking turns alternate "
                              "defuser,expert")
         return jax.tree.map(lambda x: np.asarray(x)[None], self.env.default_params)

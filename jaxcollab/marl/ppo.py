@@ -88,7 +88,7 @@ class PPOConfig:
     seeds: int = 1
     dial: bool = False
     aux_coef: float = 0.0
-    turn_order: str = "deaf,mute,blind"
+    turn_order: str = "cycle"
 
     def __post_init__(self):
         if self.algo not in ("ippo", "mappo"):
