@@ -1,19 +1,24 @@
-"""The MARL trainer at tiny sizes: one jit over updates with seeds vmapped, determinism,
-checkpointed teams that play through jaxcollab.rollout exactly as the trainer evaluates them."""
+"""The MARL trainer at tiny sizes: one jit over updates with seeds vmapped, one compile per
+process, determinism, gradients through the channel only under dial, every turn order, a
+Keep-Talking module, and checkpointed teams that play through jaxcollab.rollout exactly as the
+trainer evaluates them."""
 
 import dataclasses
+import logging
 
 import jax
 import numpy as np
 import pytest
 
 import jaxcollab
+from jaxcollab.agents.bomb import FAMILY, rollout_bank
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.marl import learned_team
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.team import load_team, save_team
 
-TINY = PPOConfig(episodes=8, steps=6, epochs=1, minibatches=2, hidden=8, embed=2, seeds=2)
+TINY = PPOConfig(episodes=8, steps=6, epochs=1, minibatches=2, hidden=8, embed=2, seeds=2,
+                 dial=True, aux_coef=0.5, turn_order="cycle")
 
 
 @pytest.fixture(scope="module")
@@ -34,11 +39,38 @@ def test_updates_count_steps_and_endings(trained):
     assert not np.allclose(w[0], w[1])
 
 
-def test_training_is_deterministic(trained):
+def test_training_is_deterministic_and_compiles_once(trained, caplog):
     trainer, ts, _ = trained
     again, _ = trainer.train(trainer.init(0), 2)
     for a, b in zip(jax.tree.leaves(ts.params), jax.tree.leaves(again.params), strict=True):
         np.testing.assert_array_equal(a, b)
+    with jax.log_compiles(), caplog.at_level(logging.DEBUG):
+        jax.block_until_ready(trainer.train(again, 2))     # a later chunk: no new compile
+    assert not [r for r in caplog.records if "ompil" in r.getMessage()]
+
+
+def test_episodes_play_every_turn_order(trained):
+    trainer, ts, _ = trained
+    orders = np.asarray(trainer.episode_params(jax.random.PRNGKey(0), 600).turn_order)
+    assert len({tuple(o) for o in orders}) == 6
+    held = np.asarray(trainer.heldout_params(12).turn_order)
+    np.testing.assert_array_equal(held[:6], held[6:])      # TURN_ORDERS[i % 6], as the bank
+    assert len({tuple(o) for o in held}) == 6
+
+
+def test_only_dial_passes_listener_gradients_to_speakers():
+    """The auxiliary loss reads the GRU state, never the message logits: without dial its
+    gradient on the policy head is exactly zero; with dial it reaches the speakers (Deaf,
+    Mute) through what their listeners heard, and not Blind (nobody hears Blind here)."""
+    for dial in (False, True):
+        t = Trainer(dataclasses.replace(TINY, dial=dial, shared=False, seeds=1,
+                                        turn_order="deaf,mute,blind"))
+        state = jax.tree.map(lambda x: x[0], t.init(3))
+        _, traj = jax.jit(t.rollout)(state)
+        aux = lambda p, t=t, traj=traj, h=state.hidden: t._replay(p, traj, h)[3].mean()  # noqa: E731
+        grad = jax.jit(jax.grad(aux))(state.params)
+        pi = np.abs(np.asarray(grad["actor"]["pi"]["w"])).sum((1, 2))
+        assert (pi > 0).tolist() == ([True, True, False] if dial else [False] * 3)
 
 
 def test_learned_team_plays_through_rollout_as_trained(trained, tmp_path):
@@ -49,11 +81,16 @@ def test_learned_team_plays_through_rollout_as_trained(trained, tmp_path):
     assert cfg == TINY
     keys = jaxcollab.episode_keys(5, 16)
     env = jaxcollab.make("bomb/base-1")  # default caps: the view reads the same tokens
-    out = jaxcollab.rollout(env, learned_team(tmp_path, env), keys, max_steps=3 * 8,
-                            until_done=True)
+    out = jaxcollab.rollout(env, learned_team(tmp_path, env), keys, trainer.heldout_params(16),
+                            batched_params=True, max_steps=3 * 8, until_done=True)
     rate = float((np.asarray(out.state.ending) == T.DEFUSED).mean())
     assert rate == pytest.approx(float(np.asarray(trainer.evaluate(ts.params, keys))[0]))
     assert np.asarray(out.state.round).max() <= 8
+    # the bank protocol plays it on the pinned instances, every turn order, as other teams
+    team = FAMILY.teams["learned"]({"checkpoint": str(tmp_path / "team")})
+    bank = rollout_bank(["bomb/base-1"], team, repeats=2, instances=3)
+    assert bank["agent"] == "learned" and bank["episodes"] == 6
+    assert sum(bank["endings"].values()) == 6
 
 
 def test_mappo_and_per_role_parameters_train():
@@ -64,6 +101,17 @@ def test_mappo_and_per_role_parameters_train():
     assert np.isfinite(np.asarray(m["value_loss"])).all()
 
 
+@pytest.mark.slow  # compiles the Keep-Talking env inside a training loop
+def test_a_keep_talking_module_trains():
+    cfg = dataclasses.replace(TINY, env="ktane/wires", dial=False, seeds=1)
+    trainer = Trainer(cfg)
+    ts, m = trainer.train(trainer.init(0), 1)
+    assert trainer.n == 2 and ts.hidden.shape == (1, 8, 2, 8)
+    assert np.isfinite(np.asarray(m["aux_loss"])).all()
+    rate = np.asarray(trainer.evaluate(ts.params, jax.random.split(jax.random.PRNGKey(0), 4)))
+    assert rate.shape == (1,) and 0.0 <= rate[0] <= 1.0
+
+
 def test_bad_configs_are_refused(tmp_path):
     with pytest.raises(ValueError, match="algo='sac'"):
         PPOConfig(algo="sac")
@@ -71,3 +119,7 @@ def test_bad_configs_are_refused(tmp_path):
         PPOConfig(episodes=10, minibatches=4)
     with pytest.raises(FileNotFoundError, match="not a team checkpoint"):
         learned_team(tmp_path)
+    with pytest.raises(ValueError, match="turn_order 'blind,blind,mute'"):
+        Trainer(dataclasses.replace(TINY, turn_order="blind,blind,mute"))
+    with pytest.raises(ValueError, match="dial=True needs a view with an inbox"):
+        Trainer(dataclasses.replace(TINY, env="ktane/wires"))

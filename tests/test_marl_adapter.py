@@ -1,4 +1,5 @@
-"""JaxMARL's own wrappers run over the bomb variants exposed as a JaxMARL MultiAgentEnv."""
+"""JaxMARL's own wrappers run over the bomb variants and Keep-Talking modules exposed as a JaxMARL
+MultiAgentEnv."""
 
 import jax
 import jax.numpy as jnp
@@ -6,10 +7,12 @@ import numpy as np
 from jaxmarl.wrappers.baselines import LogWrapper
 
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.marl.adapter import JaxMARLBomb
+from jaxcollab.envs.ktane import single_module_env
+from jaxcollab.marl.adapter import JaxMARLView
+from jaxcollab.marl.ktane_view import KtaneView
 from jaxcollab.marl.view import make_view
 
-ENV = JaxMARLBomb(make_view("bomb/base-1"))
+ENV = JaxMARLView(make_view("bomb/base-1"))
 AGENTS = ("deaf", "mute", "blind")
 
 
@@ -29,23 +32,26 @@ def test_interface_is_jaxmarls():
     assert avail["mute"].sum() < avail["deaf"].sum()   # Mute cannot speak
 
 
-def test_log_wrapper_over_random_play():
-    env = LogWrapper(ENV)
+def _random_play(env, agents, steps):
+    env = LogWrapper(env)
 
     def episode(key):
         obs, state = env.reset(key)
 
         def step(carry, k):
             state = carry
-            ks = jax.random.split(k, 4)
-            actions = {a: env.action_space(a).sample(ks[i]) for i, a in enumerate(AGENTS)}
-            obs, state, reward, dones, info = env.step(ks[3], state, actions)
-            return state, (reward["blind"], dones["__all__"], info["returned_episode_returns"])
+            ks = jax.random.split(k, len(agents) + 1)
+            actions = {a: env.action_space(a).sample(ks[i]) for i, a in enumerate(agents)}
+            obs, state, reward, dones, info = env.step(ks[-1], state, actions)
+            return state, (reward[agents[-1]], dones["__all__"], info["returned_episode_returns"])
 
-        return jax.lax.scan(step, state, jax.random.split(key, 30))[1]
+        return jax.lax.scan(step, state, jax.random.split(key, steps))[1]
 
-    reward, done, returned = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.PRNGKey(1), 64))
-    reward, done, returned = map(np.asarray, (reward, done, returned))
+    out = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.PRNGKey(1), 64))
+    return map(np.asarray, out)
+
+
+def _check_logged_returns(reward, done, returned):
     assert done.any()
     # at each episode end the logged return is that episode's summed team reward
     for b, t in zip(*np.nonzero(done), strict=True):
@@ -55,9 +61,22 @@ def test_log_wrapper_over_random_play():
     assert set(np.unique(reward)) <= {-1.0, 0.0, 1.0}
 
 
+def test_log_wrapper_over_random_play():
+    _check_logged_returns(*_random_play(ENV, AGENTS, 30))
+
+
+def test_log_wrapper_over_a_keep_talking_module():
+    env = JaxMARLView(KtaneView(single_module_env("wires")))
+    assert env.agents == ["defuser", "expert"]
+    avail = env.get_avail_actions(None)
+    assert avail["expert"].sum() < avail["defuser"].sum()   # the Expert only waits or talks
+    reward, done, returned = _random_play(env, ("defuser", "expert"), env.env.max_turns + 2)
+    _check_logged_returns(reward, done, returned)
+
+
 def test_a_right_cut_defuses_and_resets():
     obs, state = ENV.reset(jax.random.PRNGKey(3))
-    right = ENV.env.solution(state)[0]
+    right = ENV.env.solution(state.env_state)[0]
     step = jax.jit(ENV.step)
     for _ in range(2):  # Deaf and Mute wait
         obs, state, reward, dones, info = step(jax.random.PRNGKey(0), state, _idle())
@@ -65,4 +84,5 @@ def test_a_right_cut_defuses_and_resets():
     obs, state, reward, dones, info = step(jax.random.PRNGKey(0), state, _idle(blind=cut))
     assert bool(dones["__all__"]) and float(reward["deaf"]) == 1.0
     assert int(info["ending"]) == T.DEFUSED and int(info["actor"]) == T.BLIND
-    assert int(state.round) == 0 and int(state.ending) == T.RUNNING   # auto-reset by JaxMARL
+    assert int(state.env_state.round) == 0 and int(state.env_state.ending) == T.RUNNING
+    assert int(state.turn) == 0                                      # auto-reset by JaxMARL

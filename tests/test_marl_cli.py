@@ -1,5 +1,5 @@
-"""The MARL command lines as subprocesses: train/marl.py (tiny preset, then a resuming rerun)
-and eval/rollout.py agent=learned on the team it wrote."""
+"""The MARL command lines as subprocesses: train/marl.py (tiny preset, then a resuming rerun;
+a Keep-Talking module) and eval/rollout.py agent=learned on the team it wrote."""
 
 import json
 import os
@@ -36,3 +36,12 @@ def test_train_resume_and_play_the_learned_team(tmp_path, request):
          "episodes=12", f"out_dir={played}", cwd=root)
     rolled = json.loads((played / "results.json").read_text())
     assert rolled["agent"] == "learned" and rolled["episodes"] == 12
+
+
+def test_train_on_a_keep_talking_module(tmp_path, request):
+    out = tmp_path / "wires"
+    _run("train/marl.py", "env=ktane/wires", "preset=tiny", "eval_episodes=8", f"out_dir={out}",
+         cwd=request.config.rootpath)
+    res = json.loads((out / "results.json").read_text())
+    assert res["curve"]["updates"] == [1, 2] and 0.0 <= res["success_rate"] <= 1.0
+    assert "protocol" not in res and (out / "team" / "config.json").is_file()

@@ -47,28 +47,42 @@ def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Marl`).
 
     Raises:
-        ConfigValueError: not a bomb variant.
+        ConfigValueError: not a bomb variant or Keep-Talking module, or a bad
+            ``ppo.turn_order`` / ``ppo.dial``.
     """
-    if not str(cfg.env).startswith("bomb/") or cfg.env.count("/") != 1:
-        raise ConfigValueError("env", cfg.env, "one bomb variant, e.g. bomb/base-1 (the RL "
-                               "view covers the bomb families)")
+    from jaxcollab.envs.bomb.bank import parse_turn_order
+
+    if not str(cfg.env).startswith(("bomb/", "ktane/")) or cfg.env.count("/") != 1:
+        raise ConfigValueError("env", cfg.env, "one bomb variant or Keep-Talking module, e.g. "
+                               "bomb/base-1 or ktane/wires (the RL views cover these)")
+    if cfg.env.startswith("bomb/"):
+        try:
+            parse_turn_order(cfg.ppo.turn_order)
+        except ValueError as e:
+            raise ConfigValueError("ppo.turn_order", cfg.ppo.turn_order,
+                                   "'cycle' or a permutation of deaf, mute, blind") from e
+    elif cfg.ppo.turn_order not in ("cycle", "defuser,expert") or cfg.ppo.dial:
+        raise ConfigValueError("ppo", {"turn_order": cfg.ppo.turn_order, "dial": cfg.ppo.dial},
+                               "the defaults on Keep-Talking (turns alternate; no symbol inbox)")
 
 
-def heldout(trainer: Trainer, params, cfg: DictConfig) -> dict:
-    """Seed 0's greedy team on the held-out episodes, through :func:`jaxcollab.rollout`."""
-    import jaxcollab
-    from jaxcollab.envs.bomb import ending_counts
-    from jaxcollab.envs.bomb import tables as T
+def heldout(trainer: Trainer, params, cfg: DictConfig, team_dir) -> dict:
+    """Seed 0's greedy team on ``eval_episodes`` held-out episodes: through the family's own
+    evaluation as its ``learned`` team where the family has one (the bomb families: episode
+    ``e`` plays turn order ``TURN_ORDERS[e % 6]`` under ``ppo.turn_order=cycle``, as every
+    team does, else the trained order), else the trainer's greedy evaluation."""
+    from jaxcollab.core.family import Spec
+    from jaxcollab.core.registry import family
 
-    env = jaxcollab.make(cfg.env)
-    team = team_policy(trainer.cfg, jax.tree.map(lambda p: p[0], params), env)
-    out = jaxcollab.rollout(env, team, jaxcollab.episode_keys(cfg.eval_seed, cfg.eval_episodes),
-                            max_steps=T.N_AGENTS * env.variant.rounds, until_done=True)
-    ending = np.asarray(out.state.ending)
-    return {"success_rate": float((ending == T.DEFUSED).mean()),
-            "endings": ending_counts(ending),
-            "mean_rounds": float(np.asarray(out.state.round).mean()),
-            "bounces": float(np.asarray(out.state.bounces).mean())}
+    plugin = family(cfg.env)
+    if "learned" not in plugin.teams:
+        keys = jax.random.split(jax.random.PRNGKey(cfg.eval_seed), cfg.eval_episodes)
+        return {"success_rate": float(np.asarray(trainer.evaluate(params, keys))[0])}
+    options = {**plugin.config, "checkpoint": str(team_dir), "turn_order": cfg.ppo.turn_order}
+    team = plugin.teams["learned"](options)
+    out = plugin.evaluate([cfg.env], team, Spec(cfg.eval_episodes, cfg.eval_seed,
+                                                options=options))
+    return {k: out[k] for k in ("success_rate", "endings", "mean_rounds", "bounces")}
 
 
 def train(cfg: DictConfig, job) -> dict:
@@ -112,11 +126,14 @@ def train(cfg: DictConfig, job) -> dict:
                            step=done)
             bar(done, float(m["policy_loss"].mean()))
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
-    tables = protocol_tables(team_policy(ppo, jax.tree.map(lambda p: p[0], ts.params),
-                                         trainer.view.env), trainer.view, 256, cfg.eval_seed)
-    protocol_plot(tables, job.out / "protocol.png")
-    return {**heldout(trainer, ts.params, cfg), "protocol": tables,
-            "success_rate_per_seed": curve["heldout_success"][-1]}
+    final = {**heldout(trainer, ts.params, cfg, job.out / "team"),
+             "success_rate_per_seed": curve["heldout_success"][-1]}
+    if hasattr(trainer.view, "inbox"):  # a view with symbol channels: what the code is
+        final["protocol"] = protocol_tables(team_policy(
+            ppo, jax.tree.map(lambda p: p[0], ts.params), trainer.view.env), trainer.view,
+            256, cfg.eval_seed)
+        protocol_plot(final["protocol"], job.out / "protocol.png")
+    return final
 
 
 @hydra.main(config_path="../configs/marl", config_name="marl", version_base=None)

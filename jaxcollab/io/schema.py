@@ -427,6 +427,9 @@ class MarlPPO:
     symbols: int = bounded(1, ge=1, le=4)
     alphabet: int = bounded(8, ge=2, le=42)
     seeds: int = count(1)
+    dial: bool = False             # gradients through the channel in the update (DIAL)
+    aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
+    turn_order: str = "cycle"      # each episode draws one of the six, or one: deaf,mute,blind
 
     def check(self) -> None:
         if self.episodes % self.minibatches:

@@ -1,6 +1,6 @@
-"""Multi-agent RL on the puzzle families: the RL view of the bomb variants, IPPO / MAPPO with
-recurrent policies under one ``jit``, learned teams as rollout policies, the JaxMARL adapter and
-the analysis of a learned protocol."""
+"""Multi-agent RL on the puzzle families: the RL views of the bomb variants and Keep-Talking
+modules, IPPO / MAPPO with recurrent policies under one ``jit``, learned teams as rollout
+policies, the JaxMARL adapter and the analysis of a learned protocol."""
 
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.team import learned_team, load_team, save_team

@@ -1,34 +1,42 @@
-"""A bomb variant as a JaxMARL ``MultiAgentEnv`` (Rutherford et al. 2024, "JaxMARL:
-Multi-Agent RL Environments and Algorithms in JAX"), so JaxMARL's wrappers and baselines run
-on it unchanged.
+"""A jaxcollab environment's RL view as a JaxMARL ``MultiAgentEnv`` (Rutherford et al. 2024,
+"JaxMARL: Multi-Agent RL Environments and Algorithms in JAX"), so JaxMARL's wrappers and
+baselines run on it unchanged.
 
-Agents are named by role (``deaf``, ``mute``, ``blind``). Observations are each role's RL-view
-vector (:class:`~jaxcollab.marl.view.BombView`) as float32 token ids, plus ``world_state`` (all
-three, for centralised critics); actions are each role's discrete action ``[n_heads]``
-(``MultiDiscrete``); every agent gets the team reward; ``dones["__all__"]`` is the episode's end
-(defused, wrong action or out of rounds), after which JaxMARL's ``step`` resets. Only the acting
-role's action is played each turn (one turn is one role's; SANZARU Table 1); ``infos`` carry the
-acting role and the ending. All rules stay in the environment's ``reset`` / ``step``.
+Agents are named by role (``deaf``, ``mute``, ``blind`` for a bomb variant; ``defuser``,
+``expert`` for Keep-Talking). Observations are each role's RL-view vector
+(:class:`~jaxcollab.marl.view.BombView`, :class:`~jaxcollab.marl.ktane_view.KtaneView`) as
+float32 token ids, plus ``world_state`` (every role's, for centralised critics); actions are each
+role's discrete action ``[n_heads]`` (``MultiDiscrete``); every agent gets the team reward;
+``dones["__all__"]`` is the episode's end, after which JaxMARL's ``step`` resets. Only the
+acting role's action is played each turn (one turn is one role's); ``infos`` carry the acting
+role. All rules stay in the environment's ``reset`` / ``step``.
 """
 
 from __future__ import annotations
 
+import chex
 import jax
 import jax.numpy as jnp
 from jaxmarl.environments.multi_agent_env import MultiAgentEnv
 from jaxmarl.environments.spaces import Box, MultiDiscrete
 
-from jaxcollab.envs.bomb import tables as T
-from jaxcollab.marl.view import BombView
+
+@chex.dataclass(frozen=True)
+class AdapterState:
+    """The environment's state and the turns played (a view may need them for the actor)."""
+
+    env_state: object
+    turn: jax.Array
 
 
-class JaxMARLBomb(MultiAgentEnv):
-    """``view``'s variant under JaxMARL's interface (auto-reset in ``step``, as JaxMARL does)."""
+class JaxMARLView(MultiAgentEnv):
+    """``view``'s environment under JaxMARL's interface (auto-reset in ``step``, as JaxMARL
+    does)."""
 
-    def __init__(self, view: BombView):
-        super().__init__(num_agents=T.N_AGENTS)
+    def __init__(self, view):
+        super().__init__(num_agents=view.n_agents)
         self.view, self.env, self.params = view, view.env, view.env.default_params
-        self.agents = list(T.ROLE_NAMES)
+        self.agents = list(self.env.role_names)
         obs = Box(0.0, float(view.vocab_size - 1), (view.obs_size,), jnp.float32)
         self.observation_spaces = {a: obs for a in self.agents}
         self.action_spaces = {a: MultiDiscrete(view.head_sizes) for a in self.agents}
@@ -40,24 +48,27 @@ class JaxMARLBomb(MultiAgentEnv):
 
     def reset(self, key):
         tokens, state = self.env.reset(key, self.params)
-        return self._obs(tokens), state
+        return self._obs(tokens), AdapterState(env_state=state, turn=jnp.int32(0))
 
-    def step_env(self, key, state, actions: dict):
-        tokens = self.env.observe(state, self.params)
-        actor = self.view.actor(tokens)
+    def step_env(self, key, state: AdapterState, actions: dict):
+        tokens = self.env.observe(state.env_state, self.params)
+        actor = self.view.actor(self.view.encode(tokens), state.turn)
         joint = self.view.to_env(jnp.stack([jnp.asarray(actions[a], jnp.int32)
                                             for a in self.agents]))
-        tokens, state, reward, term, trunc, info = self.env.step(key, state, joint, self.params)
+        tokens, env_state, reward, term, trunc, info = self.env.step(
+            key, state.env_state, joint, self.params)
         done = term | trunc
         rewards = {a: reward[i] for i, a in enumerate(self.agents)}
         dones = {**{a: done for a in self.agents}, "__all__": done}
+        state = AdapterState(env_state=env_state, turn=state.turn + 1)
         return self._obs(tokens), state, rewards, dones, {"actor": actor, **info}
 
-    def get_obs(self, state) -> dict:
-        return self._obs(self.env.observe(state, self.params))
+    def get_obs(self, state: AdapterState) -> dict:
+        return self._obs(self.env.observe(state.env_state, self.params))
 
     def get_avail_actions(self, state) -> dict:
-        """Per agent the choices it may make, bool ``[n_logits]`` (channels it lacks masked)."""
+        """Per agent the choices it may make, bool ``[n_logits]`` (what its role lacks
+        masked)."""
         mask = jnp.asarray(self.view.logit_mask)
         return {a: mask[i] for i, a in enumerate(self.agents)}
 

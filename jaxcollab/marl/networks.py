@@ -31,14 +31,27 @@ def _embed_init(key, vocab: int, length: int, dim: int) -> dict:
             "pos": 0.1 * jax.random.normal(k2, (length, dim), jnp.float32)}
 
 
-def _embed(p: dict, tokens: jax.Array) -> jax.Array:
-    """int32 ``[..., n]`` tokens → float32 ``[..., n * dim]`` (token + position embedding)."""
+def _embed(p: dict, tokens: jax.Array, heard=None) -> jax.Array:
+    """int32 ``[n]`` tokens → float32 ``[n * dim]`` (token + position embedding).
+
+    ``heard`` = (slots int ``[m]``, weights float ``[m, A]``, ids int ``[m, A]``) adds
+    ``weights @ tok[ids]`` at the positions ``slots``: with straight-through weights
+    (``p - stop_gradient(p)``, zero in value) the embedding is unchanged and its gradient
+    reaches the sender's message probabilities ``p`` (DIAL; Foerster et al. 2016, "Learning to
+    Communicate with Deep Multi-Agent Reinforcement Learning", sec. 5).
+    """
     e = p["tok"][tokens] + p["pos"]
+    if heard is not None:
+        slots, weights, ids = heard
+        delta = jnp.einsum("ma,mae->me", weights, p["tok"][ids])
+        e = e + jax.nn.one_hot(slots, e.shape[-2], dtype=e.dtype).T @ delta
     return e.reshape(e.shape[:-2] + (-1,))
 
 
-def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed: int) -> dict:
-    """Parameters of one recurrent actor (with its own value head, used by IPPO)."""
+def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed: int,
+               n_aux: int = 7) -> dict:
+    """Parameters of one recurrent actor (with its own value head, used by IPPO, and an
+    auxiliary head of ``n_aux`` logits read from the GRU state: :func:`aux_logits`)."""
     k = jax.random.split(key, 6)
     return {
         "embed": _embed_init(k[0], vocab, obs_size, embed),
@@ -47,6 +60,7 @@ def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed
         "gru_h": _dense(k[3], hidden, 3 * hidden),
         "pi": _dense(k[4], hidden, n_logits, 0.01),
         "v": _dense(k[5], hidden, 1, 1.0),
+        "aux": _dense(jax.random.fold_in(k[5], 1), hidden, n_aux, 1.0),
     }
 
 
@@ -60,13 +74,19 @@ def gru(p_x: dict, p_h: dict, x: jax.Array, h: jax.Array) -> jax.Array:
     return (1 - z) * n + z * h
 
 
-def actor_apply(p: dict, tokens: jax.Array, h: jax.Array
+def actor_apply(p: dict, tokens: jax.Array, h: jax.Array, heard=None
                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``tokens`` int32 ``[..., obs_size]``, ``h`` float32 ``[..., H]`` → (logits
-    ``[..., n_logits]``, value ``[...]``, new ``h``)."""
-    x = jax.nn.relu(_apply(p["torso"], _embed(p["embed"], tokens)))
+    """``tokens`` int32 ``[obs_size]``, ``h`` float32 ``[H]`` → (logits ``[n_logits]``,
+    value ``[]``, new ``h``); ``heard``: see :func:`_embed`."""
+    x = jax.nn.relu(_apply(p["torso"], _embed(p["embed"], tokens, heard)))
     h = gru(p["gru_x"], p["gru_h"], x, h)
     return _apply(p["pi"], h), _apply(p["v"], h)[..., 0], h
+
+
+def aux_logits(p: dict, h: jax.Array) -> jax.Array:
+    """The auxiliary head: GRU state ``[..., H]`` → logits ``[..., n_aux]`` (a prediction
+    of the action the task needs now, trained only as an auxiliary loss)."""
+    return _apply(p["aux"], h)
 
 
 def critic_init(key, vocab: int, obs_size: int, n_agents: int, hidden: int, embed: int) -> dict:

@@ -1,6 +1,9 @@
-"""IPPO and MAPPO with recurrent (GRU) policies on the RL view of a bomb variant, the whole
-update under one ``jit``: rollout through the environment's vmapped ``reset`` / ``step``
-(auto-reset), GAE, PPO epochs over minibatches of episodes, seeds vmapped.
+"""IPPO and MAPPO with recurrent (GRU) policies on an RL view (a bomb variant,
+:class:`~jaxcollab.marl.view.BombView`; a Keep-Talking module,
+:class:`~jaxcollab.marl.ktane_view.KtaneView`), the whole update under one ``jit``: rollout
+through the environment's vmapped ``reset`` / ``step`` / ``observe`` (auto-reset), GAE, PPO
+epochs over minibatches of episodes, seeds vmapped; optionally gradients through the channel
+(DIAL) and an auxiliary answer-prediction loss (:class:`PPOConfig`).
 
 One environment step is one turn (only the acting role's row of the joint action is read by
 the environment), so each step runs the acting agent's policy on its own observation vector and
@@ -22,14 +25,13 @@ from typing import Any
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcollab.core.rollout import split_episode_key
-from jaxcollab.core.wrappers import AutoResetWrapper
-from jaxcollab.envs.bomb import tables as T
 from jaxcollab.marl import networks as nn
-from jaxcollab.marl.view import BombView, make_view
+from jaxcollab.marl.view import NOBODY, BombView, make_view
 from jaxcollab.scale.mesh import DATA, data_mesh
 
 
@@ -47,6 +49,21 @@ class PPOConfig:
             time-out, so exploring cuts is not punished; success is always the env's ending).
             hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
             seeds: independent runs vmapped in one program.
+        dial: differentiable communication in the update: each heard symbol's embedding
+            gets a straight-through gradient to the sender's message probabilities (DIAL;
+            Foerster et al. 2016, "Learning to Communicate with Deep Multi-Agent Reinforcement
+            Learning", sec. 5), so a listener's loss trains the speaker across agents and
+            turns; acting and evaluation stay discrete and decentralised.
+        aux_coef: weight of an auxiliary loss: each acting agent predicts, from its GRU
+            state, what the task needs now (``view.answer``: for a bomb the position to act
+            on and the manual's answer; read from the hidden state, as a
+            centralised critic reads it: training only, never an input). With ``dial`` its
+            gradient reaches the speakers, so each hop of a relay is trained by what the next
+            agent can tell from it, before any reward arrives.
+        turn_order: ``"cycle"``: every training episode draws its turn order from the six
+            (uniformly, at each reset) and the in-training evaluation plays
+            ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
+            ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
     """
 
     env: str = "bomb/base-1"
@@ -69,6 +86,9 @@ class PPOConfig:
     symbols: int = 1
     alphabet: int = 8
     seeds: int = 1
+    dial: bool = False
+    aux_coef: float = 0.0
+    turn_order: str = "cycle"
 
     def __post_init__(self):
         if self.algo not in ("ippo", "mappo"):
@@ -85,7 +105,9 @@ class TrainState:
     params: Any
     opt_state: Any
     env_state: Any
-    obs: jax.Array        # int32 [B, 3, L] tokens
+    env_params: Any       # BombParams [B]: each episode's variant and turn order
+    enc: jax.Array        # int32 [B, n_agents, D] observation vectors (view.encode)
+    turn: jax.Array       # int32 [B]: turns played in each episode
     hidden: jax.Array     # float32 [B, 3, H]
     key: jax.Array
     update: jax.Array     # int32: updates done
@@ -100,10 +122,27 @@ class Trainer:
 
     def __init__(self, cfg: PPOConfig, view: BombView | None = None):
         self.cfg = cfg
-        self.view = view or make_view(cfg.env, cfg.symbols, cfg.alphabet)
-        self.env = AutoResetWrapper(self.view.env)
-        self.params0 = self.view.env.default_params
-        self.roles = 1 if cfg.shared else T.N_AGENTS
+        self.view = view or any_view(cfg.env, cfg.symbols, cfg.alphabet)
+        self.env = self.view.env
+        self.n = self.view.n_agents
+        self.orders = self.view.episode_table(cfg.turn_order)
+        self.roles = 1 if cfg.shared else self.n
+        if cfg.dial and not hasattr(self.view, "inbox"):
+            raise ValueError(f"dial=True needs a view with an inbox (the bomb families), not "
+                             f"{cfg.env!r}")
+
+    def episode_params(self, key, n: int):
+        """Params of ``n`` new episodes: the variant under turn orders drawn uniformly from
+        the configured ones (:attr:`PPOConfig.turn_order`)."""
+        k = jax.tree.leaves(self.orders)[0].shape[0]
+        pick = jax.random.randint(key, (n,), 0, k) if k > 1 else jnp.zeros(n, jnp.int32)
+        return jax.tree.map(lambda x: jnp.asarray(x)[pick], self.orders)
+
+    def heldout_params(self, n: int):
+        """Params of ``n`` held-out episodes: turn order ``i % k`` of the configured ones
+        (the bank protocol's ``TURN_ORDERS[i % 6]`` under ``"cycle"``)."""
+        pick = np.arange(n) % jax.tree.leaves(self.orders)[0].shape[0]
+        return jax.tree.map(lambda x: jnp.asarray(x[pick]), self.orders)
 
     # ---- parameters and the acting agent ---------------------------------------------------
 
@@ -111,23 +150,25 @@ class Trainer:
         v, c = self.view, self.cfg
         ka, kc = jax.random.split(key)
         actor = jax.vmap(lambda k: nn.actor_init(
-            k, v.vocab_size, v.obs_size, v.n_logits, c.hidden, c.embed))(
+            k, v.vocab_size, v.obs_size, v.n_logits, c.hidden, c.embed,
+            sum(v.answer_sizes)))(
             jax.random.split(ka, self.roles))
         params = {"actor": actor}
         if c.algo == "mappo":
-            params["critic"] = nn.critic_init(kc, v.vocab_size, v.obs_size, T.N_AGENTS, c.hidden,
+            params["critic"] = nn.critic_init(kc, v.vocab_size, v.obs_size, self.n, c.hidden,
                                               c.embed)
         return params
 
-    def act(self, params, enc, actor, hidden):
+    def act(self, params, enc, actor, hidden, heard=None):
         """Acting agent's forward pass for one episode: ``enc`` int32 ``[3, D]``, ``actor``
-        role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``)."""
+        role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``); ``heard``:
+        see :func:`jaxcollab.marl.networks.actor_apply`."""
         x, h = enc[actor], hidden[actor]
         if self.roles == 1:
             logits, value, h_new = nn.actor_apply(jax.tree.map(lambda p: p[0], params["actor"]),
-                                                  x, h)
+                                                  x, h, heard)
         else:  # every role's network, then the actor's (fixed shapes, no parameter gather)
-            out = jax.vmap(nn.actor_apply, (0, None, None))(params["actor"], x, h)
+            out = jax.vmap(nn.actor_apply, (0, None, None, None))(params["actor"], x, h, heard)
             logits, value, h_new = jax.tree.map(lambda a: a[actor], out)
         if self.cfg.algo == "mappo":
             value = nn.critic_apply(params["critic"], enc)
@@ -137,40 +178,104 @@ class Trainer:
 
     def joint(self, action, actor):
         """The actor's discrete action ``[n_heads]`` as a joint env action (others idle)."""
-        rows = jnp.where(jnp.arange(T.N_AGENTS)[:, None] == actor, action, 0)
+        rows = jnp.where(jnp.arange(self.n)[:, None] == actor, action, 0)
         return self.view.to_env(rows)
+
+    def _factors(self, action):
+        """bool ``[..., n_heads]``: the heads PPO trains (ratio and entropy): the view's
+        relevant heads, less the message symbols under ``dial``, which (as in DIAL) learn only
+        from the listeners' gradients through the channel."""
+        rel = self.view.relevant(action)
+        if not self.cfg.dial:
+            return rel
+        symbol = np.zeros(len(self.view.head_sizes), bool)
+        for ch in range(2):
+            h = self.view.recipient_head(ch)
+            symbol[h + 1:h + 1 + self.cfg.symbols] = True
+        return rel & ~symbol
+
+    # ---- differentiable channel (dial) -----------------------------------------------------
+
+    def _heard(self, enc_row, actor, sent):
+        """Straight-through weights of what ``actor`` hears now: for each inbox slot holding
+        the symbol its sender last sent (delivered in full), ``p - stop_gradient(p)`` of the
+        sender's probabilities for that symbol; zero elsewhere (bounced, blanks, nothing)."""
+        probs, symbol = sent  # [2, 3, k, A] float, [2, 3, k] int (-1: not sent)
+        slots, tokens = (jnp.asarray(a) for a in self.view.inbox)
+        expect = tokens[jnp.arange(2)[:, None, None], jnp.maximum(symbol, 0)]
+        other = (jnp.arange(self.n) != actor)[None, :, None]
+        match = (symbol >= 0) & (enc_row[slots] == expect) & other
+        weights = jnp.where(match[..., None], probs - jax.lax.stop_gradient(probs), 0.0)
+        a = self.view.alphabet
+        ids = jnp.broadcast_to(tokens[:, None, None, :], probs.shape)
+        return slots.reshape(-1), weights.reshape(-1, a), ids.reshape(-1, a)
+
+    def _sent(self, sent, logp, action, actor):
+        """``sent`` with the actor's row replaced by this turn's message probabilities and
+        symbols (-1 on a channel it sent nothing on)."""
+        probs, symbol = sent
+        new_p, new_s = [], []
+        for ch in range(2):
+            h = self.view.recipient_head(ch)
+            heads = range(h + 1, h + 1 + self.cfg.symbols)
+            new_p.append(jnp.stack([jnp.exp(logp[i]) for i in heads]))
+            new_s.append(jnp.where(action[h] != NOBODY, action[h + 1:h + 1 + self.cfg.symbols],
+                                   -1))
+        me = (jnp.arange(self.n) == actor)[None, :, None]
+        return (jnp.where(me[..., None], jnp.stack(new_p)[:, None], probs),
+                jnp.where(me, jnp.stack(new_s)[:, None], symbol))
+
+    def _no_messages(self, b: int):
+        k, a = self.cfg.symbols, self.view.alphabet
+        return (jnp.zeros((b, 2, self.n, k, a), jnp.float32),
+                jnp.full((b, 2, self.n, k), -1, jnp.int32))
 
     # ---- rollout -------------------------------------------------------------------------
 
     def init_state(self, key) -> TrainState:
-        kp, kr, key = jax.random.split(key, 3)
+        kp, kr, ko, key = jax.random.split(key, 4)
         params = self.init_params(kp)
+        env_params = self.episode_params(ko, self.cfg.episodes)
         keys = jax.random.split(kr, self.cfg.episodes)
-        obs, env_state = jax.vmap(self.env.reset, (0, None))(keys, self.params0)
-        hidden = jnp.zeros((self.cfg.episodes, T.N_AGENTS, self.cfg.hidden), jnp.float32)
+        obs, env_state = jax.vmap(self.env.reset)(keys, env_params)
+        enc = self.view.encode(obs)
+        hidden = jnp.zeros((self.cfg.episodes, self.n, self.cfg.hidden), jnp.float32)
         return TrainState(params=params, opt_state=_optimiser(self.cfg).init(params),
-                          env_state=env_state, obs=obs, hidden=hidden, key=key,
-                          update=jnp.int32(0))
+                          env_state=env_state, env_params=env_params, enc=enc,
+                          turn=jnp.zeros(self.cfg.episodes, jnp.int32), hidden=hidden,
+                          key=key, update=jnp.int32(0))
 
     def _env_step(self, params, carry, key):
-        env_state, obs, hidden = carry
-        enc = self.view.encode(obs)
-        actor = self.view.actor(obs)
-        k_act, k_env = jax.random.split(key)
+        """One turn of every episode, with auto-reset: an episode that ends is replaced by a
+        fresh one (new instance and turn order). The step's and the reset's observations are
+        not used (XLA drops them): one ``observe`` of the state that carries on."""
+        env_state, env_params, enc, turn, hidden = carry
+        actor = self.view.actor(enc, turn)
+        k_act, k_env, k_reset, k_order = jax.random.split(key, 4)
         logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
         action = nn.sample(k_act, logp)
-        old_logp = nn.log_prob(logp, action, self.view.relevant(action))
+        old_logp = nn.log_prob(logp, action, self._factors(action))
         joint = jax.vmap(self.joint)(action, actor)
-        env_keys = jax.random.split(k_env, obs.shape[0])
-        obs2, env_state, reward, term, trunc, info = jax.vmap(self.env.step, (0, 0, 0, None))(
-            env_keys, env_state, joint, self.params0)
+        b = enc.shape[0]
+        answer = jax.vmap(self.view.answer)(env_state, env_params)
+        _, state, reward, term, trunc, info = jax.vmap(self.env.step)(
+            jax.random.split(k_env, b), env_state, joint, env_params)
         done = term | trunc
+        fresh_params = self.episode_params(k_order, b)
+        _, fresh = jax.vmap(self.env.reset)(jax.random.split(k_reset, b), fresh_params)
+        pick = lambda new, old: jnp.where(  # noqa: E731
+            done.reshape((b,) + (1,) * (old.ndim - 1)), new, old)
+        env_state = jax.tree.map(pick, fresh, state)
+        env_params = jax.tree.map(pick, fresh_params, env_params)
+        enc2 = self.view.encode(jax.vmap(self.env.observe)(env_state, env_params))
         team = reward[:, 0]
         team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
-                      reward=team, done=done, defused=done & (info["ending"] == T.DEFUSED))
-        return (env_state, obs2, new_hidden), record
+                      answer=answer, reward=team, done=done,
+                      defused=done & self.view.success(state))
+        turn = jnp.where(done, 0, turn + 1)
+        return (env_state, env_params, enc2, turn, new_hidden), record
 
     def _gae(self, traj, last_value):
         c = self.cfg
@@ -185,45 +290,70 @@ class Trainer:
         _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True)
         return adv, adv + traj["value"]
 
-    # ---- loss and update -----------------------------------------------------------------
-
     def _replay(self, params, traj, hidden0):
         """Recompute log-probs, values and entropies along a stored trajectory ``[T, b, ...]``
-        from its first GRU state ``hidden0`` ``[b, 3, H]`` (reset where episodes ended)."""
+        from its first GRU state ``hidden0`` ``[b, 3, H]`` (reset where episodes ended); with
+        ``dial`` the carry also holds each agent's latest message probabilities, so what a
+        listener hears is differentiable in what its speaker sent (in this segment)."""
+        dial = self.cfg.dial
 
-        def step(hidden, t):
-            logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(
-                params, t["enc"], t["actor"], hidden)
-            rel = self.view.relevant(t["action"])
-            out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel))
-            return jnp.where(t["done"][:, None, None], 0.0, new_hidden), out
+        def one(params, enc, actor, hidden, action, answer, sent):
+            heard = self._heard(enc[actor], actor, sent) if dial else None
+            logp, value, hidden = self.act(params, enc, actor, hidden, heard)
+            sent = self._sent(sent, logp, action, actor) if dial else sent
+            mine = jax.tree.map(lambda p: p[actor % self.roles], params["actor"]["aux"])
+            aux = nn.aux_logits({"aux": mine}, hidden[actor])
+            parts = jnp.split(aux, np.cumsum(self.view.answer_sizes)[:-1])
+            ce = sum(-(jax.nn.one_hot(a, x.shape[-1]) * jax.nn.log_softmax(x)).sum()
+                     for a, x in zip(answer, parts, strict=True))
+            return logp, value, hidden, sent, ce
 
-        _, out = jax.lax.scan(step, hidden0, traj)
+        def step(carry, t):
+            hidden, sent = carry
+            logp, value, new_hidden, sent, aux = jax.vmap(one, (None, 0, 0, 0, 0, 0, 0))(
+                params, t["enc"], t["actor"], hidden, t["action"], t["answer"], sent)
+            rel = self._factors(t["action"])
+            out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel), aux)
+            done = t["done"]
+            reset = lambda x, v: jnp.where(  # noqa: E731
+                done.reshape(done.shape + (1,) * (x.ndim - 1)), v, x)
+            sent = (reset(sent[0], 0.0), reset(sent[1], -1))
+            return (reset(new_hidden, 0.0), sent), out
+
+        sent0 = self._no_messages(hidden0.shape[0])
+        _, out = jax.lax.scan(step, (hidden0, sent0), traj)
         return out
+
+    # ---- loss and update -----------------------------------------------------------------
 
     def _loss(self, params, traj, hidden0, adv, target):
         c = self.cfg
-        logp, value, ent = self._replay(params, traj, hidden0)
+        logp, value, ent, aux = self._replay(params, traj, hidden0)
         ratio = jnp.exp(logp - traj["logp"])
         norm = (adv - adv.mean()) / (adv.std() + 1e-8)
         pg = -jnp.minimum(ratio * norm, jnp.clip(ratio, 1 - c.clip, 1 + c.clip) * norm).mean()
         vf = 0.5 * ((value - target) ** 2).mean()
-        ent = ent.mean()
-        return pg + c.vf_coef * vf - c.ent_coef * ent, dict(policy_loss=pg, value_loss=vf,
-                                                           entropy=ent)
+        ent, aux = ent.mean(), aux.mean()
+        loss = pg + c.vf_coef * vf - c.ent_coef * ent + c.aux_coef * aux
+        return loss, dict(policy_loss=pg, value_loss=vf, entropy=ent, aux_loss=aux)
+
+    def rollout(self, ts: TrainState):
+        """``steps`` turns of every episode with the current policy: the carry after them
+        (env state, params, observation vectors, GRU state) and the trajectory ``[steps, B]``."""
+        return jax.lax.scan(functools.partial(self._env_step, ts.params),
+                            (ts.env_state, ts.env_params, ts.enc, ts.turn, ts.hidden),
+                            jax.random.split(ts.key, self.cfg.steps))
 
     def update(self, ts: TrainState) -> tuple[TrainState, dict]:
-        """One PPO update for one seed: ``steps`` turns of every episode, GAE, ``epochs`` x
-        ``minibatches`` gradient steps. Returns the new state and the update's metrics
-        (episodes ended and defused in this batch, losses)."""
+        """One PPO update for one seed: :meth:`rollout`, GAE, ``epochs`` x ``minibatches``
+        gradient steps. Returns the new state and the update's metrics (episodes ended and
+        defused in this batch, losses)."""
         c = self.cfg
         key, k_roll, k_perm = jax.random.split(ts.key, 3)
-        carry, traj = jax.lax.scan(functools.partial(self._env_step, ts.params),
-                                   (ts.env_state, ts.obs, ts.hidden),
-                                   jax.random.split(k_roll, c.steps))
-        env_state, obs, hidden = carry
+        carry, traj = self.rollout(ts.replace(key=k_roll))
+        env_state, env_params, enc, turn, hidden = carry
         _, last_value, _ = jax.vmap(self.act, (None, 0, 0, 0))(
-            ts.params, self.view.encode(obs), self.view.actor(obs), hidden)
+            ts.params, enc, self.view.actor(enc, turn), hidden)
         adv, target = self._gae(traj, last_value)
         opt = _optimiser(c)
         grad_fn = jax.value_and_grad(self._loss, has_aux=True)
@@ -244,8 +374,9 @@ class Trainer:
                                                 jax.random.split(k_perm, c.epochs))
         metrics = {k: v.mean() for k, v in aux.items()}
         metrics.update(ended=traj["done"].sum(), defused=traj["defused"].sum())
-        return TrainState(params=params, opt_state=opt_state, env_state=env_state, obs=obs,
-                          hidden=hidden, key=key, update=ts.update + 1), metrics
+        return TrainState(params=params, opt_state=opt_state, env_state=env_state,
+                          env_params=env_params, enc=enc, turn=turn, hidden=hidden, key=key,
+                          update=ts.update + 1), metrics
 
     @functools.partial(jax.jit, static_argnums=(0, 2))
     def train(self, ts: TrainState, n_updates: int) -> tuple[TrainState, dict]:
@@ -260,39 +391,56 @@ class Trainer:
         keys = jax.random.split(jax.random.PRNGKey(seed), self.cfg.seeds)
         ts = jax.jit(jax.vmap(self.init_state))(keys)
         mesh = data_mesh()
+        replicated = NamedSharding(mesh, PartitionSpec())
+        ts = jax.device_put(ts, replicated)  # every leaf placed: later calls see one sharding
         if self.cfg.episodes % mesh.shape[DATA]:
             return ts
         episodes = NamedSharding(mesh, PartitionSpec(None, DATA))
-        replicated = NamedSharding(mesh, PartitionSpec())
-        return ts.replace(
-            env_state=jax.device_put(ts.env_state, episodes),
-            obs=jax.device_put(ts.obs, episodes), hidden=jax.device_put(ts.hidden, episodes),
-            params=jax.device_put(ts.params, replicated),
-            opt_state=jax.device_put(ts.opt_state, replicated))
+        return ts.replace(**{f: jax.device_put(getattr(ts, f), episodes)
+                             for f in ("env_state", "env_params", "enc", "turn", "hidden")})
 
     # ---- greedy held-out evaluation --------------------------------------------------------
 
     @functools.partial(jax.jit, static_argnums=(0,))
     def evaluate(self, params, keys: jax.Array) -> jax.Array:
-        """Greedy play of one episode per key (reset key as in :func:`jaxcollab.rollout`), no
-        auto-reset: the fraction defused, per seed of ``params`` (leading seed axis)."""
-        env, p0, n_steps = self.view.env, self.params0, T.N_AGENTS * self.view.env.variant.rounds
+        """Greedy play of one episode per key (reset key as in :func:`jaxcollab.rollout`;
+        turn orders :meth:`heldout_params`), no auto-reset: the fraction that succeeded, per
+        seed of ``params`` (leading seed axis)."""
+        env, view = self.view.env, self.view
         reset_keys = jax.vmap(lambda k: split_episode_key(k)[0])(keys)
+        p0 = self.heldout_params(keys.shape[0])
 
         def one_seed(params):
-            obs, state = jax.vmap(env.reset, (0, None))(reset_keys, p0)
-            hidden = jnp.zeros((keys.shape[0], T.N_AGENTS, self.cfg.hidden), jnp.float32)
+            obs, state = jax.vmap(env.reset)(reset_keys, p0)
+            hidden = jnp.zeros((keys.shape[0], self.n, self.cfg.hidden), jnp.float32)
 
-            def step(carry, _):
+            def step(carry, turn):
                 obs, state, hidden = carry
-                enc, actor = self.view.encode(obs), self.view.actor(obs)
+                enc = view.encode(obs)
+                actor = view.actor(enc, jnp.full(keys.shape[0], turn))
                 logp, _, hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
                 joint = jax.vmap(self.joint)(nn.greedy(logp), actor)
-                obs, state, *_ = jax.vmap(env.step, (None, 0, 0, None))(
+                obs, state, *_ = jax.vmap(env.step, (None, 0, 0, 0))(
                     jax.random.PRNGKey(0), state, joint, p0)
                 return (obs, state, hidden), None
 
-            (_, state, _), _ = jax.lax.scan(step, (obs, state, hidden), None, n_steps)
-            return (state.ending == T.DEFUSED).mean()
+            (_, state, _), _ = jax.lax.scan(step, (obs, state, hidden), jnp.arange(view.max_turns))
+            return view.success(state).mean()
 
         return jax.vmap(one_seed)(params)
+
+
+def any_view(env: str, symbols: int = 1, alphabet: int = 8):
+    """The RL view of ``env``: :func:`~jaxcollab.marl.view.make_view` for a bomb variant,
+    :func:`~jaxcollab.marl.ktane_view.make_ktane_view` for a Keep-Talking environment.
+
+    Raises:
+        KeyError: neither (names both forms)."""
+    if env.startswith("bomb/"):
+        return make_view(env, symbols, alphabet)
+    if env.startswith("ktane/"):
+        from jaxcollab.marl.ktane_view import make_ktane_view
+
+        return make_ktane_view(env, symbols, alphabet)
+    raise KeyError(f"env={env!r}: a bomb variant (bomb/base-1) or a Keep-Talking environment "
+                   "(ktane/wires)")

@@ -3,8 +3,9 @@
 A team checkpoint is a directory holding ``config.json`` (the :class:`~jaxcollab.marl.ppo.
 PPOConfig`) and ``params/`` (orbax, one seed's parameters). The policy plays greedily (the most
 likely choice of every head) from each role's own observation: at each step the role whose turn
-it is (the your-turn flag of its row) runs its recurrent policy and advances its GRU state; the
-other rows idle, which the environment ignores (one turn is one role's; SANZARU Table 1).
+it is (the your-turn flag of its bomb row; in Keep-Talking the turn count's parity) runs its
+recurrent policy and advances its GRU state; the other rows idle, which the environment ignores
+(one turn is one role's; SANZARU Table 1).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
+from jaxcollab.agents.bomb.bank import PinnedInstances
 from jaxcollab.core.env import Environment
 from jaxcollab.core.rollout import Policy, policy
-from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.marl import networks as nn
-from jaxcollab.marl.ppo import PPOConfig, Trainer
+from jaxcollab.marl.ppo import PPOConfig, Trainer, any_view
 from jaxcollab.marl.view import BombView
 from jaxcollab.scale.preempt import TrainState as Checkpoint
 
@@ -49,18 +51,26 @@ def load_team(path: str | Path) -> tuple[PPOConfig, dict]:
 
 
 def team_policy(cfg: PPOConfig, params, env: Environment) -> Policy:
-    """The greedy team of ``params`` on ``env`` (any message caps): a :class:`Policy` whose
-    state is the GRU state float32 ``[3, hidden]``."""
-    trainer = Trainer(cfg, BombView(env, cfg.symbols, cfg.alphabet))
-    view = trainer.view
+    """The greedy team of ``params`` on ``env`` (the trained environment's observations; for a
+    bomb variant any message caps and turn order, also the bank's pinned-instance env): a
+    :class:`Policy` whose state is the GRU state float32 ``[n_agents, hidden]`` and the turns
+    played (int32, for views whose actor is the turn's parity)."""
+    if cfg.env.startswith("bomb/"):  # the trained variant's view, at the env's caps
+        view = BombView(BombEnv(cfg.env, env.speech_bytes, env.gesture_symbols), cfg.symbols,
+                        cfg.alphabet)
+    else:
+        view = any_view(cfg.env, cfg.symbols, cfg.alphabet)
+    trainer = Trainer(cfg, view)
 
-    def act(key, obs, hidden):
-        enc, actor = view.encode(obs), view.actor(obs)
+    def act(key, obs, carry):
+        hidden, turn = carry
+        enc = view.encode(obs)
+        actor = view.actor(enc, turn)
         logp, _, hidden = trainer.act(params, enc, actor, hidden)
-        return trainer.joint(nn.greedy(logp), actor), hidden
+        return trainer.joint(nn.greedy(logp), actor), (hidden, turn + 1)
 
-    return policy(act, init=lambda key: jnp.zeros((T.N_AGENTS, cfg.hidden), jnp.float32),
-                  name="learned")
+    return policy(act, init=lambda key: (jnp.zeros((view.n_agents, cfg.hidden), jnp.float32),
+                                         jnp.int32(0)), name="learned")
 
 
 def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Policy:
@@ -68,7 +78,8 @@ def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Poli
     holding one) as a rollout policy on ``env`` (default ``jaxcollab.make`` of its variant).
 
     Raises:
-        FileNotFoundError: no team checkpoint there; ValueError: ``env`` is another variant.
+        FileNotFoundError: no team checkpoint there; ValueError: ``env`` is another variant
+            (the bank's pinned-instance env carries its variants in the params: allowed).
     """
     import jaxcollab
 
@@ -76,6 +87,6 @@ def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Poli
     path = path / "team" if (path / "team" / "config.json").is_file() else path
     cfg, params = load_team(path)
     env = env if env is not None else jaxcollab.make(cfg.env)
-    if env.name != cfg.env:
+    if env.name != cfg.env and not isinstance(env, PinnedInstances):
         raise ValueError(f"the team at {path} was trained on {cfg.env!r}, not {env.name!r}")
     return team_policy(cfg, params, env)

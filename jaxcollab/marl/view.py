@@ -27,9 +27,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.bomb.teams import oracle_hint
 from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
+from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.rules import BombAction
+from jaxcollab.envs.bomb.state import required_value
 
 ACT, TARGET = 0, 1
 NOBODY = 0  # recipient head value: send nothing
@@ -79,6 +83,24 @@ class BombView:
         pick.append(np.arange(sl["feedback"].start, sl["feedback"].stop))
         return np.concatenate(pick).astype(np.int32)
 
+    @functools.cached_property
+    def inbox(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where heard symbols sit in the observation vector and which tokens they arrive as:
+        (slots int32 ``[2, 3, symbols]``: per channel and sender, the vector positions of that
+        sender's latest message; tokens int32 ``[2, alphabet]``: the token symbol ``m`` shows
+        as when delivered in full on each channel). Used to pass gradients through the
+        channel (:class:`~jaxcollab.marl.ppo.PPOConfig` ``dial``)."""
+        sl, k = self.env.layout.slices(), self.symbols
+        at = {int(p): i for i, p in enumerate(self.positions)}
+        slots = np.zeros((2, T.N_AGENTS, k), np.int32)
+        for ch, (channel, cap) in enumerate((("speech", self.env.speech_bytes),
+                                             ("gesture", self.env.gesture_symbols))):
+            for s in range(T.N_AGENTS):
+                slots[ch, s] = [at[sl[channel].start + cap * s + j] for j in range(k)]
+        m = np.arange(self.alphabet)
+        tokens = np.stack([T.BYTE_TOK + SPEECH_BYTE0 + m, T.SYMBOL_TOK + 1 + m]).astype(np.int32)
+        return slots, tokens
+
     @property
     def obs_size(self) -> int:
         return int(self.positions.shape[0])
@@ -87,15 +109,60 @@ class BombView:
     def vocab_size(self) -> int:
         return T.VOCAB_SIZE
 
+    @functools.cached_property
+    def _runs(self) -> tuple[tuple[int, int], ...]:
+        """:attr:`positions` as contiguous ``(start, stop)`` runs."""
+        p = self.positions
+        cuts = np.flatnonzero(np.diff(p) != 1) + 1
+        return tuple((int(r[0]), int(r[-1]) + 1) for r in np.split(p, cuts))
+
     def encode(self, obs: jax.Array) -> jax.Array:
         """Observation tokens int32 ``[..., 3, L]`` → observation vectors int32
-        ``[..., 3, obs_size]``."""
-        return jnp.take(obs, jnp.asarray(self.positions), axis=-1)
+        ``[..., 3, obs_size]``. Static slices, not a gather: under ``jit`` XLA then computes
+        only the observation sections the view keeps."""
+        return jnp.concatenate([obs[..., a:b] for a, b in self._runs], axis=-1)
+
+    n_agents = T.N_AGENTS
 
     @staticmethod
-    def actor(obs: jax.Array) -> jax.Array:
-        """The role whose turn it is, from the your-turn flags of ``obs`` ``[..., 3, L]``."""
+    def actor(obs: jax.Array, turn: jax.Array | None = None) -> jax.Array:
+        """The role whose turn it is, from the your-turn flags of ``obs`` ``[..., 3, L]`` (or
+        of observation vectors ``[..., 3, obs_size]``: the header comes first in both);
+        ``turn`` (turns since reset) is not needed here."""
         return jnp.argmax(obs[..., :, 3] == T.YES, axis=-1)
+
+    # ---- episodes ------------------------------------------------------------------------
+
+    def episode_table(self, turn_order: str = "deaf,mute,blind"):
+        """:class:`BombParams` ``[k]`` of the episodes to train on: the variant under each of
+        the six turn orders (``"cycle"``) or under the one given (``"deaf,mute,blind"``).
+
+        Raises:
+            ValueError: a bad ``turn_order`` (names the valid forms)."""
+        order = parse_turn_order(turn_order)
+        orders = TURN_ORDERS if order == CYCLE else np.asarray([order], np.int32)
+        return stack_params([make_params(self.env.variant, o) for o in orders])
+
+    @property
+    def max_turns(self) -> int:
+        """Turns after which every episode of the variant has ended."""
+        return T.N_AGENTS * self.env.variant.rounds
+
+    @staticmethod
+    def success(state) -> jax.Array:
+        """Whether the episode ended defused."""
+        return state.ending == T.DEFUSED
+
+    #: Sizes of the :meth:`answer` parts: a position (wire or key), a value (colour or digit).
+    answer_sizes = (T.MAX_WIRES, 10)
+
+    @staticmethod
+    def answer(state, params) -> jax.Array:
+        """What the task needs now, int32 ``[2]`` (privileged, for training losses only): the
+        position to act on (:func:`~jaxcollab.agents.bomb.teams.oracle_hint`) and the
+        manual's answer (:func:`~jaxcollab.envs.bomb.state.required_value`: the wire colour
+        or code digit)."""
+        return jnp.stack([oracle_hint(state, params)[1], required_value(state, params)])
 
     # ---- actions -------------------------------------------------------------------------
 

@@ -229,9 +229,9 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
         if checkpoint is None or not Path(checkpoint).is_dir():
             raise ConfigValueError("checkpoint", checkpoint, "the out_dir (or its team/) of a "
                                    "train/marl.py run, for agent=learned")
-        if len(env_names) != 1 or options.get("bank"):
+        if len(env_names) != 1:
             raise ConfigValueError("env", ",".join(env_names), "the one variant the learned team "
-                                   "was trained on (agent=learned, bank=false)")
+                                   "was trained on (agent=learned)")
     hint = options.get("bomb", {}).get("hint", "weak")
     if hint not in ("none", "weak", "strong", "playbook"):
         raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")

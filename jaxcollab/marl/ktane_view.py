@@ -1,0 +1,158 @@
+"""The RL view of a Keep-Talking bomb (GPTNT, §4): per-agent observation vectors and a discrete
+joint action, built on the environment's own ``observe`` / ``step`` (no rule repeated).
+
+An agent's **observation vector** is its whole observation row (int32 word tokens below
+``len(VOCAB)``, for an embedding): the Defuser's row shows the timer, strikes, face, zoomed
+module and the Expert's last phrase; the Expert's only the Defuser's last phrase (GPTNT
+§4.2.1). An agent's **discrete action** is int32 ``[n_heads]``: ``verb`` (wait, message,
+select, back, rotate, flip, press, cut, hold, release), ``target`` (a face slot, a rotation or
+a module's labelled target) and ``symbols`` words from an alphabet of ``alphabet`` serial
+characters (``0``-``9``, then ``A``-``Z``), sent when the verb is ``message``. The Expert may
+only wait or message (its other verbs are masked; the environment would read them as wait).
+Turns alternate Defuser, Expert from reset (the environment's sync mode), so the actor is the
+turn count's parity, which a policy carries itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcollab.envs.ktane import tables as KT
+from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.env import KtaneEnv
+from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT
+from jaxcollab.envs.ktane.modules.base import ACTION_LEN, MESSAGE, VERBS, WAIT
+from jaxcollab.envs.ktane.observe import OBS_LEN
+
+VERB, TARGET = 0, 1
+#: Verbs whose target the environment reads (the others ignore it).
+TARGETED = ("select", "rotate", "press", "cut", "hold", "release")
+
+
+@dataclasses.dataclass(frozen=True)
+class KtaneView:
+    """The RL view of ``env``.
+
+    Args:
+        env: a :class:`~jaxcollab.envs.ktane.env.KtaneEnv` (e.g. ``ktane/wires``).
+        symbols: words per message, 1..8; alphabet: distinct words, 2..36.
+
+    Raises:
+        ValueError: ``symbols`` or ``alphabet`` out of range.
+    """
+
+    env: KtaneEnv
+    symbols: int = 1
+    alphabet: int = 8
+
+    n_agents = 2
+
+    def __post_init__(self):
+        if not 1 <= self.symbols <= 8:
+            raise ValueError(f"symbols={self.symbols!r} must be in 1..8")
+        if not 2 <= self.alphabet <= len(V.SERIAL_CHAR):
+            raise ValueError(f"alphabet={self.alphabet!r} must be in 2..{len(V.SERIAL_CHAR)}")
+
+    @property
+    def obs_size(self) -> int:
+        return OBS_LEN
+
+    @property
+    def vocab_size(self) -> int:
+        return len(V.VOCAB)
+
+    def encode(self, obs: jax.Array) -> jax.Array:
+        """Observation tokens int32 ``[..., 2, OBS_LEN]`` → observation vectors (the same)."""
+        return obs
+
+    @staticmethod
+    def actor(obs: jax.Array, turn: jax.Array) -> jax.Array:
+        """The role whose turn it is after ``turn`` turns of the episode (Defuser first; the
+        observation does not say, so every caller counts turns)."""
+        return jnp.where(turn % 2 == 0, DEFUSER, EXPERT).astype(jnp.int32)
+
+    # ---- episodes ------------------------------------------------------------------------
+
+    def episode_table(self, turn_order: str = "cycle"):
+        """The params of the episodes to train on, stacked ``[1]`` (the mission's defaults;
+        Keep-Talking turns always alternate from the Defuser, its one order: ``"cycle"`` or
+        ``"defuser,expert"``).
+
+        Raises:
+            ValueError: any other ``turn_order``."""
+        if turn_order not in ("cycle", "defuser,expert"):
+            raise ValueError(f"turn_order={turn_order!r}: Keep-Talking turns alternate "
+                             "defuser,expert")
+        return jax.tree.map(lambda x: np.asarray(x)[None], self.env.default_params)
+
+    @property
+    def max_turns(self) -> int:
+        return int(self.env.max_turns)
+
+    @staticmethod
+    def success(state) -> jax.Array:
+        """Whether the bomb was solved."""
+        return state.outcome == KT.SOLVED
+
+    @property
+    def answer_sizes(self) -> tuple[int, ...]:
+        """Sizes of the :meth:`answer` parts: a verb and a target."""
+        return self.head_sizes[:2]
+
+    def answer(self, state, params) -> jax.Array:
+        """The zoomed module's next correct ``(verb, target)``, int32 ``[2]`` (privileged, for
+        training losses only): :meth:`~jaxcollab.envs.ktane.env.KtaneEnv.module_oracle`."""
+        return jnp.stack(self.env.module_oracle(state, params)).astype(jnp.int32)
+
+    @property
+    def head_sizes(self) -> tuple[int, ...]:
+        """Sizes of the action heads: verb, target, then ``symbols`` words."""
+        targets = max(KT.SLOTS_PER_FACE, 4, int(self.env.n_targets.max()))
+        return (len(VERBS), targets) + (self.alphabet,) * self.symbols
+
+    @property
+    def n_logits(self) -> int:
+        return sum(self.head_sizes)
+
+    @functools.cached_property
+    def logit_mask(self) -> np.ndarray:
+        """bool ``[2, n_logits]``: the Expert may only wait or message (GPTNT §4)."""
+        mask = np.ones((self.n_agents, self.n_logits), bool)
+        mask[EXPERT, :len(VERBS)] = False
+        mask[EXPERT, [WAIT, MESSAGE]] = True
+        return mask
+
+    def relevant(self, action: jax.Array) -> jax.Array:
+        """bool ``[..., n_heads]``: the target only for a verb that reads it, the words only
+        when messaging (the factors of the action's probability)."""
+        verb = action[..., VERB]
+        targeted = jnp.isin(verb, jnp.asarray([VERBS.index(v) for v in TARGETED]))
+        words = [verb == MESSAGE] * self.symbols
+        return jnp.stack([jnp.ones_like(targeted), targeted, *words], -1)
+
+    def to_env(self, action: jax.Array) -> jax.Array:
+        """int32 ``[2, n_heads]`` → the environment's int32 ``[2, ACTION_LEN]`` (words as
+        serial-character tokens, padded with 0)."""
+        words = jnp.asarray(V.SERIAL_CHAR[:self.alphabet])[action[:, 2:]]
+        words = jnp.where((action[:, VERB] == MESSAGE)[:, None], words, V.PAD)
+        out = jnp.concatenate([action[:, :2], words], 1)
+        return jnp.pad(out, ((0, 0), (0, ACTION_LEN - out.shape[1]))).astype(jnp.int32)
+
+
+def make_ktane_view(name: str, symbols: int = 1, alphabet: int = 8) -> KtaneView:
+    """The RL view of Keep-Talking environment ``name`` (``ktane/wires``, a mission name).
+
+    Raises:
+        KeyError: unknown environment; ValueError: see :class:`KtaneView`.
+    """
+    import jaxcollab
+
+    env = jaxcollab.make(name)
+    if not isinstance(env, KtaneEnv):
+        raise KeyError(f"{name!r} is not a Keep-Talking environment (ktane/<module>)")
+    return KtaneView(env, symbols, alphabet)
