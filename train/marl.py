@@ -32,11 +32,11 @@ import jax
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from jaxcollab.io.plots import learning_curve_plot, protocol_plot
 from jaxcollab.io.run import start_run
 from jaxcollab.io.schema import ConfigValueError
-from jaxcollab.marl.plots import curve_plot
 from jaxcollab.marl.ppo import PPOConfig, Trainer
-from jaxcollab.marl.protocol import protocol_plot, protocol_tables
+from jaxcollab.marl.protocol import protocol_tables
 from jaxcollab.marl.team import save_team, team_policy
 from jaxcollab.scale.preempt import TrainState as Checkpoint
 
@@ -142,7 +142,7 @@ def main(cfg: DictConfig) -> None:
     start = time.time()
     final = train(job.cfg, job)
     job.results.update({**final, "wall_seconds": time.time() - start})
-    curve_plot(job.results.data, job.out / "learning_curve.png")
+    learning_curve_plot(job.results.data, job.out / "learning_curve.png")
     print(f"success_rate {final['success_rate']:.3f}; wrote {job.results.path}")
     job.finish()
 

@@ -7,7 +7,8 @@ sweep), :func:`maze_success_plot` (mazes), :func:`plot_by_condition` (the calibr
 experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
 :func:`plot_reliability`, :func:`plot_conversation_cells`. Tables of rates (teams x variants,
 model pairs): :func:`heatmap_panels`. LLM mazes: :func:`llm_maze_plot`,
-:func:`confidence_plot`. Information bounds: :func:`bounds_plot`. For pages (PNG bytes,
+:func:`confidence_plot`. Information bounds: :func:`bounds_plot`. Learned
+teams: :func:`learning_curve_plot`, :func:`protocol_plot`. For pages (PNG bytes,
 ``eval/report.py``): :func:`success_bars`, :func:`round_curves`, :func:`stacked_counts`,
 :func:`failure_rings`.
 """
@@ -347,6 +348,44 @@ def bounds_plot(variants: dict[str, dict], path: str | Path) -> None:
     axes[0, 0].legend(fontsize=7, ncol=3)
     family = next(iter(variants)).split("/")[0]
     axes[0, 0].set_title(f"{family}: information bounds and teams (successful episodes)")
+    save(fig, path)
+
+
+def learning_curve_plot(results: dict, path: str | Path) -> None:
+    """``train/marl.py``: held-out (greedy, solid) and training (sampled, dashed) success per
+    seed against environment steps per seed, from ``results["curve"]``; the final
+    ``success_rate`` as a dot when present."""
+    curve = results["curve"]
+    steps = np.asarray(curve["env_steps"], float)
+    fig, axes = figure()
+    ax = axes[0, 0]
+    for name, style in (("heldout_success", "-"), ("train_success", "--")):
+        values = np.asarray(curve[name], float)  # [points, seeds]
+        for s in range(values.shape[1]):
+            ax.plot(steps, values[:, s], style, color=f"C{s}",
+                    label=f"{name.split('_')[0]} seed {s}")
+    if "success_rate" in results:
+        ax.plot(steps[-1:], [results["success_rate"]], "ko", label="held-out (rollout)")
+    ax.set(xlabel="environment steps (turns) per seed", ylabel="success rate", ylim=(-0.02, 1.02),
+           title=results["config"]["env"] + " " + results["config"]["ppo"]["algo"])
+    ax.grid(alpha=GRID_ALPHA)
+    ax.legend(fontsize=7)
+    save(fig, path)
+
+
+def protocol_plot(tables: dict, path: str | Path) -> None:
+    """A learned protocol (:func:`jaxcollab.marl.protocol.protocol_tables`): one heatmap per
+    role and channel, its most informative feature against the symbol sent."""
+    fig, axes = figure(len(tables), 4.0, 3.4)
+    for ax, (key, t) in zip(axes[0], tables.items(), strict=True):
+        fname, f = max(t["features"].items(), key=lambda kv: kv[1]["mutual_information_bits"])
+        ax.imshow(np.asarray(f["table"]), aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(t["symbols"])), [str(s) for s in t["symbols"]], fontsize=6)
+        ax.set_yticks(range(len(f["values"])), [str(v) for v in f["values"]], fontsize=6)
+        ax.set(xlabel="symbol sent", ylabel=fname,
+               title=f"{key}: {f['mutual_information_bits']:.2f} bits, "
+                     f"dead {t['dead_channel']:.0%}")
+        ax.title.set_fontsize(8)
     save(fig, path)
 
 

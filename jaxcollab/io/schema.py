@@ -408,10 +408,10 @@ class MarlPPO:
     """The trainer's settings (:class:`jaxcollab.marl.ppo.PPOConfig`, same names)."""
 
     env: str = "${env}"
-    algo: MarlAlgo = MarlAlgo.ippo
-    shared: bool = True
-    episodes: int = count(256)
-    steps: int = count(32)
+    algo: MarlAlgo = MarlAlgo.ippo  # ippo | mappo (centralised critic)
+    shared: bool = True            # one actor for every role (the role in its view), or per role
+    episodes: int = count(1024)    # parallel episodes per seed
+    steps: int = count(32)         # turns per episode per update (auto-reset)
     epochs: int = count(2)
     minibatches: int = count(2)
     lr: float = bounded(1e-3, gt=0.0)
@@ -421,11 +421,11 @@ class MarlPPO:
     ent_coef: float = bounded(0.01, ge=0.0)
     vf_coef: float = bounded(0.5, ge=0.0)
     max_grad_norm: float = bounded(0.5, gt=0.0)
-    wrong_penalty: float = bounded(1.0, ge=0.0)
+    wrong_penalty: float = bounded(1.0, ge=0.0)  # a wrong action is rewarded this x the env -1
     hidden: int = count(64)
     embed: int = count(4)
-    symbols: int = bounded(1, ge=1, le=4)
-    alphabet: int = bounded(8, ge=2, le=42)
+    symbols: int = bounded(1, ge=1, le=4)     # symbols per message
+    alphabet: int = bounded(8, ge=2, le=42)   # distinct symbols
     seeds: int = count(1)
     dial: bool = False             # gradients through the channel in the update (DIAL)
     aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
@@ -443,11 +443,11 @@ class Marl:
     IPPO/MAPPO; sizes from the ``preset`` group in ``configs/marl/preset/``)."""
 
     env: str = "bomb/base-1"
-    seed: int = count(0, 0)
+    seed: int = seed_field()       # training episodes
     updates: int = count(300)      # PPO updates in all
     chunk: int = count(20)         # updates per compiled call (a checkpoint and a curve point)
     eval_episodes: int = count(1024)
-    eval_seed: int = count(1_000_003, 0)  # held-out episodes: another seed than training's
+    eval_seed: int = seed_field(1_000_003)  # held-out episodes: another seed than training's
     ppo: MarlPPO = field(default_factory=MarlPPO)
     out_dir: str = MISSING
 

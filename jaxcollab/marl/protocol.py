@@ -12,8 +12,6 @@ Each table comes with the mutual information between the feature and the message
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -103,25 +101,3 @@ def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: 
                 "dead_channel": float(dead.sum() / max(n_sent, 1)),
                 "symbols": [NONE] + symbols, "features": feats}
     return result
-
-
-def protocol_plot(tables: dict, path: str | Path) -> None:
-    """One heatmap per role/channel: its most informative feature against the symbol sent."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(tables), figsize=(4 * len(tables), 3.4), squeeze=False)
-    for ax, (key, t) in zip(axes[0], tables.items(), strict=True):
-        fname, f = max(t["features"].items(), key=lambda kv: kv[1]["mutual_information_bits"])
-        ax.imshow(np.asarray(f["table"]), aspect="auto", cmap="viridis")
-        ax.set_xticks(range(len(t["symbols"])), [str(s) for s in t["symbols"]], fontsize=6)
-        ax.set_yticks(range(len(f["values"])), [str(v) for v in f["values"]], fontsize=6)
-        ax.set(xlabel="symbol sent", ylabel=fname,
-               title=f"{key}: {f['mutual_information_bits']:.2f} bits, "
-                     f"dead {t['dead_channel']:.0%}")
-        ax.title.set_fontsize(8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
