@@ -58,6 +58,7 @@ def test_episodes_play_every_turn_order(trained):
     assert len({tuple(o) for o in held}) == 6
 
 
+@pytest.mark.full  # two more trainers to compile; CI's full tier runs it
 def test_only_dial_passes_listener_gradients_to_speakers():
     """The auxiliary loss reads the GRU state, never the message logits: without dial its
     gradient on the policy head is exactly zero; with dial it reaches the speakers (Deaf,
@@ -93,6 +94,7 @@ def test_learned_team_plays_through_rollout_as_trained(trained, tmp_path):
     assert sum(bank["endings"].values()) == 6
 
 
+@pytest.mark.full  # another trainer to compile; CI's full tier runs it
 def test_mappo_and_per_role_parameters_train():
     cfg = dataclasses.replace(TINY, algo="mappo", shared=False, seeds=1)
     trainer = Trainer(cfg)

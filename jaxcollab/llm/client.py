@@ -392,6 +392,12 @@ class ChatClient:
                       if isinstance(info.get(k), int) and info[k] > 0), None)
         self.served_context = limit
 
+    def check_once(self) -> None:
+        """:meth:`check`, the first time any thread calls it (pool workers share the client)."""
+        with self._check_lock:
+            if not self.checked:
+                self.check()
+
     # --- completion ------------------------------------------------------------------------
 
     def complete_many(self, reqs: list[Request]) -> list[Reply]:
@@ -410,9 +416,7 @@ class ChatClient:
         replies: list[Reply | None] = [self.cache.get(k) for k in keys]
         todo = [i for i, r in enumerate(replies) if r is None]
         if todo:
-            with self._check_lock:
-                if not self.checked:
-                    self.check()
+            self.check_once()
             try:
                 fresh = asyncio.run(self._send_all([reqs[i] for i in todo],
                                                    [keys[i] for i in todo]))

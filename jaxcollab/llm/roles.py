@@ -87,6 +87,15 @@ class TeamClient:
             self.route[role] = by_identity[key]
         self.clients = list(by_identity.values())
 
+    def check_fresh(self) -> None:
+        """Check every endpoint now (:meth:`ChatClient.check_once`) when the cache holds no
+        reply: a fresh run will send requests, so an unreachable URL or unknown model fails
+        before the rollout compiles; a run with cached replies checks at its first miss (one
+        replayed wholly from the cache needs no server)."""
+        if not self.default.cache.entries:
+            for c in self.clients:
+                c.check_once()
+
     def client(self, agent: str) -> ChatClient:
         """The client of ``agent`` (its role's, else the team's)."""
         return self.route.get(agent, self.default)
