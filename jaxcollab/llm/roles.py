@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -87,13 +87,15 @@ class TeamClient:
             self.route[role] = by_identity[key]
         self.clients = list(by_identity.values())
 
-    def check_fresh(self) -> None:
-        """Check every endpoint now (:meth:`ChatClient.check_once`) when the cache holds no
-        reply: a fresh run will send requests, so an unreachable URL or unknown model fails
-        before the rollout compiles; a run with cached replies checks at its first miss (one
-        replayed wholly from the cache needs no server)."""
+    def check_fresh(self, agents: Sequence[str]) -> None:
+        """Check the endpoint of each of ``agents`` now (:meth:`ChatClient.check_once`) when
+        the cache holds no reply: a fresh run will send requests, so an unreachable URL or
+        unknown model fails before the rollout compiles; a run with cached replies checks at
+        its first miss (one replayed wholly from the cache needs no server). No ``agents``
+        (a family that names none): the team's client."""
         if not self.default.cache.entries:
-            for c in self.clients:
+            used = {id(self.client(a)): self.client(a) for a in agents} or {0: self.default}
+            for c in used.values():
                 c.check_once()
 
     def client(self, agent: str) -> ChatClient:

@@ -148,7 +148,7 @@ class LLMTeam:
                 for (name, index), b in first.items()]
         names = {b: name for (name, _), b in first.items()}
         records: dict[int, dict] = {}
-        self.client.check_fresh()
+        self.client.check_fresh(self.family.llm.roles)
         played = play_pool(env, keys, params, jobs, self.host, self.cfg.concurrency,
                            lambda p, game, b: records.__setitem__(
                                b, self._finish(names[b], p, game)))
