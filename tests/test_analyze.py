@@ -223,6 +223,32 @@ def test_llm_bank_run_is_replayed_on_its_pinned_instances(server, tmp_path):
         not e["turn_order"].endswith("blind") for e in a["lost_episodes"]]
 
 
+def test_scripted_bank_run_is_replayed_on_its_pinned_instances(tmp_path):
+    """``agent=random bank=true`` (3 instances x 1 repeat per base variant) replays on the
+    bank's pinned instances and turn-order cycle: one entry per lost episode, with the flags,
+    as many per variant (and with the same endings) as the run lost."""
+    from conftest import run_entry
+
+    from jaxcollab.envs.bomb.bank import bank_episodes
+    from jaxcollab.envs.bomb.bounds import order_name
+
+    results = run_entry("eval/rollout.py", "env=bomb/base", "agent=random", "bank=true",
+                        "repeats=1", f"out_dir={tmp_path}")
+    a = analyze(f"run={tmp_path}")
+    lost = a["lost_episodes"]
+    assert a["episodes"] == results["episodes"] == 15 and a["lost"] == len(lost) > 0
+    for name, v in results["variants"].items():
+        mine = [e for e in lost if e["variant"] == name]
+        assert len(mine) == round((1 - v["success_rate"]) * v["episodes"])
+        assert {k: sum(e["ending"] == k for e in mine) for k in v["endings"]} == {
+            **v["endings"], "defused": 0}
+    assert all({"dead_channel", "wrong_round", "omission"} <= e.keys() for e in lost)
+    plan = bank_episodes(list(results["variants"]), 1)
+    assert [e["turn_order"] for e in lost] == [
+        order_name(np.asarray(plan.params.turn_order)[e["episode"]]) for e in lost]
+    assert [e["variant"] for e in lost] == [str(plan.variant[e["episode"]]) for e in lost]
+
+
 def test_judge_needs_transcripts(tmp_path):
     """A run without transcripts (a scripted team's) cannot be judged: refused up front,
     before any replay or request."""
