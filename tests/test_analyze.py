@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from llm_server import JUDGE_MODE, LLMServer
 
 from jaxcollab.analysis import behaviour as B
+from jaxcollab.analysis.behaviour import KINDS
 from jaxcollab.analysis.judge import agreement, parse_verdict, summary
 from jaxcollab.analysis.sanzaru import MODES, RUBRIC
 from jaxcollab.envs.ktane.modules.base import CUT, MESSAGE, ROTATE, SELECT, WAIT
@@ -223,6 +224,32 @@ def test_llm_bank_run_is_replayed_on_its_pinned_instances(server, tmp_path):
         not e["turn_order"].endswith("blind") for e in a["lost_episodes"]]
 
 
+def test_scripted_bank_run_is_replayed_on_its_pinned_instances(tmp_path):
+    """``agent=random bank=true`` (3 instances x 1 repeat per base variant) replays on the
+    bank's pinned instances and turn-order cycle: one entry per lost episode, with the flags,
+    as many per variant (and with the same endings) as the run lost."""
+    from conftest import run_entry
+
+    from jaxcollab.envs.bomb.bank import bank_episodes
+    from jaxcollab.envs.bomb.bounds import order_name
+
+    results = run_entry("eval/rollout.py", "env=bomb/base", "agent=random", "bank=true",
+                        "repeats=1", f"out_dir={tmp_path}")
+    a = analyze(f"run={tmp_path}")
+    lost = a["lost_episodes"]
+    assert a["episodes"] == results["episodes"] == 15 and a["lost"] == len(lost) > 0
+    for name, v in results["variants"].items():
+        mine = [e for e in lost if e["variant"] == name]
+        assert len(mine) == round((1 - v["success_rate"]) * v["episodes"])
+        assert {k: sum(e["ending"] == k for e in mine) for k in v["endings"]} == {
+            **v["endings"], "defused": 0}
+    assert all({"dead_channel", "wrong_round", "omission"} <= e.keys() for e in lost)
+    plan = bank_episodes(list(results["variants"]), 1)
+    assert [e["turn_order"] for e in lost] == [
+        order_name(np.asarray(plan.params.turn_order)[e["episode"]]) for e in lost]
+    assert [e["variant"] for e in lost] == [str(plan.variant[e["episode"]]) for e in lost]
+
+
 def test_judge_needs_transcripts(tmp_path):
     """A run without transcripts (a scripted team's) cannot be judged: refused up front,
     before any replay or request."""
@@ -334,6 +361,44 @@ def test_ktane_llm_behaviour_from_transcripts(tmp_path, server):
                  "waiting": 0.0, "steps": n}
     assert b["message_rate"]["defuser"] == 0.0 and b["message_rate"]["expert"] == 1.0
     assert b["after_strike"]["strikes"] == round(results["mean_strikes"] * 2)
+
+
+def _late(body: dict) -> float:
+    """The Expert answers in 0.5 s; the Defuser's first reply (nothing zoomed) takes 3.2 s,
+    so its action lands one 3 s slot late; later replies take 0.05 s."""
+    if "You are the Expert" in body["messages"][0]["content"]:
+        return 0.5
+    return 3.2 if "zoom none" in body["messages"][-1]["content"] else 0.05
+
+
+@pytest.fixture(scope="module")
+def late_server():
+    with LLMServer(latency=_late) as srv:
+        yield srv
+
+
+def test_ktane_async_llm_behaviour_counts_the_late_slots_as_waits(tmp_path, late_server):
+    """``ktane.mode=async`` against a late server on the wires board the stub solves by
+    cutting B (seed 1): the Defuser's select lands one slot after its cycle began (a wait in
+    between), its cut on the next slot solves the module. Steps: wait, Expert message,
+    select, Expert message, cut."""
+    from conftest import run_entry
+
+    results = run_entry("eval/rollout.py", "env=ktane/wires", "agent=llm", "ktane.mode=async",
+                        f"llm.base_url={late_server.url}", "llm.model=good",
+                        "llm.backoff_s=0.01", "seed=1", "episodes=1", "ktane.reflection=false",
+                        f"out_dir={tmp_path}")
+    a = analyze(f"run={tmp_path}")
+    b = a["behaviour"]
+    assert results["success_rate"] == 1.0 and a["lost"] == 0 and b["episodes"]["solved"] == 1
+    d = b["defuser"]["solved"]
+    assert d["all"] == {"navigating": 1 / 3, "interacting": 1 / 3, "messaging": 0.0,
+                        "waiting": 1 / 3, "steps": 3}
+    assert [max(KINDS, key=d[p].get) for p in ("early", "middle", "late")] == [
+        "waiting", "navigating", "interacting"]
+    assert b["expert"]["solved"]["all"] == {"messaging": 1.0, "waiting": 0.0, "steps": 2}
+    assert b["message_rate"] == {"defuser": 0.0, "expert": 1.0, "either": 2 / 3}
+    assert b["after_strike"]["strikes"] == 0
 
 
 # -- entry points through the plug-in ----------------------------------------------------------

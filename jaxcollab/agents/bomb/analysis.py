@@ -2,7 +2,9 @@
 per lost episode, and the judge's rubric, :mod:`jaxcollab.analysis.sanzaru`).
 
 A scripted team's episodes are replayed by the team itself
-(:func:`~jaxcollab.agents.bomb.traces.episode_traces`); an LLM team's from its transcripts:
+(:func:`~jaxcollab.agents.bomb.traces.traced`: the rollout's batch, or with ``bank=true`` the
+bank protocol's pinned instances, turn orders and episode keys); an LLM team's from its
+transcripts:
 each agent turn's recorded calls are decoded as the game decoded them
 (:func:`jaxcollab.llm.bomb.decode_calls`) and replayed on the run's episode keys and params
 (:func:`jaxcollab.analysis.replay.replay`), so the environment's own counters give the flags.
@@ -17,6 +19,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxcollab.agents.bomb.traces import labelled, traced
 from jaxcollab.analysis.replay import replay
 from jaxcollab.core.registry import make, resolve
 from jaxcollab.envs.bomb import tables as T
@@ -34,9 +37,6 @@ def _config(results: Mapping, run_dir: Path) -> dict:
     if not all(k in cfg for k in ("env", "agent", "episodes", "seed")):
         raise ConfigValueError("run", str(run_dir), "an eval/rollout.py run (config with env, "
                                "agent, episodes, seed)")
-    if cfg.get("bank") and cfg["agent"] != "llm":
-        raise ConfigValueError("run", str(run_dir), "a rollout run without bank=true, or an "
-                               "agent=llm bank run (a scripted team's bank run is not replayed)")
     if cfg["agent"] not in (*TEAMS, "llm"):
         raise ConfigValueError("run", str(run_dir), f"a run of a scripted team {list(TEAMS)} or "
                                f"agent=llm, not agent={cfg['agent']}")
@@ -74,8 +74,9 @@ def _episodes(names: Sequence[str], cfg: Mapping):
     """``(env, keys, params, turn_order, idx, ep)`` of the run's episodes in its own order:
     the rollout's batch (:func:`~jaxcollab.agents.bomb._batch`) or, with ``bank=true``, the
     bank protocol's plan on the pinned env (:func:`~jaxcollab.agents.bomb.bank.play_bank`);
-    ``idx`` indexes ``names``, ``ep`` is each episode's index in its transcript."""
-    from jaxcollab.agents.bomb import _batch
+    ``idx`` indexes ``names``, ``ep`` is each episode's index in its transcript (a bank
+    episode's index in the plan). The env has the run's message caps."""
+    from jaxcollab.agents.bomb import _batch, message_caps
     from jaxcollab.agents.bomb.bank import PinnedParams, pinned_env
     from jaxcollab.core.rollout import episode_keys
     from jaxcollab.envs.bomb.bank import bank_episodes
@@ -86,7 +87,7 @@ def _episodes(names: Sequence[str], cfg: Mapping):
         n = len(plan.variant)
         params = PinnedParams(params=plan.params, reset_key=np.asarray(plan.instance_key))
         idx = np.array([list(names).index(str(v)) for v in plan.variant])
-        return (pinned_env(), np.asarray(episode_keys(cfg["seed"], n)), params,
+        return (pinned_env(*message_caps(cfg)), np.asarray(episode_keys(cfg["seed"], n)), params,
                 np.asarray(plan.params.turn_order), idx, np.arange(n))
     keys, params, idx, ep = _batch(list(names), cfg["episodes"], cfg["seed"], order)
     return make(names[0]), keys, params, np.asarray(params.turn_order), idx, ep
@@ -126,12 +127,20 @@ def llm_traces(names: Sequence[str], run_dir: Path, cfg: Mapping, chunk: int
                           np.stack([owners[i][0] for i in idx]),
                           np.stack([owners[i][1] for i in idx]))
     traces = {k: np.asarray(v) for k, v in flags.items()}
-    traces.update(ending=ending, rounds=np.asarray(final.round + (final.turn > 0)),
-                  turn_order=np.array([TURN_ORDERS.tolist().index(list(o))
-                                       for o in turn_order]),
-                  variant=np.asarray(idx), episode=np.asarray(ep),
-                  success=ending == T.DEFUSED)
-    return traces
+    traces.update(ending=ending, rounds=np.asarray(final.round + (final.turn > 0)))
+    return labelled(traces, turn_order, idx, ep)
+
+
+def bank_traces(names: Sequence[str], cfg: Mapping, chunk: int) -> dict[str, np.ndarray]:
+    """Traces of a scripted team's ``bank=true`` run (``cfg``: its config), replayed on the
+    bank protocol's episodes (:func:`_episodes`: pinned instances, turn orders, episode keys)
+    by the team's policy as :func:`~jaxcollab.agents.bomb.bank.play_bank` played it."""
+    from jaxcollab.agents.bomb import _policy
+
+    env, keys, params, turn_order, idx, ep = _episodes(names, cfg)
+    traces = traced(env, _policy(cfg["agent"], env), keys, params, turn_order, names, idx,
+                    chunk, f"{cfg['agent']} bank traces")
+    return labelled(traces, turn_order, idx, ep)
 
 
 def _episode(traces: dict, i: int, names: Sequence[str]) -> dict:
@@ -145,7 +154,7 @@ def _episode(traces: dict, i: int, names: Sequence[str]) -> dict:
 
 
 def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
-    """The flags of a finished bomb rollout run (scripted team, or ``agent=llm`` with or
+    """The flags of a finished bomb rollout run (a scripted team or ``agent=llm``, with or
     without ``bank=true``).
 
     Returns:
@@ -156,8 +165,7 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
         flags of each lost episode).
 
     Raises:
-        ConfigValueError: not a replayable rollout (bank run, unknown team, missing
-            transcripts).
+        ConfigValueError: not a replayable rollout (unknown team, missing transcripts).
         RuntimeError: the replay's episodes differ from the run's.
     """
     from jaxcollab.agents.bomb.traces import episode_traces
@@ -167,6 +175,8 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
     order = cfg.get("turn_order", "cycle")
     if cfg["agent"] == "llm":
         traces = llm_traces(names, run_dir, cfg, chunk)
+    elif cfg.get("bank"):
+        traces = bank_traces(names, cfg, chunk)
     else:
         traces = episode_traces(names, cfg["agent"], cfg["episodes"], cfg["seed"], chunk,
                                 progress=True, turn_order=order)
@@ -207,4 +217,4 @@ def bounds_team(names: Sequence[str], team: str, episodes: int, seed: int) -> di
     return versus_bounds(episode_traces(names, team, episodes, seed, progress=True), names)
 
 
-__all__ = ["analyze", "bounds_team", "bounds_variant", "llm_traces"]
+__all__ = ["analyze", "bank_traces", "bounds_team", "bounds_variant", "llm_traces"]

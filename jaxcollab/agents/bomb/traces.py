@@ -40,34 +40,49 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
     from jaxcollab.agents.bomb import _batch  # the rollout's own episode batch: same episodes
 
     env = make(env_names[0])
-    policy = team_policy(agent, env.layout)
     fixed = {} if turn_order in (None, "cycle") else {"turn_order": turn_order}
-    keys, params, idx, *_ = _batch(list(env_names), episodes, seed, **fixed)
+    keys, params, idx, ep = _batch(list(env_names), episodes, seed, **fixed)
+    return labelled(traced(env, team_policy(agent, env.layout), keys, params, params.turn_order,
+                           env_names, idx, chunk, f"{agent} traces" if progress else None),
+                    params.turn_order, idx, ep)
+
+
+def traced(env, policy, keys, params, turn_order, env_names: Sequence[str], idx, chunk: int,
+           label: str | None = None) -> dict[str, np.ndarray]:
+    """``ending``, ``rounds`` and the :func:`~jaxcollab.envs.bomb.flags.episode_flags` of
+    the episodes ``keys [N]`` / ``params [N]`` (``turn_order`` int ``[N, 3]``, ``idx`` each
+    episode's index into ``env_names``) played by ``policy`` on ``env`` with a trajectory,
+    ``chunk`` at a time (``label``: a progress bar's title, None for none)."""
     owners = [fact_owners(n) for n in env_names]
     sole = np.stack([owners[i][0] for i in idx])
     per_stage = np.stack([owners[i][1] for i in idx])
+    turn_order = np.asarray(turn_order)
     total = len(idx)
     size = min(chunk, total)
     out: dict[str, list] = {}
-    for lo in track(range(0, total, size), f"{agent} traces", disable=not progress):
+    for lo in track(range(0, total, size), label or "", disable=label is None):
         rows = np.minimum(np.arange(lo, lo + size), total - 1)  # pad: one compiled shape
-        p = jax.tree.map(lambda x, rows=rows: x[rows], params)
-        res = rollout(env, policy, keys[rows], p, batched_params=True,
-                      max_steps=env.max_episode_steps, trajectory=True)
+        res = rollout(env, policy, keys[rows], jax.tree.map(lambda x, r=rows: x[r], params),
+                      batched_params=True, max_steps=env.max_episode_steps, trajectory=True)
         final = res.state
         flags = episode_flags(res.trajectory["state"], res.trajectory["actions"], final,
-                              p.turn_order, sole[rows], per_stage[rows])
+                              turn_order[rows], sole[rows], per_stage[rows])
         keep = slice(0, min(size, total - lo))
         rec = {"ending": final.ending, "rounds": final.round + (final.turn > 0), **flags}
         for k, x in rec.items():
             out.setdefault(k, []).append(np.asarray(x)[keep])
-    traces = {k: np.concatenate(v) for k, v in out.items()}
-    orders = np.asarray(params.turn_order)
-    traces["turn_order"] = np.array([TURN_ORDERS.tolist().index(list(o)) for o in orders])
-    traces["variant"] = np.asarray(idx)
-    traces["episode"] = np.tile(np.arange(episodes), len(env_names))
-    traces["success"] = traces["ending"] == T.DEFUSED
-    return traces
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def labelled(traces: dict[str, np.ndarray], turn_order, idx, ep) -> dict[str, np.ndarray]:
+    """``traces`` with each episode's ``turn_order`` (index into
+    :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS`, from its int ``[N, 3]`` order),
+    ``variant`` (``idx``), ``episode`` (``ep``) and ``success``."""
+    orders = TURN_ORDERS.tolist()
+    return {**traces, "turn_order": np.array([orders.index(list(o))
+                                              for o in np.asarray(turn_order)]),
+            "variant": np.asarray(idx), "episode": np.asarray(ep),
+            "success": np.asarray(traces["ending"]) == T.DEFUSED}
 
 
 def _mean(x: np.ndarray) -> float | None:
@@ -97,4 +112,4 @@ def versus_bounds(traces: dict[str, np.ndarray], env_names: Sequence[str]) -> di
     return out
 
 
-__all__ = ["CHUNK", "episode_traces", "versus_bounds"]
+__all__ = ["CHUNK", "episode_traces", "labelled", "traced", "versus_bounds"]

@@ -3,14 +3,18 @@ rollout run (GPTNT §8 and Table 7; :mod:`jaxcollab.analysis.behaviour`).
 
 A scripted team's episodes are replayed by the team with a trajectory
 (:func:`jaxcollab.core.rollout.rollout`, the run's episode keys and ruleset); an LLM team's
-(``ktane.mode=sync``) from its transcripts: each turn's recorded action is decoded as
-:class:`~jaxcollab.llm.ktane.KtaneGame` decoded it and replayed on the run's keys
-(:func:`jaxcollab.analysis.replay.replay`). Either replay must end every episode as the run
-did, else the analysis refuses.
+from its transcripts: each turn's recorded action is decoded as
+:class:`~jaxcollab.llm.ktane.KtaneGame` decoded it, put on the step it landed on, and replayed
+on the run's keys (:func:`jaxcollab.analysis.replay.replay`). In ``ktane.mode=async`` a
+Defuser action lands ``floor(latency / Δ)`` slots after the step its cycle began (its recorded
+``step`` and ``latency_s``; Δ = 3 s), the Defuser's steps in between are waits, and an Expert
+step carries the last message of the cycles recorded on it (:mod:`jaxcollab.llm.ktane`). Either
+replay must end every episode as the run did, else the analysis refuses.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,16 +40,25 @@ def _config(results: Mapping, run_dir: Path) -> dict:
     if cfg["agent"] not in (*TEAMS, "llm"):
         raise ConfigValueError("run", str(run_dir), f"a run of a scripted team {list(TEAMS)} or "
                                f"agent=llm, not agent={cfg['agent']}")
-    mode = (cfg.get("ktane") or {}).get("mode", "sync")
-    if cfg["agent"] == "llm" and mode != "sync":
-        raise ConfigValueError("run", str(run_dir), f"an LLM run in ktane.mode=sync (an {mode} "
-                               "run's steps depend on server latency and are not replayed)")
     return cfg
 
 
-def _actions(env, record: dict) -> np.ndarray:
-    """int32 ``[max_episode_steps, 2, ACTION_LEN]``: the joint action of each step of one sync
-    LLM episode, decoded from its transcript record as the game decoded it."""
+def landed(turn: Mapping, role: int, mode: str) -> int:
+    """The step a recorded turn's action landed on: its ``step``, or in ``async`` mode a
+    Defuser's ``floor(latency_s / Δ)`` slots (two steps each) later
+    (:meth:`jaxcollab.llm.ktane.KtaneGame.turn`)."""
+    from jaxcollab.envs.ktane.mission import DEFUSER
+
+    if mode != "async" or role != DEFUSER:
+        return int(turn["step"])
+    return int(turn["step"]) + 2 * math.floor(float(turn["latency_s"]) / KT.TURN_S)
+
+
+def _actions(env, record: dict, mode: str) -> np.ndarray:
+    """int32 ``[max_episode_steps, 2, ACTION_LEN]``: the joint action of each step of one LLM
+    episode, decoded from its transcript record as the game decoded it, on the step each
+    landed on (:func:`landed`; steps without one are waits, zeros). An Expert step with several
+    cycles (async) sends the last message among them."""
     from jaxcollab.envs.ktane.mission import ROLE_NAMES
     from jaxcollab.envs.ktane.modules.base import ACTION_LEN, MESSAGE
     from jaxcollab.llm.bridge import clip
@@ -56,12 +69,14 @@ def _actions(env, record: dict) -> np.ndarray:
     for name, turns in record["agents"].items():
         role = ROLE_NAMES.index(name)
         for t in turns:
-            step = int(t["step"])
+            step = landed(t, role, mode)
             if step >= len(out):
                 continue
             parsed = Parsed(t.get("action"), errors=tuple(t.get("errors") or ()))
             (verb, target, text), _ = decode_action(parsed, role, str(t.get("seen", ""))
                                                     if role == 0 else "")
+            if verb != MESSAGE and out[step, role, 0] == MESSAGE:
+                continue  # an async Expert's later cycle that sent nothing
             out[step] = 0
             out[step, role, :2] = (verb, target)
             if verb == MESSAGE:
@@ -88,7 +103,7 @@ def _scripted(env, agent: str, rules, keys, params, chunk: int):
                  for i, axis in ((0, 0), (1, 1), (2, 1)))
 
 
-def _llm(env, name: str, run_dir: Path, keys, params, chunk: int):
+def _llm(env, name: str, run_dir: Path, keys, params, chunk: int, mode: str):
     from jaxcollab.analysis.replay import replay
     from jaxcollab.llm.run import read_transcripts, transcript_path
 
@@ -97,7 +112,7 @@ def _llm(env, name: str, run_dir: Path, keys, params, chunk: int):
     if missing:
         raise ConfigValueError("run", str(run_dir), f"a finished LLM run with a transcript of "
                                f"every episode; {name} lacks episodes {missing[:3]}")
-    actions = np.stack([_actions(env, records[e]) for e in range(len(keys))])
+    actions = np.stack([_actions(env, records[e], mode) for e in range(len(keys))])
     final, states, applied = replay(env, keys, params, actions, batched_params=False,
                                     chunk=chunk)
     wrong = [e for e in range(len(keys))
@@ -109,7 +124,8 @@ def _llm(env, name: str, run_dir: Path, keys, params, chunk: int):
 
 
 def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
-    """Behaviour of a finished Keep-Talking rollout run (scripted team or sync ``agent=llm``).
+    """Behaviour of a finished Keep-Talking rollout run (a scripted team or ``agent=llm``,
+    sync or async).
 
     Returns:
         ``env``, ``agent``, ``episodes``, ``lost`` (episodes not solved), ``behaviour``
@@ -118,8 +134,8 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
         (``env``, ``episode``, ``outcome``, ``strikes``, ``steps``).
 
     Raises:
-        ConfigValueError: not a replayable rollout (unknown team, async LLM run, missing
-            transcripts). RuntimeError: the replay's outcomes differ from the run's.
+        ConfigValueError: not a replayable rollout (unknown team, missing transcripts).
+        RuntimeError: the replay's outcomes differ from the run's.
     """
     cfg = _config(results, run_dir)
     rules = make_ruleset(str(cfg.get("ruleset", "vanilla")), cfg.get("ruleset_seed", 0))
@@ -130,7 +146,8 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
         env = make(name)
         params = env.ruleset_params(rules)
         if cfg["agent"] == "llm":
-            final, states, actions = _llm(env, name, run_dir, keys, params, chunk)
+            final, states, actions = _llm(env, name, run_dir, keys, params, chunk,
+                                          (cfg.get("ktane") or {}).get("mode", "sync"))
         else:
             final, states, actions = _scripted(env, cfg["agent"], rules, keys, params, chunk)
         _check_rate(results, names, name, final)
@@ -156,4 +173,4 @@ def _check_rate(results: Mapping, names, name: str, final) -> None:
                            f"{want:.4f}: the run's episodes could not be reproduced")
 
 
-__all__ = ["analyze"]
+__all__ = ["analyze", "landed"]
