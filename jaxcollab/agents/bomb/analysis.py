@@ -21,9 +21,10 @@ import numpy as np
 
 from jaxcollab.agents.bomb.traces import labelled, traced
 from jaxcollab.analysis.replay import replay
-from jaxcollab.core.registry import make, resolve
+from jaxcollab.core.registry import resolve
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bounds import order_name
+from jaxcollab.envs.bomb.env import BombEnv
 from jaxcollab.envs.bomb.flags import FLAGS, episode_flags, fact_owners, shares
 from jaxcollab.envs.bomb.params import TURN_ORDERS
 from jaxcollab.io.schema import ConfigValueError
@@ -90,7 +91,8 @@ def _episodes(names: Sequence[str], cfg: Mapping):
         return (pinned_env(*message_caps(cfg)), np.asarray(episode_keys(cfg["seed"], n)), params,
                 np.asarray(plan.params.turn_order), idx, np.arange(n))
     keys, params, idx, ep = _batch(list(names), cfg["episodes"], cfg["seed"], order)
-    return make(names[0]), keys, params, np.asarray(params.turn_order), idx, ep
+    return (BombEnv(names[0], *message_caps(cfg)), keys, params, np.asarray(params.turn_order),
+            idx, ep)
 
 
 def llm_traces(names: Sequence[str], run_dir: Path, cfg: Mapping, chunk: int
