@@ -19,12 +19,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 
 from jaxcollab.io.results import ResultsFile
-from jaxcollab.io.run import RunCollision, start_run
+from jaxcollab.io.run import RunCollision, compose, start_run
 from tests.conftest import ENTRY_POINTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,6 +206,16 @@ ROWS = [
     ("train/collab.py", ["preset=cpu", "model.block_size=8"], r"model\.block_size=8 is invalid; "
      r"expected null \(sized to the task\) or an integer >= 29, the tokens round 5 needs"),
     ("eval/bench.py", ["only=[]"], r"only=\[\] is invalid; expected null \(every benchmark\)"),
+    # a key inside a block the experiment leaves null (Hydra failed with "Unexpected type for
+    # root: NoneType")
+    ("train/collab.py", ["experiment=maze_messages", "preset=cpu", "bias.beta=3"],
+     r"bias\.beta=3 is invalid; expected no key inside bias: experiment=maze_messages has no "
+     r"bias block \(it is null\); experiment=maze_calibration or experiment=parity_calibration "
+     r"has one"),
+    ("train/collab.py", ["experiment=maze_messages", "bias={beta:3}"], r"bias=\{'beta': 3\} is "
+     r"invalid; expected no key inside bias: experiment=maze_messages has no bias block"),
+    ("train/collab.py", ["calibration.n_bins=3"], r"calibration\.n_bins=3 is invalid; expected "
+     r"no key inside calibration: experiment=null has no calibration block"),
 ]
 
 
@@ -221,7 +231,8 @@ def error_text(exc: BaseException) -> str:
 @pytest.mark.parametrize(("script", "overrides", "expected"), ROWS,
                          ids=[f"{c}:{' '.join(o) or '(none)'}" for c, o, _ in ROWS])
 def as_main(script: str, *overrides: str):
-    """``python <script> <overrides>`` in-process, as Hydra's ``main`` runs it: the job's Hydra
+    """``python <script> <overrides>`` in-process, as the script's ``main`` runs it (composed by
+    :func:`jaxcollab.io.run.compose`, which names a key set inside a null block): the job's Hydra
     config (where :func:`jaxcollab.io.run.check_overrides` reads the command line) is set
     while ``run`` works."""
     module, name = ENTRY_POINTS[script]
@@ -269,6 +280,8 @@ def test_bad_input_is_refused_by_name(tmp_path, script, overrides, expected):
 COMMANDS = [("eval/theory.py", ["n_rounds=0"], "n_rounds=0 is invalid; expected an integer >= 1"),
             ("train/collab.py", ["experiment=maze_messages", "separation={}"],
              "separation={} is invalid; expected null"),
+            ("train/collab.py", ["experiment=maze_messages", "preset=cpu", "bias.beta=3"],
+             "bias.beta=3 is invalid; expected no key inside bias: experiment=maze_messages"),
             pytest.param("train/collab.py", ["experiment=maze_messages", "task.height=9"],
                          "task.height=9 is invalid; expected an integer in 4..7",
                          marks=pytest.mark.full),
