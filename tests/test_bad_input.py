@@ -172,6 +172,11 @@ ROWS = [
      r" is invalid; expected integers in int64's range \(-2\*\*63 \.\. 2\*\*63 - 1\)"),
     ("eval/rollout.py", ["episodes=100000000000000000000"], r"episodes=100000000000000000000 is "
      r"invalid; expected integers in int64's range"),
+    ("eval/rollout.py", ["episodes=9223372036854775807"], r"episodes=9223372036854775807 is "
+     r"invalid; expected an integer >= 1 and < 2147483648 \(episode indices are int32 in JAX"),
+    ("eval/export.py", ["n=2147483648"], r"n=2147483648 is invalid; expected an integer >= 1 "
+     r"and < 2147483648 \(episode indices are int32"),
+    ("eval/protocols.py", ["episodes=2147483648"], r"episodes=2147483648 is invalid"),
     ("eval/rollout.py", ["seed=4294967296"], r"seed=4294967296 is invalid; expected an integer "
      r">= 0 and < 4294967296"),
     ("eval/rollout.py", ["env=ktane/wires", "ruleset=random", "ruleset_seed=2147483648"],

@@ -82,6 +82,8 @@ def _check_fields(obj: Any, prefix: str = "") -> None:
         if not all(_COMPARISONS[name][0](value, bound) for name, bound in bounds.items()):
             kind = "an integer" if isinstance(value, int) else "a number"
             expected = " and ".join(f"{_COMPARISONS[n][1]} {b}" for n, b in bounds.items())
+            if why := f.metadata.get("why"):
+                expected += f" ({why})"
             raise ConfigValueError(key, value, f"{kind} {expected}")
     if hasattr(obj, "check"):
         obj.check()
