@@ -19,12 +19,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
 import jaxcollab
 from jaxcollab.analysis import judge
-from jaxcollab.io.run import env_selection, start_run
+from jaxcollab.io.run import env_selection, hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.run import read_transcripts, transcript_path
@@ -110,7 +109,7 @@ def run(cfg: DictConfig) -> dict:
     return job.results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="analyze")(run)
+main = hydra_main(run, "../configs", "analyze")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ import importlib
 import pkgutil
 import platform
 
-import hydra
 import jax
 from omegaconf import DictConfig
 from rich.console import Console
@@ -21,7 +20,7 @@ from rich.table import Table
 
 from eval import benchmarks
 from jaxcollab.io.results import ResultsFile
-from jaxcollab.io.run import start_run
+from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 
 
@@ -82,7 +81,7 @@ def run(cfg: DictConfig) -> list[dict]:
     return rows
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="bench")(run)
+main = hydra_main(run, "../configs", "bench")
 
 
 if __name__ == "__main__":

@@ -18,12 +18,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
 import jaxcollab
 from jaxcollab.io.plots import bounds_plot
-from jaxcollab.io.run import env_selection, start_run
+from jaxcollab.io.run import env_selection, hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 
 
@@ -106,7 +105,7 @@ def run(cfg: DictConfig) -> dict:
     return job.results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="bounds")(run)
+main = hydra_main(run, "../configs", "bounds")
 
 
 if __name__ == "__main__":

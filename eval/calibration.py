@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import hydra
 import jax
 import numpy as np
 from omegaconf import DictConfig
@@ -48,7 +47,7 @@ from jaxcollab.io.plots import (
     plot_error_by_round,
     plot_reliability,
 )
-from jaxcollab.io.run import start_run
+from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 
 #: Spec §4 reference table (seed α, ideal decoders), rounds 1..5, as printed.
@@ -166,7 +165,7 @@ def run(cfg: DictConfig) -> dict:
     return job.results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="calibration")(run)
+main = hydra_main(run, "../configs", "calibration")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
 # run as a script, Python puts eval/ on the path, not the repository root that holds eval/
@@ -48,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eval.rollout import PACING  # noqa: E402
 from eval.rollout import run as rollout  # noqa: E402
 from jaxcollab.io import plots  # noqa: E402
-from jaxcollab.io.run import start_run  # noqa: E402
+from jaxcollab.io.run import hydra_main, start_run  # noqa: E402
 from jaxcollab.io.schema import Rollout  # noqa: E402
 
 #: ``plots`` entries drawn by :func:`jaxcollab.io.plots.llm_maze_plot` (in this order).
@@ -94,8 +93,7 @@ def run(cfg: DictConfig) -> dict:
     return job.results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs/collabgap",
-                  config_name="collabgap")(run)
+main = hydra_main(run, "../configs/collabgap", "collabgap")
 
 
 if __name__ == "__main__":

@@ -17,12 +17,11 @@ import json
 import os
 from pathlib import Path
 
-import hydra
 from omegaconf import DictConfig
 
 import jaxcollab
 from jaxcollab.io.results import check_finite
-from jaxcollab.io.run import RunCollision, check_output, env_selection, validate
+from jaxcollab.io.run import RunCollision, check_output, env_selection, hydra_main, validate
 from jaxcollab.io.schema import ConfigValueError
 
 #: Export config keys that belong to one family (their defaults elsewhere).
@@ -115,7 +114,7 @@ def run(cfg: DictConfig) -> Path:
     return path
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="export")(run)
+main = hydra_main(run, "../configs", "export")
 
 
 if __name__ == "__main__":

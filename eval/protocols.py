@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import hydra
 import numpy as np
 from omegaconf import DictConfig
 
 import jaxcollab
 from jaxcollab.core.family import Spec
 from jaxcollab.io.plots import heatmap_panels
-from jaxcollab.io.run import env_selection, start_run
+from jaxcollab.io.run import env_selection, hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 
 
@@ -87,7 +86,7 @@ def run(cfg: DictConfig) -> dict:
     return job.results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="protocols")(run)
+main = hydra_main(run, "../configs", "protocols")
 
 
 if __name__ == "__main__":

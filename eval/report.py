@@ -12,10 +12,9 @@ the run has one. ``python eval/report.py 'run=[A,B,C]'`` puts several runs side 
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from jaxcollab.io.run import validate
+from jaxcollab.io.run import hydra_main, validate
 from jaxcollab.report import write_report
 
 
@@ -33,7 +32,7 @@ def run(cfg: DictConfig):
     return path
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="report")(run)
+main = hydra_main(run, "../configs", "report")
 
 
 if __name__ == "__main__":

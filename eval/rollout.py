@@ -51,13 +51,12 @@ from __future__ import annotations
 
 import logging
 
-import hydra
 from omegaconf import DictConfig, OmegaConf
 from rich.progress import Progress
 
 import jaxcollab
 from jaxcollab.core.family import Family, Spec
-from jaxcollab.io.run import env_selection, start_run
+from jaxcollab.io.run import env_selection, hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError, Rollout
 from jaxcollab.scale import preempt
 
@@ -159,7 +158,7 @@ def _llm(cfg: DictConfig, options: dict, spec: Spec, out) -> dict:
         return run_team(cfg.env, options, spec, out, progress)
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="rollout")(run)
+main = hydra_main(run, "../configs", "rollout")
 
 
 if __name__ == "__main__":

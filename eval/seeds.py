@@ -8,11 +8,10 @@ curves and the mean ± std band of the test MSE vs p*).
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from jaxcollab.io.plots import seeds_plot
-from jaxcollab.io.run import start_run
+from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.io.seeds import summarise
 
@@ -43,7 +42,7 @@ def run(cfg: DictConfig) -> dict:
     return job.results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="seeds")(run)
+main = hydra_main(run, "../configs", "seeds")
 
 
 if __name__ == "__main__":

@@ -18,13 +18,12 @@ instance; with fewer alphas than ``task.n_bits`` the tail is filled to ``task.al
 
 from __future__ import annotations
 
-import hydra
 from omegaconf import DictConfig
 
 from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io.plots import theory_plot
-from jaxcollab.io.run import start_run
+from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 
 METHODS = {"closed_form": parity_curves, "enumeration": parity_curves_enumerated}
@@ -66,7 +65,7 @@ def run(cfg: DictConfig) -> dict:
     return job.results.data
 
 
-main = hydra.main(version_base=None, config_path="../configs", config_name="theory")(run)
+main = hydra_main(run, "../configs", "theory")
 
 
 if __name__ == "__main__":

@@ -19,12 +19,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
+from hydra import initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 
 from jaxcollab.io.results import ResultsFile
-from jaxcollab.io.run import RunCollision, start_run
+from jaxcollab.io.run import RunCollision, compose, start_run
 from tests.conftest import ENTRY_POINTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,6 +172,11 @@ ROWS = [
      r" is invalid; expected integers in int64's range \(-2\*\*63 \.\. 2\*\*63 - 1\)"),
     ("eval/rollout.py", ["episodes=100000000000000000000"], r"episodes=100000000000000000000 is "
      r"invalid; expected integers in int64's range"),
+    ("eval/rollout.py", ["episodes=9223372036854775807"], r"episodes=9223372036854775807 is "
+     r"invalid; expected an integer >= 1 and < 2147483648 \(episode indices are int32 in JAX"),
+    ("eval/export.py", ["n=2147483648"], r"n=2147483648 is invalid; expected an integer >= 1 "
+     r"and < 2147483648 \(episode indices are int32"),
+    ("eval/protocols.py", ["episodes=2147483648"], r"episodes=2147483648 is invalid"),
     ("eval/rollout.py", ["seed=4294967296"], r"seed=4294967296 is invalid; expected an integer "
      r">= 0 and < 4294967296"),
     ("eval/rollout.py", ["env=ktane/wires", "ruleset=random", "ruleset_seed=2147483648"],
@@ -206,6 +211,16 @@ ROWS = [
     ("train/collab.py", ["preset=cpu", "model.block_size=8"], r"model\.block_size=8 is invalid; "
      r"expected null \(sized to the task\) or an integer >= 29, the tokens round 5 needs"),
     ("eval/bench.py", ["only=[]"], r"only=\[\] is invalid; expected null \(every benchmark\)"),
+    # a key inside a block the experiment leaves null (Hydra failed with "Unexpected type for
+    # root: NoneType")
+    ("train/collab.py", ["experiment=maze_messages", "preset=cpu", "bias.beta=3"],
+     r"bias\.beta=3 is invalid; expected no key inside bias: experiment=maze_messages has no "
+     r"bias block \(it is null\); experiment=maze_calibration or experiment=parity_calibration "
+     r"has one"),
+    ("train/collab.py", ["experiment=maze_messages", "bias={beta:3}"], r"bias=\{'beta': 3\} is "
+     r"invalid; expected no key inside bias: experiment=maze_messages has no bias block"),
+    ("train/collab.py", ["calibration.n_bins=3"], r"calibration\.n_bins=3 is invalid; expected "
+     r"no key inside calibration: experiment=null has no calibration block"),
 ]
 
 
@@ -221,7 +236,8 @@ def error_text(exc: BaseException) -> str:
 @pytest.mark.parametrize(("script", "overrides", "expected"), ROWS,
                          ids=[f"{c}:{' '.join(o) or '(none)'}" for c, o, _ in ROWS])
 def as_main(script: str, *overrides: str):
-    """``python <script> <overrides>`` in-process, as Hydra's ``main`` runs it: the job's Hydra
+    """``python <script> <overrides>`` in-process, as the script's ``main`` runs it (composed by
+    :func:`jaxcollab.io.run.compose`, which names a key set inside a null block): the job's Hydra
     config (where :func:`jaxcollab.io.run.check_overrides` reads the command line) is set
     while ``run`` works."""
     module, name = ENTRY_POINTS[script]
@@ -269,6 +285,9 @@ def test_bad_input_is_refused_by_name(tmp_path, script, overrides, expected):
 COMMANDS = [("eval/theory.py", ["n_rounds=0"], "n_rounds=0 is invalid; expected an integer >= 1"),
             ("train/collab.py", ["experiment=maze_messages", "separation={}"],
              "separation={} is invalid; expected null"),
+            pytest.param("train/collab.py", ["experiment=maze_messages", "bias.beta=3"],
+                         "bias.beta=3 is invalid; expected no key inside bias: "
+                         "experiment=maze_messages", marks=pytest.mark.full),
             pytest.param("train/collab.py", ["experiment=maze_messages", "task.height=9"],
                          "task.height=9 is invalid; expected an integer in 4..7",
                          marks=pytest.mark.full),
@@ -294,6 +313,24 @@ def test_the_command_exits_1_and_prints_the_named_error(tmp_path, script, overri
                           text=True, cwd=tmp_path)
     assert done.returncode == 1, done.stderr[-2000:]
     assert expected in done.stderr
+    assert not out.exists()
+
+
+def test_main_names_a_key_inside_a_null_block_before_hydra_runs(tmp_path, monkeypatch, capsys):
+    """The script's ``main`` (:func:`jaxcollab.io.run.hydra_main`) composes the command line
+    first: Hydra alone failed with "Unexpected type for root: NoneType"."""
+    from train.collab import main
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["train/collab.py", "experiment=maze_messages",
+                                      "bias.gamma=1", f"out_dir={out}"])
+    with pytest.raises(SystemExit) as info:
+        main()
+    assert info.value.code == 1
+    assert capsys.readouterr().err == (
+        "Error: bias.gamma=1 is invalid; expected no key inside bias: experiment=maze_messages "
+        "has no bias block (it is null); experiment=maze_calibration or "
+        "experiment=parity_calibration has one\n")
     assert not out.exists()
 
 

@@ -73,7 +73,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import hydra
 import jax
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -91,7 +90,7 @@ from jaxcollab.envs.maze.generator import draw_and_check
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
-from jaxcollab.io.run import start_run
+from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.io.seeds import spread
 from jaxcollab.scale import preempt
@@ -465,7 +464,7 @@ def run(cfg: DictConfig) -> dict:
 
 #: ``configs/`` by absolute path: the same under train/maze.py and train/calibration.py.
 CONFIGS = str(Path(__file__).resolve().parents[1] / "configs")
-main = hydra.main(version_base=None, config_path=CONFIGS, config_name="collab")(run)
+main = hydra_main(run, CONFIGS, "collab")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ evaluations: every key but the output path), and is otherwise refused with the d
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +82,8 @@ def _check_fields(obj: Any, prefix: str = "") -> None:
         if not all(_COMPARISONS[name][0](value, bound) for name, bound in bounds.items()):
             kind = "an integer" if isinstance(value, int) else "a number"
             expected = " and ".join(f"{_COMPARISONS[n][1]} {b}" for n, b in bounds.items())
+            if why := f.metadata.get("why"):
+                expected += f" ({why})"
             raise ConfigValueError(key, value, f"{kind} {expected}")
     if hasattr(obj, "check"):
         obj.check()
@@ -119,6 +124,124 @@ def check_overrides(cfg: DictConfig) -> None:
             raise ConfigValueError(o.key_or_group, {}, "null: this run has no "
                                    f"{o.key_or_group} block, and an empty block on the command "
                                    "line does not add one (the run would ignore it)")
+
+
+def _into_blocks(overrides: Sequence[str]) -> tuple[list[Any], list[str]]:
+    """Split command-line overrides into those that set keys inside a block (``bias.beta=3``,
+    ``bias={beta: 3}``) and the rest (group choices such as ``experiment=...``, plain values).
+    Groups are spelled with ``/``, so a dotted key is always a config value."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    inside, rest = [], []
+    for o, line in zip(OverridesParser.create().parse_overrides(list(overrides)), overrides):
+        key = o.key_or_group
+        if not key.startswith("hydra.") and not o.is_delete() and (
+                "." in key or (isinstance(o.value(), dict) and o.value())):
+            inside.append(o)
+        else:
+            rest.append(line)
+    return inside, rest
+
+
+def _null_block_error(config_name: str, overrides: Sequence[str]) -> ConfigValueError | None:
+    """The named error for an override that sets a key inside a block the composed config
+    leaves null, or ``None`` when no override does. Lists, per group chosen on the command line
+    or left null, the options whose config has the block (one compose each: an error path)."""
+    from hydra import compose as hydra_compose
+    from hydra.core.global_hydra import GlobalHydra
+
+    inside, rest = _into_blocks(overrides)
+    try:
+        base = hydra_compose(config_name, overrides=rest, return_hydra_config=True)
+    except Exception:  # noqa: BLE001 - the failure is not ours to name; Hydra reports it
+        return None
+    missing = object()
+    for o in inside:
+        parts = o.key_or_group.split(".")
+        blocks = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        block = next((b for b in blocks if OmegaConf.select(base, b, default=missing) is None),
+                     None)
+        if block is None:
+            continue
+        choices = base.hydra.runtime.choices
+        named = {line.split("=", 1)[0] for line in rest}
+        loader = GlobalHydra.instance().config_loader()
+        chosen, valid = [], []
+        for group, choice in choices.items():
+            if group.startswith("hydra/") or (group not in named and choice is not None):
+                continue
+            others = [line for line in rest if line.split("=", 1)[0] != group]
+            options = [opt for opt in loader.get_group_options(group) if opt != choice
+                       and _has_block(hydra_compose, config_name, [*others, f"{group}={opt}"],
+                                      block)]
+            if options:
+                chosen.append(f"{group}={choice if choice is not None else 'null'}")
+                valid += [f"{group}={opt}" for opt in options]
+        where = " ".join(chosen) or "this config"
+        also = f"; {' or '.join(valid)} has one" if valid else ""
+        return ConfigValueError(o.key_or_group, o.value(), f"no key inside {block}: {where} "
+                                f"has no {block} block (it is null){also}")
+    return None
+
+
+def _has_block(hydra_compose: Callable, config_name: str, overrides: list[str],
+               block: str) -> bool:
+    try:
+        return OmegaConf.select(hydra_compose(config_name, overrides=overrides), block) is not None
+    except Exception:  # noqa: BLE001 - an option that does not compose has no block to offer
+        return False
+
+
+def compose(config_name: str, overrides: Sequence[str] = (), **kwargs: Any) -> DictConfig:
+    """Hydra's ``compose`` (inside an ``initialize*`` context), naming a key set inside a null
+    block: Hydra itself fails on ``experiment=maze_messages bias.beta=3`` (that experiment
+    leaves ``bias`` null) with omegaconf's ``AssertionError: Unexpected type for root:
+    NoneType``, naming nothing (``bias={beta: 3}`` fails with an ``AttributeError``).
+
+    Raises:
+        ConfigValueError: naming the key, the null block and the group options that have it.
+        Hydra's own errors for any other failure.
+    """
+    from hydra import compose as hydra_compose
+
+    try:
+        return hydra_compose(config_name, overrides=list(overrides), **kwargs)
+    except Exception as e:  # omegaconf's AssertionError or AttributeError, or Hydra's own
+        error = _null_block_error(config_name, overrides)
+        if error is None:
+            raise
+        raise error from e
+
+
+def hydra_main(run: Callable[[DictConfig], Any], config_path: str,
+               config_name: str) -> Callable[[], Any]:
+    """``hydra.main(version_base=None, config_path=..., config_name=...)(run)`` for a script,
+    first composing the command line with :func:`compose` so that a key set inside a null
+    block exits 1 with the named error instead of Hydra's traceback. ``config_path`` is
+    relative to ``run``'s file, as for ``hydra.main``; command lines with flags (``--cfg``,
+    ``-m``, ``--help``) go straight to Hydra."""
+    import hydra
+    from hydra import initialize_config_dir
+
+    config_dir = str((Path(inspect.getfile(run)).parent / config_path).resolve())
+    hydra_run = hydra.main(version_base=None, config_path=config_dir,
+                           config_name=config_name)(run)
+
+    @functools.wraps(run)
+    def main() -> Any:
+        args = sys.argv[1:]
+        if not any(a.startswith("-") for a in args):
+            try:
+                with initialize_config_dir(config_dir, version_base=None):
+                    compose(config_name, args)
+            except ConfigValueError as e:
+                print(f"Error: {e}", file=sys.stderr)
+                sys.exit(1)
+            except Exception:  # noqa: BLE001, S110 - Hydra reports its own errors, as always
+                pass
+        return hydra_run()
+
+    return main
 
 
 def validate(cfg: DictConfig) -> DictConfig:

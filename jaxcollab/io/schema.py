@@ -33,10 +33,11 @@ class ConfigValueError(ValueError):
 
 
 def bounded(default: Any = MISSING, *, ge: float | None = None, gt: float | None = None,
-            le: float | None = None, lt: float | None = None) -> Any:
-    """A dataclass field whose value must lie in the given bounds (checked by ``validate``)."""
+            le: float | None = None, lt: float | None = None, why: str = "") -> Any:
+    """A dataclass field whose value must lie in the given bounds (checked by ``validate``);
+    ``why``, where given, says where a bound comes from (the error quotes it)."""
     bounds = {k: v for k, v in dict(ge=ge, gt=gt, le=le, lt=lt).items() if v is not None}
-    return field(default=default, metadata={"bounds": bounds})
+    return field(default=default, metadata={"bounds": bounds, "why": why})
 
 
 def count(default: Any = MISSING, minimum: int = 1) -> Any:
@@ -51,6 +52,18 @@ SEED_LIMIT = 2**32
 def seed_field(default: int = 0) -> Any:
     """A random seed: an integer in ``0 .. 2**32 - 1`` (:data:`SEED_LIMIT`)."""
     return bounded(default, ge=0, lt=SEED_LIMIT)
+
+
+#: Episode counts are 31-bit: with 64-bit types off, episode indices reach JAX as int32 (episode
+#: ``2**31`` would wrap to ``-2**31``), one per key of ``episode_keys(seed, episodes)``.
+EPISODE_LIMIT = 2**31
+
+
+def episodes_field(default: int) -> Any:
+    """A number of episodes (instances): an integer in ``1 .. 2**31 - 1``
+    (:data:`EPISODE_LIMIT`)."""
+    return bounded(default, ge=1, lt=EPISODE_LIMIT,
+                   why="episode indices are int32 in JAX, with 64-bit types off")
 
 
 # -- choices ---------------------------------------------------------------------------------
@@ -309,7 +322,8 @@ class Rollout:
 
     env: str = "bomb/base-1"    # an environment name or group
     agent: str = "oracle"       # a team of the env's family, or llm (any OpenAI-compatible model)
-    episodes: int = count(1024)  # per environment; episode i has key episode_keys(seed, n)[i]
+    # per environment; episode i has key episode_keys(seed, n)[i]
+    episodes: int = episodes_field(1024)
     seed: int = seed_field()
     chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
     bank: bool = False          # the SANZARU instance-bank protocol (bomb): 3 instances x repeats
@@ -334,7 +348,7 @@ class Export:
     """``configs/export.yaml``: ``eval/export.py`` (instances of an env or group as JSONL)."""
 
     env: str = "maze/split-6x6"    # an environment name or group
-    n: int = count(10)             # instances per environment (instance i = rollout episode i)
+    n: int = episodes_field(10)    # instances per environment (instance i = rollout episode i)
     seed: int = seed_field()
     out: str = "instances.jsonl"
     ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
@@ -348,7 +362,8 @@ class Protocols:
     env: str = "bomb/all"
     teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "solo",
                                                       "random", "oracle"])
-    episodes: int = count(60)  # per variant; episode e plays turn order TURN_ORDERS[e % 6]
+    # per variant; episode e plays turn order TURN_ORDERS[e % 6]
+    episodes: int = episodes_field(60)
     seed: int = seed_field()
     out_dir: str = MISSING
 
@@ -364,7 +379,7 @@ class Bounds:
 
     env: str = "bomb/all"
     teams: list[str] = field(default_factory=lambda: ["onebit", "symbol", "counting", "oracle"])
-    episodes: int = count(12)   # per variant and team; episode e uses turn order e % 6
+    episodes: int = episodes_field(12)  # per variant and team; episode e uses turn order e % 6
     seed: int = seed_field()
     runs: list[str] = field(default_factory=list)  # rollout results.json files to show beside
     out_dir: str = MISSING
