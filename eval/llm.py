@@ -8,17 +8,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import hydra
-
 # run as a script, Python puts eval/ on the path, not the repository root that holds eval/
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eval.rollout import run  # noqa: E402
+from jaxcollab.io.run import hydra_main  # noqa: E402
 
-
-@hydra.main(version_base=None, config_path="../configs", config_name="llm")
-def main(cfg):
-    """The alias: ``eval/rollout.py``'s ``run`` on ``configs/llm.yaml``."""
-    return run(cfg)
+#: The alias: ``eval/rollout.py``'s ``run`` on ``configs/llm.yaml``.
+main = hydra_main(run, "../configs", "llm")
 
 
 if __name__ == "__main__":

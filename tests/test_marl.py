@@ -125,3 +125,17 @@ def test_bad_configs_are_refused(tmp_path):
         Trainer(dataclasses.replace(TINY, turn_order="blind,blind,mute"))
     with pytest.raises(ValueError, match="dial=True needs a view with an inbox"):
         Trainer(dataclasses.replace(TINY, env="ktane/wires"))
+
+
+def test_an_unknown_variant_is_refused():
+    """``train/marl.py env=bomb/nope``: the check (run before the run directory gets a file)
+    names the key and the valid variants."""
+    from omegaconf import OmegaConf
+
+    from jaxcollab.io.schema import ConfigValueError
+    from train.marl import check_config
+
+    cfg = OmegaConf.create({"env": "bomb/nope", "ppo": {"turn_order": "cycle", "dial": False}})
+    with pytest.raises(ConfigValueError, match=r"env='bomb/nope' is invalid; expected one of "
+                                               r"\['bomb/base-1'"):
+        check_config(cfg)

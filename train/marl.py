@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import time
 
-import hydra
 import jax
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+import jaxcollab
 from jaxcollab.io.plots import learning_curve_plot, protocol_plot
-from jaxcollab.io.run import start_run
+from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.protocol import protocol_tables
@@ -55,6 +55,9 @@ def check_config(cfg: DictConfig) -> None:
     if not str(cfg.env).startswith(("bomb/", "ktane/")) or cfg.env.count("/") != 1:
         raise ConfigValueError("env", cfg.env, "one bomb variant or Keep-Talking module, e.g. "
                                "bomb/base-1 or ktane/wires (the RL views cover these)")
+    family = cfg.env.split("/")[0]
+    if cfg.env not in jaxcollab.resolve(f"{family}/all"):
+        raise ConfigValueError("env", cfg.env, f"one of {jaxcollab.resolve(f'{family}/all')}")
     if cfg.env.startswith("bomb/"):
         try:
             parse_turn_order(cfg.ppo.turn_order)
@@ -136,8 +139,9 @@ def train(cfg: DictConfig, job) -> dict:
     return final
 
 
-@hydra.main(config_path="../configs/marl", config_name="marl", version_base=None)
-def main(cfg: DictConfig) -> None:
+def run(cfg: DictConfig) -> dict:
+    """Check, train (resuming finished chunks), evaluate held out and write ``results.json``
+    and the plots; returns the results."""
     job = start_run(cfg, frozen=FROZEN, check=check_config)
     start = time.time()
     final = train(job.cfg, job)
@@ -145,6 +149,10 @@ def main(cfg: DictConfig) -> None:
     learning_curve_plot(job.results.data, job.out / "learning_curve.png")
     print(f"success_rate {final['success_rate']:.3f}; wrote {job.results.path}")
     job.finish()
+    return job.results.data
+
+
+main = hydra_main(run, "../configs/marl", "marl")
 
 
 if __name__ == "__main__":
