@@ -91,9 +91,14 @@ def test_calibration_ideal_decoders(tmp_path):
 
 def test_llm_run_against_a_local_server(tmp_path):
     """``python eval/llm.py env=bomb/base-1 llm.base_url=… llm.model=… episodes=9 …`` at 2
-    episodes against the scripted OpenAI-compatible test server."""
+    episodes against the scripted OpenAI-compatible test server, after a first try with a
+    model the server does not serve: that one fails before any work, naming the model, and
+    its out_dir takes the corrected command (no collision)."""
     out = tmp_path / "llm"
     with LLMServer() as server:
+        with pytest.raises(AssertionError, match="model 'nosuch' is not served"):
+            run("eval/llm.py", "env=bomb/base-1", f"llm.base_url={server.url}",
+                "llm.model=nosuch", "episodes=2", f"out_dir={out}")
         run("eval/llm.py", "env=bomb/base-1", f"llm.base_url={server.url}", "llm.model=good",
             "episodes=2", f"out_dir={out}")
         assert server.requests  # the run talked to the server

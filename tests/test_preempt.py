@@ -212,3 +212,26 @@ def test_sigterm_between_the_modules_of_an_llm_run_exits_143_and_the_rerun_finis
                        env=_env(), check=True, capture_output=True)
     done = json.loads((tmp_path / "run" / "results.json").read_text())
     assert "stopped" not in done and done["episodes"] == 11
+
+
+@pytest.mark.full  # a subprocess compiles a Keep-Talking LLM rollout; CI's full tier runs it
+def test_sigint_while_llm_episodes_play_exits_at_once(tmp_path):
+    """Ctrl-C while a Keep-Talking LLM chunk plays (1 s per reply): the abandoned chunk's
+    episodes stop too, so the process exits within seconds (it waited for the thread pool
+    to play them out, ~40 s)."""
+    from tests.llm_server import LLMServer, fixed_latency
+
+    with LLMServer(latency=fixed_latency(1.0)) as server:
+        proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "eval" / "rollout.py"), "env=ktane/wires", "agent=llm",
+             f"llm.base_url={server.url}", "llm.model=good", "episodes=2",
+             f"out_dir={tmp_path / 'run'}"], cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        deadline = time.perf_counter() + 240
+        while len(server.requests) < 2 and proc.poll() is None:
+            assert time.perf_counter() < deadline, "no request arrived"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        sent = time.perf_counter()
+        proc.wait(timeout=120)
+        assert proc.returncode == 128 + signal.SIGINT and time.perf_counter() - sent < 5

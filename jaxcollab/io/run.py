@@ -302,6 +302,15 @@ def config_diff(old: Mapping, new: Mapping, keys: Sequence[str]) -> dict[str, tu
     return {k: (a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)}
 
 
+def _never_started(results: ResultsFile) -> bool:
+    """A run directory holding only what :func:`start_run` writes (``config`` and ``run`` in
+    ``results.json``, no other file): a run that failed before doing any work (e.g. an
+    unreachable endpoint), whose corrected rerun is no collision."""
+    if set(results.data) - {"config", "run"} or results.path.name != "results.json":
+        return False
+    return all(p == results.path or p.is_dir() for p in results.path.parent.rglob("*"))
+
+
 def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] | None,
                   free: Sequence[str] = ()) -> None:
     """Refuse to write into another run's results.
@@ -314,12 +323,15 @@ def guard_results(results: ResultsFile, config: Mapping, frozen: Sequence[str] |
         free: dotted keys (or prefixes) that may differ (they pace a run without changing its
             results, e.g. ``llm.concurrency``).
 
+    A directory whose results.json holds only ``config`` and ``run`` and which has no other
+    file (a run that failed at its start) is no collision: the new run replaces it.
+
     Raises:
         RunCollision: the file holds results without a recorded config, of another entry point
             (other config keys), or with a config that differs at some of ``frozen`` (the
             message lists each differing key, old and new).
     """
-    if not results.data:
+    if not results.data or _never_started(results):
         return
     old = results.data.get("config")
     if not isinstance(old, Mapping):

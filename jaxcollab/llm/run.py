@@ -204,10 +204,11 @@ class LLMTeam:
 
     def stopped_results(self, env_names: Sequence[str]) -> dict:
         """``results.json`` of a stopped run, from the finished episodes' transcripts:
-        ``stopped: true``, ``episodes``, ``success_rate`` and the LLM keys."""
+        ``stopped: true``, ``episodes``, ``success_rate`` (null before any episode finished)
+        and the LLM keys."""
         records = [r for name in env_names for r in read_transcripts(transcript_path(self.out,
                                                                                      name))]
-        rate = float(np.mean([r["success"] for r in records])) if records else 0.0
+        rate = float(np.mean([r["success"] for r in records])) if records else None
         return {"stopped": True, "episodes": len(records), "success_rate": rate,
                 **self.results(env_names)}
 

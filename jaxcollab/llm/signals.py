@@ -54,7 +54,14 @@ def watch():
 
 
 def interrupted() -> bool:
-    """Whether SIGINT or SIGTERM arrived inside :func:`watch` (sticky until the block ends)."""
+    """Whether SIGINT or SIGTERM arrived inside :func:`watch` (sticky until the block ends),
+    or a :func:`jaxcollab.scale.preempt.guard` took one or abandoned the chunk in play on one
+    (its main thread has then left the block, while the chunk's episodes still play on other
+    threads: they must stop too, or the interpreter's exit waits for them)."""
+    from jaxcollab.scale import preempt
+
+    if preempt.received() or preempt.abandoned():
+        return True
     fd = _state["fd"]
     if fd is not None and not _state["stopped"]:
         try:

@@ -38,6 +38,8 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 #: seconds between two looks at the stop flag while a chunk compiles or plays
 POLL_S = 0.05
 _received: list[int] = []
+#: set when :func:`interruptible` abandons a chunk on a signal (until the next :func:`guard`)
+_abandoned: list[bool] = []
 
 
 class Preempted(SystemExit):
@@ -68,11 +70,25 @@ def guard() -> Iterator[None]:
         yield
         return
     old = {s: signal.signal(s, _on_signal) for s in SIGNALS}
+    _abandoned.clear()
     try:
         yield
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
+
+
+def received() -> int:
+    """The signal number this process received inside :func:`guard` (0 if none): no
+    collective, so any thread may ask."""
+    return _received[0] if _received else 0
+
+
+def abandoned() -> bool:
+    """Whether :func:`interruptible` abandoned a chunk on a signal since the last
+    :func:`guard` began: threads still playing it should stop (the interpreter's exit waits
+    for non-daemon threads, e.g. a thread pool's, before any exit hook)."""
+    return bool(_abandoned)
 
 
 def requested() -> int:
@@ -81,7 +97,7 @@ def requested() -> int:
     In a multi-process job this is a collective (every process must call it at the same point),
     so all processes stop after the same chunk.
     """
-    mine = _received[0] if _received else 0
+    mine = received()
     if jax.process_count() == 1:
         return mine
     return int(np.max(multihost_utils.process_allgather(np.int32(mine))))
@@ -140,6 +156,7 @@ def interruptible(fn: Callable[..., Any], *args: Any, saved: str) -> Any:
     while worker.is_alive():
         worker.join(POLL_S)
         if _received and worker.is_alive():
+            _abandoned.append(True)
             atexit.register(_exit_if_running, worker, 128 + _received[0])
             stop(_received[0], f"{saved} (the work in progress was dropped)")
     if "error" in box:
