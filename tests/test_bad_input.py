@@ -379,6 +379,8 @@ def test_training_resume_under_a_changed_config_names_the_keys(tmp_path, cli, co
 
     out = f"out_dir={tmp_path}"
     start_run(composed("train/calibration.py", CAL, "preset=cpu", out)[1], frozen=FROZEN)
+    (tmp_path / "round_1").mkdir()
+    (tmp_path / "round_1" / "metrics.json").write_text("{}")  # the run did some work
     with pytest.raises(RunCollision, match=r"bias\.beta: 2\.0 -> 3\.0"):
         cli("train/calibration.py", CAL, "preset=cpu", out, "bias.beta=3")
 

@@ -69,6 +69,7 @@ def test_every_preset_serves_every_task():
 def test_resume_guard_names_the_differing_keys(tmp_path):
     out = f"out_dir={tmp_path}"
     start_run(_cfg("preset=cpu", out), frozen=FROZEN)
+    (tmp_path / "metrics.jsonl").write_text("{}\n")  # the run did some work
     start_run(_cfg("preset=cpu", out, "logger.project=other"), frozen=FROZEN)  # not frozen
     with pytest.raises(RunCollision, match=r"train\.steps: 600 -> 70; train\.warmup_steps"):
         start_run(_cfg("preset=cpu", out, "train.steps=70", "train.warmup_steps=7"),
@@ -141,3 +142,12 @@ def test_earlier_names_run_the_driver_as_scripts(script, experiment):
     printed = OmegaConf.create(done.stdout)
     assert printed.experiment_name == experiment and printed.task.name == "maze"
     assert printed.train.steps == 1000 and printed.n_rounds == 4
+
+
+def test_a_directory_whose_start_failed_takes_another_config(tmp_path):
+    """Only ``start_run``'s own results.json (config and run) and no other file: the start
+    failed before any work, so a corrected command may use the directory."""
+    out = f"out_dir={tmp_path}"
+    start_run(_cfg("preset=cpu", out), frozen=FROZEN)
+    start_run(_cfg("preset=cpu", out, "train.steps=70", "train.warmup_steps=7"), frozen=FROZEN)
+    assert json.loads((tmp_path / "results.json").read_text())["config"]["train"]["steps"] == 70
