@@ -201,6 +201,7 @@ def test_roles_are_run_identity_and_checked_up_front(tmp_path):
             check_config(OmegaConf.create(bad))
     results = ResultsFile(tmp_path / "results.json")
     results.update({"config": a})
+    (tmp_path / "cache.jsonl").write_text("{}\n")  # the run did some work
     guard_results(results, a, None)  # the same run resumes
     with pytest.raises(RunCollision, match=r"llm.roles.expert.model: 'A' -> 'B'"):
         guard_results(results, b, None)
