@@ -1,7 +1,8 @@
 """Shared pytest settings: tests run on the CPU with 64-bit floats off (the library default)
 and share JAX's persistent compilation cache (below); ``cli`` runs an entry point in-process on
 the config Hydra composes from command-line overrides (the same call its ``main`` makes, without
-a subprocess)."""
+a subprocess); ``server`` is a stub OpenAI-compatible server (``tests/llm_server.py``), one
+per test module (a module that needs another latency defines its own)."""
 
 import importlib
 import os
@@ -62,3 +63,12 @@ def cli():
 def composed():
     """``composed(script, *overrides) -> (run, cfg)``: see :func:`compose_entry`."""
     return compose_entry
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The stub OpenAI-compatible server (:class:`llm_server.LLMServer`), for one module."""
+    from llm_server import LLMServer
+
+    with LLMServer() as srv:
+        yield srv

@@ -133,12 +133,6 @@ def test_summary_counts_outcomes_and_ending_consistency():
 # -- a bomb LLM run coded by the stub's judge --------------------------------------------------
 
 @pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
 def bomb_run(server, tmp_path_factory):
     """Six episodes of the stub's ``good`` team on base-1, analysed with the ``judge`` model
     by the CLI (a subprocess)."""

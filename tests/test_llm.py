@@ -10,7 +10,6 @@ import re
 import jax
 import numpy as np
 import pytest
-from llm_server import LLMServer
 
 import jaxcollab
 from jaxcollab.core.rollout import split_episode_key
@@ -25,12 +24,6 @@ from jaxcollab.llm.parse import ERROR_CLASSES, parse_reply, parse_tool_calls
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 
 GOOD = '[{"call": "wait"}]'
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
 
 
 def cfg(server, model="good", **kw) -> LLMConfig:

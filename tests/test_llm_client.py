@@ -18,12 +18,6 @@ from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, ReplyCache, Request
 
 
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
-
-
 def cfg(url, model="good", **kw) -> LLMConfig:
     return LLMConfig(base_url=url, model=model, backoff_s=0.01, **kw)
 

@@ -20,7 +20,7 @@ import jax
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
-from llm_server import MAZE_EVEN, MAZE_ODD, MAZE_REASONING, LLMServer
+from llm_server import MAZE_EVEN, MAZE_ODD, MAZE_REASONING
 
 import jaxcollab
 from jaxcollab.core.rollout import episode_keys, split_episode_key
@@ -46,12 +46,6 @@ def share(labels: list[list[int]], move: int) -> float:
     """The share of path steps whose true move is ``move`` (rollouts repeat every maze, which
     leaves it unchanged)."""
     return float(np.mean(np.concatenate(labels) == move))
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
 
 
 def experiment(name: str, server, out: Path, *extra: str) -> dict:

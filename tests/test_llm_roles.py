@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from llm_server import LLMServer
 
 from eval.otherplay import assignments, parse_args, summarize
 from eval.otherplay import run as otherplay
@@ -21,12 +20,6 @@ from jaxcollab.llm.roles import TeamClient, role_configs
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 
 ROOT = Path(__file__).parents[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
 
 
 def cfg(server, model="good", **kw) -> LLMConfig:

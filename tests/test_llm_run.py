@@ -16,7 +16,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from llm_server import LLMServer, good_reply
+from llm_server import good_reply
 
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game
@@ -25,12 +25,6 @@ from jaxcollab.llm.ktane import OMITTED
 from jaxcollab.llm.play import Host
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 from jaxcollab.scale.preempt import Preempted
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
 
 
 def cfg(server, model="good", **kw) -> LLMConfig:

@@ -10,12 +10,35 @@ endings against the run's).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.core.rollout import rollout, stateless
 from jaxcollab.core.wrappers import Wrapper
+from jaxcollab.io.schema import ConfigValueError
+
+
+def rollout_config(results: Mapping, run_dir: Path, teams: Iterable[str]) -> dict:
+    """The config of a finished ``eval/rollout.py`` run (its ``results.json``), checked to be
+    replayable: it records ``env``, ``agent``, ``episodes`` and ``seed``, and ``agent`` is one of
+    ``teams`` or ``llm``.
+
+    Raises:
+        ConfigValueError: on ``run``, naming the directory and what is missing or wrong.
+    """
+    teams = list(teams)
+    cfg = dict(results.get("config") or {})
+    if not all(k in cfg for k in ("env", "agent", "episodes", "seed")):
+        raise ConfigValueError("run", str(run_dir), "an eval/rollout.py run (config with env, "
+                               "agent, episodes, seed)")
+    if cfg["agent"] not in (*teams, "llm"):
+        raise ConfigValueError("run", str(run_dir), f"a run of a scripted team {teams} or "
+                               f"agent=llm, not agent={cfg['agent']}")
+    return cfg
 
 
 class Replayed(Wrapper):

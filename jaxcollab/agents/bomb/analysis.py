@@ -20,7 +20,7 @@ import jax
 import numpy as np
 
 from jaxcollab.agents.bomb.traces import labelled, traced
-from jaxcollab.analysis.replay import replay
+from jaxcollab.analysis.replay import replay, rollout_config
 from jaxcollab.core.registry import resolve
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bounds import order_name
@@ -31,17 +31,9 @@ from jaxcollab.io.schema import ConfigValueError
 
 
 def _config(results: Mapping, run_dir: Path) -> dict:
-    """The run's config, checked to be a replayable bomb rollout (names what is wrong)."""
     from jaxcollab.agents.bomb import TEAMS
 
-    cfg = dict(results.get("config") or {})
-    if not all(k in cfg for k in ("env", "agent", "episodes", "seed")):
-        raise ConfigValueError("run", str(run_dir), "an eval/rollout.py run (config with env, "
-                               "agent, episodes, seed)")
-    if cfg["agent"] not in (*TEAMS, "llm"):
-        raise ConfigValueError("run", str(run_dir), f"a run of a scripted team {list(TEAMS)} or "
-                               f"agent=llm, not agent={cfg['agent']}")
-    return cfg
+    return rollout_config(results, run_dir, TEAMS)
 
 
 def _turns(record: dict) -> dict[int, tuple[str, dict]]:

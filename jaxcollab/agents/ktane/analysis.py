@@ -23,6 +23,7 @@ import numpy as np
 from rich.progress import track
 
 from jaxcollab.analysis.behaviour import behaviour, episode_steps
+from jaxcollab.analysis.replay import replay, rollout_config
 from jaxcollab.core.registry import make, resolve
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import tables as KT
@@ -33,14 +34,7 @@ from jaxcollab.io.schema import ConfigValueError
 def _config(results: Mapping, run_dir: Path) -> dict:
     from jaxcollab.agents.ktane.policies import TEAMS
 
-    cfg = dict(results.get("config") or {})
-    if not all(k in cfg for k in ("env", "agent", "episodes", "seed")):
-        raise ConfigValueError("run", str(run_dir), "an eval/rollout.py run (config with env, "
-                               "agent, episodes, seed)")
-    if cfg["agent"] not in (*TEAMS, "llm"):
-        raise ConfigValueError("run", str(run_dir), f"a run of a scripted team {list(TEAMS)} or "
-                               f"agent=llm, not agent={cfg['agent']}")
-    return cfg
+    return rollout_config(results, run_dir, TEAMS)
 
 
 def landed(turn: Mapping, role: int, mode: str) -> int:
@@ -104,7 +98,6 @@ def _scripted(env, agent: str, rules, keys, params, chunk: int):
 
 
 def _llm(env, name: str, run_dir: Path, keys, params, chunk: int, mode: str):
-    from jaxcollab.analysis.replay import replay
     from jaxcollab.llm.run import read_transcripts, transcript_path
 
     records = {int(r["episode"]): r for r in read_transcripts(transcript_path(run_dir, name))}
