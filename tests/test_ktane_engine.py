@@ -25,6 +25,7 @@ from jaxcollab.envs.ktane.modules.base import (
     WAIT,
 )
 from jaxcollab.envs.ktane.render import manual_text
+from jaxcollab.envs.ktane.rules import timed_action
 from jaxcollab.envs.ktane.vocab import tok
 
 ENV = jaxcollab.make("ktane/wires")
@@ -174,6 +175,43 @@ def test_strike_speeds_up_the_clock_in_an_episode():
     state = wires_state("RKWK--")
     state, _ = run(state, defuser(CUT, 0), expert(WAIT), defuser(WAIT))
     assert int(state.strikes) == 1 and int(state.time_left_cs) == 8100 - 300 - 375
+
+
+def test_a_timed_defuser_turn_lasts_its_elapsed_game_time_times_the_rate():
+    """GPTNT C.4.2: a turn of any length (a reply's latency, the 0.5 s poll sleep), the rate
+    read before its action; the Expert's turns stay free; a bare action is a Δ = 3 s turn."""
+    timed = lambda a, s: timed_action(np.asarray(a), s)  # noqa: E731
+    state, _ = run(wires_state(), timed(defuser(WAIT), 12.34))
+    assert int(state.time_left_cs) == 8100 - 1234 and int(state.turn) == 1
+    state, _ = run(state, timed(expert(MESSAGE, tok("red")), 9.0))
+    assert int(state.time_left_cs) == 8100 - 1234 and int(state.n_messages[1]) == 1
+    struck, _ = run(wires_state(strikes=1), timed(defuser(CUT, 0), 0.5))  # cuts a wrong wire
+    assert int(struck.strikes) == 2 and int(struck.time_left_cs) == 8100 - 62  # 50 × 1.25
+    struck, _ = run(struck, expert(WAIT), timed(defuser(WAIT), 10.0))
+    assert int(struck.time_left_cs) == 8100 - 62 - 1500  # ×1.5 from the second strike
+    bare, _ = run(wires_state(), defuser(WAIT))
+    same, _ = run(wires_state(), timed(defuser(WAIT), T.TURN_S))
+    chex.assert_trees_all_equal(bare, same)
+    with pytest.raises(ValueError, match="elapsed game time .* got -1"):
+        timed_action(defuser(WAIT), -1)
+
+
+def test_the_bomb_runs_out_while_the_defuser_thinks():
+    """A wait as long as the reply's latency ends the episode on timeout before the action
+    that reply chose can land; a wait shorter than the time left does not."""
+    state, [(_, term, _)] = run(wires_state(time_cs=700), timed_action(defuser(WAIT), 6.99))
+    assert int(state.outcome) == T.RUNNING and int(state.time_left_cs) == 1 and not bool(term)
+    state, [(reward, term, _)] = run(wires_state(time_cs=700), timed_action(defuser(WAIT), 7))
+    assert int(state.outcome) == T.TIMEOUT and bool(term) and reward.tolist() == [-1.0, -1.0]
+    state, _ = run(state, expert(WAIT), defuser(CUT, 2))  # frozen: the cut never lands
+    assert not np.asarray(state.modules)[0, 6:12].any()
+
+
+def test_timed_steps_compile_once_across_elapsed_times():
+    step = jax.jit(ENV.step)
+    for s in (0.0, 0.5, 3.0, 17.25):
+        step(jax.random.key(0), BASE, timed_action(defuser(WAIT), s), PARAMS)
+    assert step._cache_size() == 1
 
 
 # --- navigation and invalid actions -------------------------------------------------------------

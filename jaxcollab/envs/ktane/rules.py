@@ -1,13 +1,15 @@
-"""Sync-mode turns: the Defuser's and the Expert's turn, time, strikes and outcomes (GPTNT,
-§4.1 and App. B.4.1; see :mod:`jaxcollab.envs.ktane.env` for the rules in words).
+"""Turns: the Defuser's and the Expert's turn, time, strikes and outcomes (GPTNT, §4.1, App.
+B.4.1 and C.4; see :mod:`jaxcollab.envs.ktane.env` for the rules in words).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
@@ -21,12 +23,30 @@ if TYPE_CHECKING:
     from jaxcollab.envs.ktane.env import KtaneEnv
 
 
+def timed_action(actions, elapsed_s: float) -> dict:
+    """The joint action ``actions`` (int32 ``[2, ACTION_LEN]``) as a timed action: a Defuser
+    turn that lasts ``elapsed_s`` seconds of game time instead of Δ (host side; NumPy
+    ``{"actions": int32 [2, ACTION_LEN], "elapsed_cs": int32 []}``, centiseconds rounded).
+
+    Raises:
+        ValueError: ``elapsed_s`` is negative or not finite.
+    """
+    if not 0 <= float(elapsed_s) < float("inf"):
+        raise ValueError(f"a turn's elapsed game time must be finite and >= 0 s, got {elapsed_s!r}")
+    return {"actions": np.asarray(actions, np.int32),
+            "elapsed_cs": np.int32(round(float(elapsed_s) * 100))}
+
+
 def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParams):
     """One turn of a running episode without the observation: ``(state, reward, info)`` (ended
     episodes are frozen by :meth:`jaxcollab.core.env.Environment.step`, not here).
 
     ``actions`` is int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role; a
-    ``message`` verb sends the phrase ``w_1 … w_L`` (tokens clipped into the vocabulary).
+    ``message`` verb sends the phrase ``w_1 … w_L`` (tokens clipped into the vocabulary). Or a
+    timed action ``{"actions": that, "elapsed_cs": int32 []}`` (:func:`timed_action`): a
+    Defuser turn then lasts ``elapsed_cs`` centiseconds of game time (negative counts as 0)
+    instead of Δ = :data:`~jaxcollab.envs.ktane.tables.TURN_S` (GPTNT C.4.2's continuous time:
+    a reply's latency, a poll sleep); an Expert turn ignores it.
 
     ``info`` holds int32/bool scalars ``role`` (who acted), ``strike``, ``valid`` (the
     action had an effect or was a wait/message) and ``outcome``.
@@ -34,13 +54,18 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
     Raises:
         ValueError: ``actions`` is not shaped ``[2, ACTION_LEN]``.
     """
+    elapsed_cs = jnp.int32(T.TURN_S * 100)
+    if isinstance(actions, Mapping):
+        elapsed_cs = jnp.maximum(jnp.asarray(actions["elapsed_cs"], jnp.int32), 0)
+        actions = actions["actions"]
     actions = jnp.asarray(actions, jnp.int32)
     if actions.shape != (2, ACTION_LEN):
         raise ValueError(f"ktane actions must be int32 [2, {ACTION_LEN}], got {actions.shape}")
     role = state.turn % 2
     verb, target = actions[role, 0], actions[role, 1]
     phrase = jnp.clip(actions[role, 2:], 0, len(V.VOCAB) - 1)
-    defuser_state, strike, valid = defuser_turn(env, key, state, verb, target, phrase, params)
+    defuser_state, strike, valid = defuser_turn(env, key, state, verb, target, phrase, params,
+                                                elapsed_cs)
     expert_state = expert_turn(state, verb, phrase)
     new = jax.tree.map(lambda d, e: jnp.where(role == DEFUSER, d, e), defuser_state, expert_state)
     ended = new.outcome != T.RUNNING
@@ -55,8 +80,11 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
     return new, reward, info
 
 
-def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, phrase, params: KtaneParams):
-    """The Defuser's turn: navigate, act on the zoomed module, or message; costs bomb time.
+def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, phrase, params: KtaneParams,
+                 elapsed_cs=T.TURN_S * 100):
+    """The Defuser's turn: navigate, act on the zoomed module, or message; then ``elapsed_cs``
+    centiseconds of game time pass, ``elapsed_cs × rate(strikes before the action)`` of bomb
+    time (sync: Δ, :data:`~jaxcollab.envs.ktane.tables.TURN_COST_CS`).
 
     Returns ``(state, strike, ok)``.
     """
@@ -91,7 +119,8 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, phrase, par
         [FEEDBACK[3], FEEDBACK[4], FEEDBACK[5], FEEDBACK[2]],
         FEEDBACK[1],
     )
-    time_left = state.time_left_cs - jnp.asarray(T.TURN_COST_CS)[jnp.minimum(state.strikes, 4)]
+    rate = jnp.asarray(T.TIMER_RATE_QUARTERS)[jnp.minimum(state.strikes, 4)]
+    time_left = state.time_left_cs - elapsed_cs * rate // 4
     outcome = jnp.select(
         [jnp.all(solved), strikes >= params.max_strikes, time_left <= 0],
         [T.SOLVED, T.STRIKEOUT, T.TIMEOUT],

@@ -24,11 +24,14 @@ SERIAL_DRAW = np.array(
 )
 SERIAL_DRAW_LETTERS = 25
 
-#: Bomb-time cost of one Defuser turn in centiseconds: 3 s × timer rate at 0, 1, 2, 3, ≥4
-#: strikes (×1, ×1.25, ×1.5, ×1.75, ×2: the game's modding-kit timer; 3+ strikes only occur
-#: with a strike limit above 3).
-TURN_COST_CS = np.array([300, 375, 450, 525, 600], np.int32)
+#: The timer's rate in quarters at 0, 1, 2, 3, ≥4 strikes (×1, ×1.25, ×1.5, ×1.75, ×2: the
+#: game's modding-kit timer; 3+ strikes only occur with a strike limit above 3): ``s`` seconds
+#: of game time take ``s × rate`` seconds off the bomb's timer.
+TIMER_RATE_QUARTERS = np.array([4, 5, 6, 7, 8], np.int32)
+#: Game time of one sync-mode Defuser turn, GPTNT's Δ (App. C.4.3), in seconds.
 TURN_S = 3
+#: Bomb-time cost of one sync-mode Defuser turn in centiseconds, by strikes: Δ × the rate.
+TURN_COST_CS = TURN_S * 100 * TIMER_RATE_QUARTERS // 4
 
 WIDGET_KINDS = ("battery", "indicator", "ports")
 BATTERY, INDICATOR, PORTS = range(3)
