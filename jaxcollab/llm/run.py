@@ -106,9 +106,10 @@ class LLMTeam:
         family: the plug-in whose :attr:`~jaxcollab.core.family.Family.llm` game it plays.
         options: the run config (``llm`` block, and the family's own keys for its prompts).
         out_dir: where transcripts and the request cache live.
-        progress: optional ``progress(n, requests=, tokens=)``, called with ``n=1`` as each
-            episode finishes and ``n=0`` after every agent turn (a bar and its postfix: requests
-            and tokens so far, cache replays included).
+        progress: optional ``progress(n, requests=, tokens=)``, called with ``n=0`` after
+            every agent turn and ``n=1`` as each episode finishes, after its end-of-game
+            exchanges (a bar and its postfix: requests and tokens so far, cache replays and
+            reflections included).
 
     Raises:
         LLMError (from :meth:`play`): unreachable endpoint or unknown model (before any
@@ -156,11 +157,12 @@ class LLMTeam:
         rows = [played[first[tuple(i)]].state for i in ids]
         return jax.tree.map(lambda *xs: np.stack(xs), *rows)
 
-    def _turn(self) -> None:
-        """Progress after an agent turn: requests and tokens so far."""
+    def _turn(self, n: int = 0) -> None:
+        """Progress after an agent turn (``n=0``) or a finished episode's end-of-game
+        exchanges (``n=1``): requests and tokens so far."""
         usage = list(self.client.usage.values())
         with self._lock:
-            self.progress(0, requests=sum(u.calls for u in usage),
+            self.progress(n, requests=sum(u.calls for u in usage),
                           tokens=sum(u.prompt_tokens + u.completion_tokens for u in usage))
 
     def _finish(self, env_name: str, played: Played, game) -> dict:
@@ -169,8 +171,7 @@ class LLMTeam:
         success, ending = llm.outcome(played.state)
         self.host.drive(played.episode, game.finish(played.episode, ending))
         if self.progress is not None:
-            with self._lock:
-                self.progress(1)
+            self._turn(1)  # the reflections' requests count too
         return _record(env_name, played, success, ending, llm.data(played.state))
 
     def _write(self, records: list[dict]) -> None:
