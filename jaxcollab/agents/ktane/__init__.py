@@ -229,14 +229,19 @@ def _llm_game(env_name: str, env, params, options: Mapping):
 
 
 def _llm_summary(records: list[dict], options: Mapping) -> dict:
-    """``messages_sent``: messages each player sent per episode, counted by the host (in
-    async mode the Expert may send several within one Defuser slot, which the environment's
-    ``n_messages`` counts once)."""
+    """Counted by the host from the message queues: ``messages_sent`` (messages each player
+    sent, per episode) and ``messages_per_defuser_cycle`` (every message either player queued
+    / the Defuser's decision cycles, per episode: in async mode an Expert may send several
+    between two Defuser cycles, and a cycle may span two environment steps, so the
+    environment's one message per step and its step count undercount; the same in sync)."""
     if not records:
         return {}
     sent = [r["data"].get("messages_sent", {}) for r in records]
     players = sorted({p for s in sent for p in s})
-    return {"messages_sent": {p: float(np.mean([s.get(p, 0) for s in sent])) for p in players}}
+    cycles = [max(len(r["agents"].get("defuser", [])), 1) for r in records]
+    return {"messages_sent": {p: float(np.mean([s.get(p, 0) for s in sent])) for p in players},
+            "messages_per_defuser_cycle": float(np.mean([sum(s.values()) / c
+                                                         for s, c in zip(sent, cycles)]))}
 
 
 def _outcome(state) -> tuple[bool, str]:
