@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from llm_server import JUDGE_MODE, LLMServer
 
 from jaxcollab.analysis import behaviour as B
-from jaxcollab.analysis.behaviour import KINDS
 from jaxcollab.analysis.judge import agreement, parse_verdict, summary
 from jaxcollab.analysis.sanzaru import MODES, RUBRIC
 from jaxcollab.envs.ktane.modules.base import CUT, MESSAGE, ROTATE, SELECT, WAIT
@@ -371,11 +370,11 @@ def late_server():
         yield srv
 
 
-def test_ktane_async_llm_behaviour_counts_the_late_slots_as_waits(tmp_path, late_server):
+def test_ktane_async_llm_behaviour_reads_one_step_per_cycle(tmp_path, late_server):
     """``ktane.mode=async`` against a late server on the wires board the stub solves by
-    cutting B (seed 1): the Defuser's select lands one slot after its cycle began (a wait in
-    between), its cut on the next slot solves the module. Steps: wait, Expert message,
-    select, Expert message, cut."""
+    cutting B (seed 1). Steps: the Defuser's wait while it thinks (3.2 s), Expert messages,
+    select, Expert, wait (0.05 s), Expert, cut. By cycle: select with the Expert's messages
+    during it, then the cut (the episode ends on it)."""
     from conftest import run_entry
 
     results = run_entry("eval/rollout.py", "env=ktane/wires", "agent=llm", "ktane.mode=async",
@@ -386,13 +385,30 @@ def test_ktane_async_llm_behaviour_counts_the_late_slots_as_waits(tmp_path, late
     b = a["behaviour"]
     assert results["success_rate"] == 1.0 and a["lost"] == 0 and b["episodes"]["solved"] == 1
     d = b["defuser"]["solved"]
-    assert d["all"] == {"navigating": 1 / 3, "interacting": 1 / 3, "messaging": 0.0,
-                        "waiting": 1 / 3, "steps": 3}
-    assert [max(KINDS, key=d[p].get) for p in ("early", "middle", "late")] == [
-        "waiting", "navigating", "interacting"]
-    assert b["expert"]["solved"]["all"] == {"messaging": 1.0, "waiting": 0.0, "steps": 2}
-    assert b["message_rate"] == {"defuser": 0.0, "expert": 1.0, "either": 2 / 3}
+    assert d["all"] == {"navigating": 1 / 2, "interacting": 1 / 2, "messaging": 0.0,
+                        "waiting": 0.0, "steps": 2}
+    assert d["early"]["navigating"] == 1.0 and d["middle"]["interacting"] == 1.0
+    assert b["expert"]["solved"]["all"] == {"messaging": 1.0, "waiting": 0.0, "steps": 1}
+    assert b["message_rate"] == {"defuser": 0.0, "expert": 1.0, "either": 1 / 2}
     assert b["after_strike"]["strikes"] == 0
+
+
+def test_per_cycle_folds_the_thinking_waits():
+    from types import SimpleNamespace
+
+    from jaxcollab.agents.ktane.analysis import per_cycle
+    from jaxcollab.envs.ktane import tables as KT
+
+    t = np.arange(8)[:, None]  # one episode: think, E msg, select, E, think, E, cut, E (ended)
+    states = SimpleNamespace(turn=t, outcome=np.where(t < 7, KT.RUNNING, KT.SOLVED),
+                             strikes=np.zeros((8, 1), int), solved=np.zeros((8, 1, 1), int))
+    verbs = np.zeros((8, 1, 2), int)
+    verbs[1, 0, 1], verbs[2, 0, 0], verbs[6, 0, 0] = MESSAGE, SELECT, CUT
+    thinking = np.array([[True, False, False, False, True, False, False, False]])
+    turn, outcome, v, *_ = per_cycle(states, verbs, thinking)
+    assert turn[:, 0].tolist() == [2, 3, 6, 7, 7, 7, 7, 7]
+    assert (outcome[:3, 0] == KT.RUNNING).all() and (outcome[3:, 0] != KT.RUNNING).all()
+    assert v[:3, 0].tolist() == [[SELECT, 0], [0, MESSAGE], [CUT, 0]]
 
 
 # -- entry points through the plug-in ----------------------------------------------------------

@@ -186,7 +186,7 @@ def test_expert_prompt_has_no_bomb_state():
     assert "BOMB DEFUSAL MANUAL" not in "\n".join(m["content"] for m in d_req.messages)
 
 
-def test_ktane_async_latency_costs_slots():
+def test_ktane_async_latency_is_game_time():
     env = jaxcollab.make("ktane/wires")
     game = KtaneGame(env, mode="async")
     obs = np.asarray(jax.jit(env.reset)(jax.random.PRNGKey(0))[0])
@@ -195,13 +195,14 @@ def test_ktane_async_latency_costs_slots():
            '{"action": "select", "location": "A"}}}</action>')
     gen = game.turn(ep, 0, obs)
     next(gen)
-    with pytest.raises(StopIteration) as stop:  # 7 s of thinking: lands two 3-s slots later
+    with pytest.raises(StopIteration) as stop:  # 7 s of thinking: a 7 s wait
         gen.send([Reply(act, latency_s=7.0, queue_s=30.0)])  # waiting in a queue costs nothing
-    assert not stop.value.value.any()
-    for step, expect in ((2, [0, 0]), (4, [2, 0])):  # clock 3 s: wait; 6 s: SELECT 0
-        with pytest.raises(StopIteration) as stop:
-            next(game.turn(ep, step, obs))  # no request: the decision is still "generating"
-        assert stop.value.value[0, :2].tolist() == expect and not stop.value.value[0, 2:].any()
+    assert not stop.value.value.actions.any() and int(stop.value.value.elapsed_cs) == 700
+    with pytest.raises(StopIteration) as stop:
+        next(game.turn(ep, 2, obs))  # no request: the reply lands (SELECT 0), then 0.5 s
+    landed = stop.value.value
+    assert landed.actions[0, :2].tolist() == [2, 0] and not landed.actions[0, 2:].any()
+    assert int(landed.elapsed_cs) == 50 and ep.data["ktane"]["clock_s"] == 7.5
 
 
 # --- end to end through the real HTTP client ----------------------------------------------------

@@ -78,17 +78,17 @@ _IGNORED = stateless(_nothing, "replay")
 
 
 def replay(env, keys, params, actions, *, batched_params: bool = True, chunk: int = 32):
-    """Play recorded ``actions`` (pytree ``[B, T, ...]`` host arrays, ``T`` at most
-    ``env.max_episode_steps``; pad with the env's no-op) on episode keys ``[B]`` and ``params``
-    (``[B]`` with ``batched_params``), ``chunk`` episodes per compiled batch (the last padded).
+    """Play recorded ``actions`` (pytree ``[B, T, ...]`` host arrays, ``T`` steps by which
+    every episode has ended, e.g. ``env.max_episode_steps``; pad with the env's no-op) on
+    episode keys ``[B]`` and ``params`` (``[B]`` with ``batched_params``), ``chunk`` episodes per
+    compiled batch (the last padded).
 
     Returns:
         ``(final, states, applied)``: the final env states ``[B]``, the state each step acted on
-        ``[T, B]`` and the actions applied ``[T, B, ...]`` (host arrays; ``T =
-        env.max_episode_steps``).
+        ``[T, B]`` and the actions applied ``[T, B, ...]`` (host arrays).
     """
     keys = np.asarray(keys)
-    total = len(keys)
+    total, steps = len(keys), jax.tree.leaves(actions)[0].shape[1]
     size = min(chunk, total)
     if not batched_params:
         params = jax.tree.map(lambda x: np.broadcast_to(x, (total, *np.shape(x))), params)
@@ -100,7 +100,7 @@ def replay(env, keys, params, actions, *, batched_params: bool = True, chunk: in
         res = jax.device_get(rollout(
             wrapped, _IGNORED, keys[rows], {"env": pick(params, rows),
                                             "actions": pick(actions, rows)},
-            batched_params=True, max_steps=env.max_episode_steps, trajectory=True))
+            batched_params=True, max_steps=steps, trajectory=True))
         keep = np.arange(min(size, total - lo))
         finals.append(pick(res.state["env"], keep))
         states.append(jax.tree.map(lambda x, k=keep: x[:, k], res.trajectory["state"]["env"]))

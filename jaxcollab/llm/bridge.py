@@ -85,7 +85,8 @@ class Episode:
 
 class Game:
     """A family's host side. Subclasses set ``roles`` and implement :meth:`action_struct`,
-    :meth:`turn` and :meth:`noop`; :meth:`finish` may add end-of-game exchanges."""
+    :meth:`turn` and :meth:`noop`; :meth:`finish` may add end-of-game exchanges and
+    :meth:`max_steps` raise the rollout's step bound."""
 
     roles: tuple[str, ...] = ()
 
@@ -100,6 +101,11 @@ class Game:
     def turn(self, ep: Episode, step: int, obs: np.ndarray) -> Turn:
         """Generator over request batches for one episode at one step (module docstring)."""
         raise NotImplementedError
+
+    def max_steps(self, env) -> int:
+        """Steps by which every episode of ``env`` has ended under this game (the rollout's
+        bound; default ``env.max_episode_steps``)."""
+        return env.max_episode_steps
 
     def finish(self, ep: Episode, outcome: str) -> Turn:
         """End-of-game exchanges (default: none); returns nothing."""

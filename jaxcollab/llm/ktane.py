@@ -61,7 +61,7 @@ import numpy as np
 
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
-from jaxcollab.envs.ktane.channel import FRAMES, defuser_text, loop_key
+from jaxcollab.envs.ktane.channel import FRAME_S, FRAMES, defuser_text, simon_schedule
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, ROLE_NAMES
 from jaxcollab.envs.ktane.modules.base import (
     ACTION_LEN,
@@ -78,6 +78,7 @@ from jaxcollab.envs.ktane.modules.base import (
     WAIT,
 )
 from jaxcollab.envs.ktane.render import manual_text
+from jaxcollab.envs.ktane.rules import TimedAction, timed_action
 from jaxcollab.envs.ktane.ruleset import Ruleset, vanilla_ruleset
 from jaxcollab.llm.bridge import Episode, Game, Turn, clip
 from jaxcollab.llm.client import Request
@@ -313,6 +314,13 @@ def decode_action(parsed: Parsed, role: int, view: str, messaging: bool = True,
     return (verb, ord(loc) - 65, ""), parsed
 
 
+def async_max_steps(env) -> int:
+    """A bound on the steps of an async episode on ``env`` (its default time limit): each
+    Defuser cycle takes at least :data:`POLL_S` of bomb time and at most four steps
+    (:meth:`KtaneGame.max_steps`)."""
+    return 4 * math.ceil(env.mission.time_limit_s / POLL_S) + 2
+
+
 def message_phrase(text: str) -> np.ndarray:
     """What the environment records of a free-text message: int32 ``[MESSAGE_WORDS]`` tokens of
     its vocabulary words in order (tried as written and without edge punctuation, lower- and
@@ -361,15 +369,25 @@ class KtaneGame(Game):
                              or (solo == "with_manual")}
 
     def action_struct(self):
-        return jax.ShapeDtypeStruct((2, ACTION_LEN), np.int32)
+        """int32 ``[2, ACTION_LEN]``; in async mode a timed action (its Defuser turn's game
+        time: :func:`~jaxcollab.envs.ktane.rules.timed_action`)."""
+        joint = jax.ShapeDtypeStruct((2, ACTION_LEN), np.int32)
+        if self.mode == "sync":
+            return joint
+        return TimedAction(joint, jax.ShapeDtypeStruct((), np.int32))
 
     def noop(self):
         return np.zeros((2, ACTION_LEN), np.int32)
 
+    def max_steps(self, env) -> int:
+        """Sync: ``env.max_episode_steps``. Async: :func:`async_max_steps` (a Defuser cycle
+        is its wait while it thinks, its action, and an Expert step after each)."""
+        return env.max_episode_steps if self.mode == "sync" else async_max_steps(env)
+
     def _state(self, ep: Episode) -> dict:
         return ep.data.setdefault("ktane", {
             "clock_s": 0.0, "queue": {r: [] for r in ROLE_NAMES}, "pending": None,
-            "expert_next_s": 0.0, "loop_start_s": 0.0})
+            "expert_next_s": 0.0, "simon": (), "last": None})
 
     def _messages(self, ep: Episode, name: str, user: str) -> tuple[dict, ...]:
         """The request of ``name``: system prompt, past exchanges and the current ``user``
@@ -396,44 +414,52 @@ class KtaneGame(Game):
 
     def turn(self, ep: Episode, step: int, obs: np.ndarray) -> Turn:
         s = self._state(ep)
-        if step % 2 == DEFUSER:  # sync alternation of the environment: even turns
+        if step % 2 == DEFUSER:  # the environment's alternation: even steps
             now = s["clock_s"]
-            s["clock_s"] += KT.TURN_S
-            return (yield from self._defuser_turn(ep, step, obs, now))
-        if self.solo:
-            return self.noop()
-        return (yield from self._expert_turn(ep, step, obs, s["clock_s"]))
+            action, elapsed_s = yield from self._defuser_turn(ep, step, obs, now)
+            s["clock_s"] = now + elapsed_s
+        elif self.solo:
+            action, elapsed_s = self.noop(), 0.0
+        else:
+            action, elapsed_s = (yield from self._expert_turn(ep, step, obs, s["clock_s"])), 0.0
+        return action if self.mode == "sync" else timed_action(action, elapsed_s)
 
     def _defuser_view(self, ep: Episode, row: np.ndarray, now: float) -> tuple[str, str | None]:
         """The Defuser's current view at game time ``now``, and what stands for it once it is
         the previous one (``gptnt``: one unlabelled frame; ``full``: None, the view itself)."""
         if self.view == "full":
             return marks(self.env.render_observation(row, DEFUSER)), None
-        start = self._state(ep)["loop_start_s"]
-        return (marks(defuser_text(row, now, frames=FRAMES, loop_start_s=start)),
-                f"{PREVIOUS}\n{defuser_text(row, now, labels=False, frames=1, loop_start_s=start)}")
+        simon = self._state(ep)["simon"]
+        return (marks(defuser_text(row, now, frames=FRAMES, simon=simon)),
+                f"{PREVIOUS}\n{defuser_text(row, now, labels=False, frames=1, simon=simon)}")
 
     def _defuser_turn(self, ep: Episode, step: int, obs: np.ndarray, now: float) -> Turn:
-        s = self._state(ep)
-        key = loop_key(obs[DEFUSER])  # a zoom or a strike in the last slot restarts Simon
-        if s.get("loop_key", key) != key:
-            s["loop_start_s"] = now - KT.TURN_S  # the slot's action came at its start
-        s["loop_key"] = key
-        if s["pending"] is not None:  # async: an earlier decision still generating
-            ready, action = s["pending"]
-            if now < ready:
-                return self.noop()
-            s["pending"] = None
-            return action
-        view, prev = self._defuser_view(ep, obs[DEFUSER], now)
+        """The Defuser's step at game time ``now``: ``(action, game seconds it lasts)``.
+
+        Sync: a decision cycle, its action landing at once, then Δ. Async: a cycle whose reply
+        took ``L`` seconds is a wait of ``L`` (centiseconds, the environment's unit) while it
+        thinks, then its action, landing on the next Defuser step, followed by the
+        :data:`POLL_S` sleep (one step of :data:`POLL_S` when ``L`` rounds to 0). Either way
+        every Defuser step's action lands at the step's start, so Simon's schedule is updated
+        from the rows around the previous step's action, at that step's start."""
+        s, row = self._state(ep), obs[DEFUSER]
+        if s["last"] is not None:
+            before, at = s["last"]
+            s["simon"] = simon_schedule(s["simon"], before, row, at, now - FRAMES * FRAME_S)
+        s["last"] = (row, now)
+        if s["pending"] is not None:  # async: the reply of the previous step lands now
+            action, s["pending"] = s["pending"], None
+            return action, POLL_S
+        view, prev = self._defuser_view(ep, row, now)
         verb, target, text, lag = yield from self._cycle(ep, DEFUSER, f"{ep.index}:{step}",
                                                          step, now, view, prev)
         action = self._action(DEFUSER, verb, target, text)
-        slots = math.floor(lag / KT.TURN_S)
-        if slots:
-            s["pending"] = (now + slots * KT.TURN_S, action)
-            return self.noop()
-        return action
+        if self.mode == "sync":
+            return action, float(KT.TURN_S)
+        if lag > 0:
+            s["pending"] = action
+            return self.noop(), lag
+        return action, POLL_S
 
     def _expert_turn(self, ep: Episode, step: int, obs: np.ndarray, end: float) -> Turn:
         """The Expert's cycles up to game time ``end`` (the next Defuser slot): one cycle at
@@ -467,8 +493,9 @@ class KtaneGame(Game):
                prev: str | None) -> Turn:
         """One decision cycle of ``role`` starting at game time ``now``: flush its queue, show
         ``view`` and the messages, ask, parse. Returns ``(verb, target, message, lag)``,
-        ``lag`` the seconds until dispatch (the reply's latency in async mode, else 0); a
-        message enters the partner's queue stamped ``now + lag``."""
+        ``lag`` the seconds until dispatch (the reply's latency in async mode, in whole
+        centiseconds, the environment's unit; else 0); a message enters the partner's queue
+        stamped ``now + lag``. The history records ``clock_s`` (``now``) and ``dispatch_s``."""
         name, s = ROLE_NAMES[role], self._state(ep)
         partner = ROLE_NAMES[1 - role]
         inbox = [m for t, m in s["queue"][name] if t <= now]
@@ -493,9 +520,9 @@ class KtaneGame(Game):
                                                      messaging=not self.solo)
         text = clip(text)
         extra = {} if prev is None else {"prev": "\n\n".join([prev, *rest])}
+        lag = round(reply.latency_s, 2) if self.mode == "async" else 0.0  # centiseconds
         ep.record(name, step, req, reply, parsed, seen=user, brief=brief, said=reply.text,
-                  refused=failed, clock_s=now, **extra)
-        lag = reply.latency_s if self.mode == "async" else 0.0
+                  refused=failed, clock_s=now, dispatch_s=now + lag, **extra)
         if reply.refused and not self.solo:  # GPTNT: the partner is asked to rephrase
             s["queue"][partner].append((now, "Can you rephrase that please?"))
         if verb == MESSAGE:

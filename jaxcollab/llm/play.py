@@ -250,7 +250,7 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
         what stopped the pool (:class:`Host`: ``KeyboardInterrupt`` on SIGINT / SIGTERM, or
         the first error of a turn or of ``finish``), after every worker has ended.
     """
-    struct = jobs[0][1].action_struct()
+    struct, max_steps = jobs[0][1].action_struct(), jobs[0][1].max_steps(env)
     policy = llm_policy(host, struct)
     tagged = Tagged(env)
     row_of = lambda tree, b: jax.tree.map(lambda x: np.asarray(x)[b: b + 1], tree)  # noqa: E731
@@ -258,7 +258,7 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     def one(b: int, tag: int):
         p = {"env": row_of(params, b), "tag": np.full((1,), tag, np.int32)}
         return jax.device_get(rollout(tagged, policy, keys[b: b + 1], p, batched_params=True,
-                                      max_steps=env.max_episode_steps, until_done=True))
+                                      max_steps=max_steps, until_done=True))
 
     if tagged not in host.warmed:
         one(jobs[0][0], -1)  # compile (unknown tag: zeros, no request)

@@ -6,15 +6,15 @@ A scripted team's episodes are replayed by the team with a trajectory
 from its transcripts: each turn's recorded action is decoded as
 :class:`~jaxcollab.llm.ktane.KtaneGame` decoded it, put on the step it landed on, and replayed
 on the run's keys (:func:`jaxcollab.analysis.replay.replay`). In ``ktane.mode=async`` a
-Defuser action lands ``floor(latency / Δ)`` slots after the step its cycle began (its recorded
-``step`` and ``latency_s``; Δ = 3 s), the Defuser's steps in between are waits, and an Expert
-step carries the last message of the cycles recorded on it (:mod:`jaxcollab.llm.ktane`). Either
-replay must end every episode as the run did, else the analysis refuses.
+Defuser cycle whose reply took time is a wait of its latency (the cycle's recorded ``step``)
+and its action two steps later, followed by the poll sleep; an Expert step carries the last
+message of the cycles recorded on it (:mod:`jaxcollab.llm.ktane`); the behaviour then reads one
+Defuser step and one Expert step per Defuser cycle (:func:`per_cycle`). Either replay must end
+every episode as the run did, else the analysis refuses.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from jaxcollab.analysis.replay import replay, rollout_config
 from jaxcollab.core.registry import make, resolve
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import tables as KT
+from jaxcollab.envs.ktane.modules.base import MESSAGE
 from jaxcollab.envs.ktane.ruleset import make_ruleset
 from jaxcollab.io.schema import ConfigValueError
 
@@ -39,33 +40,43 @@ def _config(results: Mapping, run_dir: Path) -> dict:
 
 def landed(turn: Mapping, role: int, mode: str) -> int:
     """The step a recorded turn's action landed on: its ``step``, or in ``async`` mode a
-    Defuser's ``floor(latency_s / Δ)`` slots (two steps each) later
-    (:meth:`jaxcollab.llm.ktane.KtaneGame.turn`)."""
+    Defuser's two steps later when its reply took time (its ``latency_s`` in centiseconds: the
+    step in between was the wait while it thought; :meth:`jaxcollab.llm.ktane.KtaneGame.turn`)."""
     from jaxcollab.envs.ktane.mission import DEFUSER
 
     if mode != "async" or role != DEFUSER:
         return int(turn["step"])
-    return int(turn["step"]) + 2 * math.floor(float(turn["latency_s"]) / KT.TURN_S)
+    return int(turn["step"]) + 2 * (round(float(turn["latency_s"]), 2) > 0)
 
 
-def _actions(env, record: dict, mode: str) -> np.ndarray:
-    """int32 ``[max_episode_steps, 2, ACTION_LEN]``: the joint action of each step of one LLM
-    episode, decoded from its transcript record as the game decoded it, on the step each
-    landed on (:func:`landed`; steps without one are waits, zeros). An Expert step with several
+def _actions(env, record: dict, mode: str):
+    """The joint action of each step of one LLM episode, decoded from its transcript record as
+    the game decoded it, on the step each landed on (:func:`landed`; steps without one are
+    waits, zeros): int32 ``[max_episode_steps, 2, ACTION_LEN]``, or in ``async`` mode a
+    :class:`~jaxcollab.envs.ktane.rules.TimedAction` over
+    :func:`~jaxcollab.llm.ktane.async_max_steps` steps whose Defuser steps last what the game's
+    did (a reply's latency while it thought, then the poll sleep). An Expert step with several
     cycles (async) sends the last message among them."""
-    from jaxcollab.envs.ktane.mission import ROLE_NAMES
+    from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES
     from jaxcollab.envs.ktane.modules.base import ACTION_LEN, MESSAGE
+    from jaxcollab.envs.ktane.rules import TimedAction
     from jaxcollab.llm.bridge import clip
-    from jaxcollab.llm.ktane import decode_action, message_phrase
+    from jaxcollab.llm.ktane import POLL_S, async_max_steps, decode_action, message_phrase
     from jaxcollab.llm.parse import Parsed
 
-    out = np.zeros((env.max_episode_steps, 2, ACTION_LEN), np.int32)
+    timed = mode == "async"
+    out = np.zeros((async_max_steps(env) if timed else env.max_episode_steps, 2, ACTION_LEN),
+                   np.int32)
+    elapsed_cs = np.zeros(len(out), np.int32)
     for name, turns in record["agents"].items():
         role = ROLE_NAMES.index(name)
         for t in turns:
             step = landed(t, role, mode)
             if step >= len(out):
                 continue
+            if timed and role == DEFUSER:
+                elapsed_cs[int(t["step"])] = round(round(float(t["latency_s"]), 2) * 100)
+                elapsed_cs[step] = round(POLL_S * 100)
             parsed = Parsed(t.get("action"), errors=tuple(t.get("errors") or ()))
             (verb, target, text), _ = decode_action(parsed, role, str(t.get("seen", ""))
                                                     if role == 0 else "")
@@ -75,7 +86,7 @@ def _actions(env, record: dict, mode: str) -> np.ndarray:
             out[step, role, :2] = (verb, target)
             if verb == MESSAGE:
                 out[step, role, 2:] = message_phrase(clip(text))
-    return out
+    return TimedAction(out, elapsed_cs) if timed else out
 
 
 def _scripted(env, agent: str, rules, keys, params, chunk: int):
@@ -105,7 +116,8 @@ def _llm(env, name: str, run_dir: Path, keys, params, chunk: int, mode: str):
     if missing:
         raise ConfigValueError("run", str(run_dir), f"a finished LLM run with a transcript of "
                                f"every episode; {name} lacks episodes {missing[:3]}")
-    actions = np.stack([_actions(env, records[e], mode) for e in range(len(keys))])
+    actions = jax.tree.map(lambda *x: np.stack(x),
+                           *[_actions(env, records[e], mode) for e in range(len(keys))])
     final, states, applied = replay(env, keys, params, actions, batched_params=False,
                                     chunk=chunk)
     wrong = [e for e in range(len(keys))
@@ -113,7 +125,40 @@ def _llm(env, name: str, run_dir: Path, keys, params, chunk: int, mode: str):
     if wrong:
         raise RuntimeError(f"replayed {name} episodes {wrong[:3]} end otherwise than their "
                            "transcripts: the run's episodes could not be reproduced")
-    return final, states, applied
+    thinking = np.zeros((len(keys), len(np.asarray(states.turn))), bool)
+    for e in range(len(keys)):
+        for t in records[e]["agents"].get("defuser", []):
+            if landed(t, 0, mode) != int(t["step"]) and int(t["step"]) < thinking.shape[1]:
+                thinking[e, int(t["step"])] = True
+    return final, states, np.asarray(getattr(applied, "actions", applied))[..., 0], thinking
+
+
+def per_cycle(states, verbs: np.ndarray, thinking: np.ndarray | None):
+    """The trace by decision cycle: ``(turn, outcome, verbs, strikes, solved)`` ``[T, B]``
+    (verbs ``[T, B, 2]``) with each async Defuser cycle whose reply took time (``thinking``
+    bool ``[B, T]``: its wait while it thought) folded into one Defuser step, its action, and
+    one Expert step, the one after the action, which messages if the Expert step after the
+    wait did: a pair of rows is a Defuser cycle and the Expert's turns during it, as in sync
+    mode. Folded episodes are padded with rows of no running episode."""
+    turn, outcome = np.asarray(states.turn), np.asarray(states.outcome)
+    strikes, solved = np.asarray(states.strikes), np.asarray(states.solved).sum(-1)
+    verbs = np.array(verbs)
+    if thinking is None or not thinking.any():
+        return turn, outcome, verbs, strikes, solved
+    n = len(turn)
+    index = np.tile(np.arange(n)[:, None], (1, turn.shape[1]))
+    pad = np.zeros_like(index, bool)
+    for b, row in enumerate(thinking):
+        think = np.flatnonzero(row)
+        later = think[think + 3 < n]
+        verbs[later + 3, b, 1] = np.where(verbs[later + 1, b, 1] == MESSAGE, MESSAGE,
+                                          verbs[later + 3, b, 1])
+        keep = np.setdiff1d(np.arange(n), np.concatenate([think, think + 1]))
+        index[:len(keep), b], index[len(keep):, b] = keep, n - 1
+        pad[len(keep):, b] = True
+    take = lambda x: np.take_along_axis(x, index.reshape(index.shape + (1,) * (x.ndim - 2)), 0)  # noqa: E731
+    outcome = np.where(pad, -1, take(outcome))
+    return take(turn), outcome, take(verbs), take(strikes), take(solved)
 
 
 def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
@@ -139,14 +184,13 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
         env = make(name)
         params = env.ruleset_params(rules)
         if cfg["agent"] == "llm":
-            final, states, actions = _llm(env, name, run_dir, keys, params, chunk,
-                                          (cfg.get("ktane") or {}).get("mode", "sync"))
+            final, states, verbs, thinking = _llm(env, name, run_dir, keys, params, chunk,
+                                                  (cfg.get("ktane") or {}).get("mode", "sync"))
         else:
             final, states, actions = _scripted(env, cfg["agent"], rules, keys, params, chunk)
+            verbs, thinking = np.asarray(actions)[..., 0], None
         _check_rate(results, names, name, final)
-        steps = episode_steps(np.asarray(states.turn), np.asarray(states.outcome),
-                              np.asarray(actions)[..., 0], np.asarray(states.strikes),
-                              np.asarray(states.solved).sum(-1), np.asarray(final.strikes),
+        steps = episode_steps(*per_cycle(states, verbs, thinking), np.asarray(final.strikes),
                               np.asarray(final.solved).sum(-1), np.asarray(final.outcome))
         episodes += steps
         lost += [{"env": name, "episode": e, "outcome": s["outcome"],
@@ -166,4 +210,4 @@ def _check_rate(results: Mapping, names, name: str, final) -> None:
                            f"{want:.4f}: the run's episodes could not be reproduced")
 
 
-__all__ = ["analyze", "landed"]
+__all__ = ["analyze", "landed", "per_cycle"]

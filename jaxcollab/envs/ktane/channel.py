@@ -14,15 +14,21 @@ Defuser sees the bomb instead (GPTNT §4.2.1, App. D.3, F.3), and this view keep
   (GPTNT App. C.2.4, D.3), instead of the pre-split letters or the listed sequence;
 * the Maze as a drawn 6 × 6 grid instead of coordinates.
 
-Simon Says' flash timing is ours (the paper gives the pause between loops, 1 s, App. C.2.3, but
-not the flash length): each flash lights one frame and is followed by one dark frame, then the
-stage's sequence repeats after a 1 s pause, so one whole loop (at most 13 frames) fits in the
-16-frame window. The Morse light follows the module's timing (one dot unit = one frame); its
-loop starts at the letter the module's ``phase`` names at game time 0. Simon's loop starts again
-from its first flash at ``loop_start_s``, which the caller sets to when the Defuser last zoomed
-or got a strike (GPTNT App. C.2.3; :func:`loop_key` tells when). A solved module's light stays
-dark. Simon's ``entered`` count is not shown: the game
-shows no such counter.
+Simon Says' timing follows GPTNT App. C.2.3 where it says something: the sequence repeats 1 s
+after its last flash; a zoom into the module restarts it from its first flash at once; a press
+on a button stops it, and it starts again from its first flash :data:`SIMON_PRESS_PAUSE_S` (the
+game's original 5 s) after the press, or :data:`SIMON_STAGE_PAUSE_S` (1 s) after the press
+that completes a stage (the new, longer sequence). A wrong press is a press (its strike
+restarts the sequence from the start, after the same 5 s). The flash length is ours (the paper
+does not give it): each flash lights one frame and is followed by one dark frame, so one whole
+loop (at most 13 frames) fits in the 16-frame window. The caller keeps Simon's schedule
+(:func:`simon_schedule` updates it from the rows before and after each Defuser action): a tuple
+of segments ``(since_s, start_s, flashes)``, oldest first —
+from game time ``since_s`` the loop of the stage's first ``flashes`` colours (None: the row's
+current ones) plays from ``start_s`` (dark until then); frames before the first segment are
+dark. The Morse light follows the module's timing (one dot unit = one frame); its loop starts
+at the letter the module's ``phase`` names at game time 0. A solved module's light stays dark.
+Simon's ``entered`` count is not shown: the game shows no such counter.
 
 Everything here is host-side text from one int32 observation row; nothing reads hidden state.
 """
@@ -45,10 +51,17 @@ from jaxcollab.envs.ktane.render import tokens_to_text
 FRAMES, FRAME_S = 16, 0.25
 #: Dark frames after a Simon loop's last flash's dark frame (1 s from its last flash, with it).
 SIMON_PAUSE_FRAMES = 3
+#: Seconds from a press on a Simon button to the next loop's first flash, and from the press
+#: that completes a stage (GPTNT App. C.2.3: the original 5 s, and 1 s instead of 2 s).
+SIMON_PRESS_PAUSE_S, SIMON_STAGE_PAUSE_S = 5.0, 1.0
+#: A Simon schedule (module docstring) whose loop started at game time 0: the default.
+SIMON_FROM_ZERO = ((-np.inf, 0.0, None),)
 #: Header tokens kept: timer, strikes, face, zoom (the ``last <result> |`` tail is dropped).
 _HEADER_KEPT = HEADER_LEN - 3
 #: Header positions of the strike digit and the zoom flag (:func:`~.observe.header`).
 _STRIKES, _ZOOM = 8, 16
+_FACE = slice(HEADER_LEN, HEADER_LEN + FACE_LEN)
+_VIEW = slice(HEADER_LEN + FACE_LEN, HEADER_LEN + FACE_LEN + VIEW_LEN)
 _LETTER = {pattern: letter for letter, pattern in T.MORSE_CODE.items()}
 _LABEL = re.compile(r"\[[A-Z]\] ?")
 _GRID_LEGEND = ("W = the white light, R = the red triangle, G = a green circle, . = an empty "
@@ -89,15 +102,56 @@ def morse_frames(loop: list[str], times: np.ndarray, solved: bool = False) -> li
 
 
 def simon_frames(colors: list[str], times: np.ndarray, solved: bool = False,
-                 start_s: float = 0.0) -> list[str]:
-    """The lit colour (or ``dark``) at each of ``times`` while the stage's ``colors`` loop,
-    the loop started at game time ``start_s`` (earlier times see the end of a loop: dark)."""
-    cycle = 2 * len(colors) + SIMON_PAUSE_FRAMES
+                 schedule=SIMON_FROM_ZERO) -> list[str]:
+    """The lit colour (or ``dark``) at each of ``times``: the stage's ``colors`` looping as
+    ``schedule`` says (module docstring; default: a loop started at game time 0)."""
     out = []
-    for i in _index(np.asarray(times) - start_s) % cycle:
-        out.append(colors[i // 2] if not solved and i < 2 * len(colors) and i % 2 == 0
-                   else "dark")
+    for t in np.asarray(times, float):
+        seg = [x for x in schedule if x[0] <= t + 1e-9]
+        if solved or not seg or t < seg[-1][1] - 1e-9:
+            out.append("dark")
+            continue
+        _, start, n = seg[-1]
+        shown = colors[:len(colors) if n is None else n]
+        i = _index(t - start) % (2 * len(shown) + SIMON_PAUSE_FRAMES)
+        out.append(shown[i // 2] if i < 2 * len(shown) and i % 2 == 0 else "dark")
     return out
+
+
+def simon_event(before, after) -> str | None:
+    """What a Defuser action did to Simon's loop, from the Defuser rows before and after it
+    (GPTNT App. C.2.3; module docstring): ``zoom`` (a zoom in or out, or another face: the loop
+    restarts at once, earlier frames dark), ``stage`` (a press on the zoomed Simon Says that
+    completed a stage: the new loop starts :data:`SIMON_STAGE_PAUSE_S` later), ``press`` (any
+    other press on it, a wrong one included: :data:`SIMON_PRESS_PAUSE_S` later), or None."""
+    before, after = np.asarray(before), np.asarray(after)
+    if before[_ZOOM] != after[_ZOOM] or (before[_FACE] != after[_FACE]).any():
+        return "zoom"
+    if V.decode(after[_VIEW])[:1] != ["flashes"]:
+        return None
+    if before[_STRIKES] == after[_STRIKES] and (before[_VIEW] == after[_VIEW]).all():
+        return None
+    return "stage" if _flashes(after) > _flashes(before) else "press"
+
+
+def simon_schedule(schedule, before, after, at_s: float, keep_from_s: float = -np.inf):
+    """``schedule`` (module docstring) after the Defuser action at game time ``at_s`` that
+    turned Defuser row ``before`` into ``after`` (:func:`simon_event`); segments that ended
+    before ``keep_from_s`` are dropped."""
+    event = simon_event(before, after)
+    if event is None:
+        return tuple(schedule)
+    delay = {"zoom": 0.0, "stage": SIMON_STAGE_PAUSE_S, "press": SIMON_PRESS_PAUSE_S}[event]
+    segment = (at_s, at_s + delay, _flashes(after))
+    kept = () if event == "zoom" else tuple(schedule)
+    live = [k for k, x in enumerate(kept) if x[0] <= keep_from_s]
+    return kept[live[-1] if live else 0:] + (segment,)
+
+
+def _flashes(row) -> int:
+    """How many colours the zoomed Simon Says of a Defuser row flashes (0 for any other view)."""
+    words = V.decode(np.asarray(row)[_VIEW])
+    return words.index(";") - 1 if words[:1] == ["flashes"] else 0
 
 
 def maze_grid(words: list[str]) -> list[str]:
@@ -125,10 +179,11 @@ def _frames_line(name: str, values: list[str]) -> str:
 
 
 def module_text(view_tokens, time_s: float, frames: int = FRAMES, solved: bool = False,
-                loop_start_s: float = 0.0) -> str:
+                simon=SIMON_FROM_ZERO) -> str:
     """The zoomed module's view in the GPTNT channel ("" when not zoomed): Morse and Simon as
-    ``frames`` timed frames ending at game time ``time_s`` (Simon's loop started at
-    ``loop_start_s``), the Maze as a grid, every other module as the environment writes it."""
+    ``frames`` timed frames ending at game time ``time_s`` (Simon's loop as its ``simon``
+    schedule says: module docstring), the Maze as a grid, every other module as the
+    environment writes it."""
     words = V.decode(view_tokens)
     if not words:
         return ""
@@ -139,8 +194,7 @@ def module_text(view_tokens, time_s: float, frames: int = FRAMES, solved: bool =
             line = _frames_line("light", morse_frames(words[1:end], times, solved))
             tail = words[end + 1:]
         else:  # Simon: skip "entered n ;"
-            line = _frames_line("buttons lit", simon_frames(words[1:end], times, solved,
-                                                               loop_start_s))
+            line = _frames_line("buttons lit", simon_frames(words[1:end], times, solved, simon))
             tail = words[words.index(";", end + 1) + 1:]
         return "\n".join([line, tokens_to_text(V.toks(tail))])
     if words[0] == "markers":
@@ -151,13 +205,13 @@ def module_text(view_tokens, time_s: float, frames: int = FRAMES, solved: bool =
 
 
 def defuser_text(obs_row, time_s: float, *, labels: bool = True, frames: int = FRAMES,
-                 loop_start_s: float = 0.0) -> str:
+                 simon=SIMON_FROM_ZERO) -> str:
     """The Defuser's observation row in GPTNT's channel at game time ``time_s`` (seconds since
     the bomb started): timer, strikes, face, zoom, the visible face and the zoomed module
     (:func:`module_text`); no outcome field, no partner phrase. ``labels=False`` drops the
     set-of-marks labels (GPTNT App. D.4: the previous frame comes unannotated) and
-    ``frames=1`` keeps one frame of a flashing module; ``loop_start_s``: when Simon's loop
-    last started (:func:`module_text`).
+    ``frames=1`` keeps one frame of a flashing module; ``simon``: Simon's schedule (module
+    docstring).
 
     Raises:
         ValueError: ``obs_row`` is not one Defuser row of the environment's observation.
@@ -165,20 +219,13 @@ def defuser_text(obs_row, time_s: float, *, labels: bool = True, frames: int = F
     row = np.asarray(obs_row)
     if row.ndim != 1 or row.shape[0] < HEADER_LEN + FACE_LEN + VIEW_LEN:
         raise ValueError(f"expected one Keep-Talking observation row, got shape {row.shape}")
-    face = row[HEADER_LEN:HEADER_LEN + FACE_LEN]
-    view = row[HEADER_LEN + FACE_LEN:HEADER_LEN + FACE_LEN + VIEW_LEN]
-    parts = [tokens_to_text(row[:_HEADER_KEPT]), tokens_to_text(face),
-             module_text(view, time_s, frames, _zoomed_solved(V.decode(face)), loop_start_s)]
+    parts = [tokens_to_text(row[:_HEADER_KEPT]), tokens_to_text(row[_FACE]),
+             module_text(row[_VIEW], time_s, frames, _zoomed_solved(V.decode(row[_FACE])),
+                         simon)]
     text = "\n".join(p for p in parts if p)
     return text if labels else _LABEL.sub("", text)
 
 
-def loop_key(obs_row) -> bytes:
-    """What restarts Simon's loop when it changes between two observations (GPTNT App.
-    C.2.3): the strike counter, the zoom and the visible face (a zoom in shows on both)."""
-    row = np.asarray(obs_row)
-    return row[[_STRIKES, _ZOOM]].tobytes() + row[HEADER_LEN:HEADER_LEN + FACE_LEN].tobytes()
-
-
-__all__ = ["FRAMES", "FRAME_S", "defuser_text", "frame_times", "loop_key", "maze_grid",
-           "module_text", "morse_frames", "simon_frames"]
+__all__ = ["FRAMES", "FRAME_S", "SIMON_FROM_ZERO", "SIMON_PRESS_PAUSE_S", "SIMON_STAGE_PAUSE_S",
+           "defuser_text", "frame_times", "maze_grid", "module_text", "morse_frames",
+           "simon_event", "simon_frames", "simon_schedule"]

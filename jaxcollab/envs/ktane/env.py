@@ -8,18 +8,17 @@ Sync mode: turns alternate Defuser, Expert, Defuser, … (``state.turn`` even = 
 Defuser turn, whatever it does, costs ``3 s × rate(strikes)`` of bomb time, with the rate read
 *before* the turn's action (×1, ×1.25, ×1.5, ×1.75, ×2 at 0, 1, 2, 3, ≥4 strikes); Expert
 turns are free. Time is int32 centiseconds. A module action is evaluated on the timer display
-shown at the start of the turn.
-
-Continuous time (GPTNT C.4.2's asynchronous mode): a Defuser turn may instead last any
-``elapsed`` game time, given with the action as a timed action ``{"actions": …, "elapsed_cs":
-int32 []}`` (:func:`~jaxcollab.envs.ktane.rules.timed_action`): its action lands at the turn's
-start, then ``elapsed × rate`` comes off the timer (the rate read before the action). A host
-playing a reply of latency ``L`` plays a wait of ``L`` (the bomb runs while the Defuser thinks),
-then the action with its poll sleep. The bare ``[2, ACTION_LEN]`` array is a turn of Δ (every
-scripted and learned team); :attr:`KtaneEnv.max_episode_steps` bounds episodes of Δ turns
-only. Outcomes, in order of precedence after a turn: solved (every module
+shown at the start of the turn. Outcomes, in order of precedence after a turn: solved (every module
 solved), strikeout (strikes reach the limit), timeout (time left ≤ 0). Once an episode has an
 outcome, :meth:`KtaneEnv.step` leaves the state unchanged (the base class freezes it).
+
+Continuous time (GPTNT C.4.2's asynchronous mode): a Defuser turn may instead last any game
+time, given with the action as a :class:`~jaxcollab.envs.ktane.rules.TimedAction` ``(actions,
+elapsed_cs)``: its action lands at the turn's start, then ``elapsed × rate`` comes off the
+timer (the rate read before the action). A host playing a reply of latency ``L`` plays a wait
+of ``L`` (the bomb runs while the Defuser thinks), then the action with its poll sleep. The
+bare ``[2, ACTION_LEN]`` array is a turn of Δ (every scripted and learned team);
+:attr:`KtaneEnv.max_episode_steps` bounds episodes of Δ turns only.
 
 Actions are int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role, ``L =
 MESSAGE_WORDS`` (see :data:`~jaxcollab.envs.ktane.modules.base.VERBS`). Only the role whose turn

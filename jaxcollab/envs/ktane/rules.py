@@ -4,8 +4,7 @@ B.4.1 and C.4; see :mod:`jaxcollab.envs.ktane.env` for the rules in words).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,18 +22,29 @@ if TYPE_CHECKING:
     from jaxcollab.envs.ktane.env import KtaneEnv
 
 
-def timed_action(actions, elapsed_s: float) -> dict:
-    """The joint action ``actions`` (int32 ``[2, ACTION_LEN]``) as a timed action: a Defuser
-    turn that lasts ``elapsed_s`` seconds of game time instead of Δ (host side; NumPy
-    ``{"actions": int32 [2, ACTION_LEN], "elapsed_cs": int32 []}``, centiseconds rounded).
+class TimedAction(NamedTuple):
+    """A joint action with its Defuser turn's length (GPTNT C.4.2's continuous time).
+
+    Attributes:
+        actions: int32 ``[2, ACTION_LEN]``, the joint action.
+        elapsed_cs: int32 ``[]``, centiseconds of game time the Defuser's turn lasts
+            (negative counts as 0; an Expert turn ignores it).
+    """
+
+    actions: Any
+    elapsed_cs: Any
+
+
+def timed_action(actions, elapsed_s: float) -> TimedAction:
+    """Host side: ``actions`` (int32 ``[2, ACTION_LEN]``) as a :class:`TimedAction` whose
+    Defuser turn lasts ``elapsed_s`` seconds of game time (rounded to centiseconds).
 
     Raises:
         ValueError: ``elapsed_s`` is negative or not finite.
     """
     if not 0 <= float(elapsed_s) < float("inf"):
         raise ValueError(f"a turn's elapsed game time must be finite and >= 0 s, got {elapsed_s!r}")
-    return {"actions": np.asarray(actions, np.int32),
-            "elapsed_cs": np.int32(round(float(elapsed_s) * 100))}
+    return TimedAction(np.asarray(actions, np.int32), np.int32(round(float(elapsed_s) * 100)))
 
 
 def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParams):
@@ -43,10 +53,9 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
 
     ``actions`` is int32 ``[2, ACTION_LEN]``: ``(verb, target, w_1 … w_L)`` per role; a
     ``message`` verb sends the phrase ``w_1 … w_L`` (tokens clipped into the vocabulary). Or a
-    timed action ``{"actions": that, "elapsed_cs": int32 []}`` (:func:`timed_action`): a
-    Defuser turn then lasts ``elapsed_cs`` centiseconds of game time (negative counts as 0)
-    instead of Δ = :data:`~jaxcollab.envs.ktane.tables.TURN_S` (GPTNT C.4.2's continuous time:
-    a reply's latency, a poll sleep); an Expert turn ignores it.
+    :class:`TimedAction`: a Defuser turn then lasts its ``elapsed_cs`` of game time instead of
+    Δ = :data:`~jaxcollab.envs.ktane.tables.TURN_S` (GPTNT C.4.2's continuous time: a reply's
+    latency, a poll sleep).
 
     ``info`` holds int32/bool scalars ``role`` (who acted), ``strike``, ``valid`` (the
     action had an effect or was a wait/message) and ``outcome``.
@@ -55,9 +64,9 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
         ValueError: ``actions`` is not shaped ``[2, ACTION_LEN]``.
     """
     elapsed_cs = jnp.int32(T.TURN_S * 100)
-    if isinstance(actions, Mapping):
-        elapsed_cs = jnp.maximum(jnp.asarray(actions["elapsed_cs"], jnp.int32), 0)
-        actions = actions["actions"]
+    if isinstance(actions, TimedAction):
+        elapsed_cs = jnp.maximum(jnp.asarray(actions.elapsed_cs, jnp.int32), 0)
+        actions = actions.actions
     actions = jnp.asarray(actions, jnp.int32)
     if actions.shape != (2, ACTION_LEN):
         raise ValueError(f"ktane actions must be int32 [2, {ACTION_LEN}], got {actions.shape}")
