@@ -227,10 +227,15 @@ def test_communication_counts_of_a_record():
     act = {"result": {"kind": "interact_game", "data": {"action": "cut", "location": "A"}}}
     ktane = {"steps": 7, "agents": {
         "defuser": [{"step": 0, "ok": True, "action": act}, {"step": 2, "ok": True, "action": msg},
-                    {"step": 4, "ok": False, "action": msg}],
+                    {"step": 4, "ok": False, "action": msg}, {"step": 6, "ok": True,
+                                                               "action": act}],
         "expert": [{"step": 1, "ok": True, "action": msg}, {"step": 3, "ok": True, "action": msg},
                    {"step": 5, "ok": True, "action": {"result": {"kind": "do_nothing"}}}]}}
     assert jaxcollab.family("ktane/x").llm.communication(ktane) == (2, 4)  # cycles 0, 1 of 4
+    # async: each cycle a wait while the Defuser thought, its action, an Expert step after each
+    ktane["agents"] = {"defuser": [{"step": s, "ok": True, "action": act} for s in (0, 4, 6)],
+                       "expert": [{"step": s, "ok": True, "action": msg} for s in (3, 5)]}
+    assert jaxcollab.family("ktane/x").llm.communication(ktane) == (2, 3)  # cycles 0, 1 of 3
     bomb = {"steps": 3, "agents": {
         "deaf": [{"ok": True, "action": [{"call": "speak", "text": "x"}, {"call": "wait"}]}],
         "mute": [{"ok": True, "action": [{"call": "wait"}]}],

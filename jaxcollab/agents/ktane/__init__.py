@@ -5,6 +5,7 @@ plays through the same :func:`evaluate`."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -252,12 +253,14 @@ def _outcome(state) -> tuple[bool, str]:
 def _communication(record: dict) -> tuple[int, int]:
     """``(Defuser cycles with a message from either player, Defuser cycles)`` of one LLM
     transcript record: GPTNT Table 7's "% game steps with messages", a game step being one
-    Defuser cycle (its turn and the Expert's after it)."""
-    cycles = max((int(record["steps"]) + 1) // 2, 1)
-    sent = {int(turn["step"]) // 2 for turns in record["agents"].values() for turn in turns
+    Defuser decision cycle and the Expert's turns until the next (sync: its turn and the
+    Expert's after it; async: also the steps of its wait while it thought)."""
+    starts = sorted(int(t["step"]) for t in record["agents"].get("defuser", []))
+    sent = {max(bisect.bisect_right(starts, int(turn["step"])) - 1, 0)
+            for turns in record["agents"].values() for turn in turns
             if turn["ok"] and isinstance(turn["action"], dict)
             and (turn["action"].get("result") or {}).get("kind") == "send_message"}
-    return len(sent), cycles
+    return len(sent), max(len(starts), 1)
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
