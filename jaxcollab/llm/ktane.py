@@ -28,16 +28,19 @@ In both views the environment also gets each message as the phrase of its first
 Modes (GPTNT C.4.2–C.4.3): ``sync`` — players alternate and game time advances Δ = 3 s after each
 Defuser cycle (the environment's own turn cost); Expert cycles are free. ``async`` — the two
 loops run in simulated continuous game time, and each reply takes its measured latency ``L``
-(replayed from the cache on reruns), so slow models lose time: the Expert's loop starts a cycle,
-flushes its queue, dispatches its message ``L`` seconds later and starts its next cycle
-:data:`POLL_S` after that (GPTNT C.4.2's 0.5 s sleep), so during a 10 s Defuser reply a 1 s Expert
-takes several turns, and its messages reach the Defuser's queue only at their dispatch time.
-The bomb itself moves in the environment's Δ = 3 s slots: a Defuser cycle starts at a slot,
-its action lands ``floor(L / Δ)`` slots later (the slots in between are waits, each costing Δ
-of bomb time) and its next cycle starts at the slot after (our quantisation of the continuous
-loop; GPTNT's bomb runs in wall-clock time).
-At the end, each player is asked for a reflection on the game (ours, ``ktane.reflection``: GPTNT
-asks for none).
+(in centiseconds, the environment's unit; replayed from the cache on reruns), so slow models
+lose time. The Expert's loop starts a cycle, flushes its queue, dispatches its message ``L``
+seconds later and starts its next cycle :data:`POLL_S` after that (GPTNT C.4.2's 0.5 s sleep),
+so during a 10 s Defuser reply a 1 s Expert takes seven turns, and its messages reach the
+Defuser's queue only at their dispatch time. The Defuser's loop does the same on the bomb's own
+clock: a cycle starting at game time ``t`` is a wait of ``L`` in the environment (a timed
+action, :class:`~jaxcollab.envs.ktane.rules.TimedAction`: the timer runs, the flashing lights
+move on, the bomb may time out while it thinks), then its action lands at ``t + L`` and
+:data:`POLL_S` passes; its next cycle starts at ``t + L + POLL_S`` (a reply with ``L`` = 0 is
+one step: the action, then the sleep). The Expert's cycles that start during a Defuser step
+are played on the Expert step after it. Simon Says' loop follows the Defuser's actions where
+they land (:func:`~jaxcollab.envs.ktane.channel.simon_schedule`: at once after a zoom, 5 s
+after a press, 1 s after a completed stage; GPTNT App. C.2.3).
 
 Solo ablations (``ktane.solo``, GPTNT §10): ``with_manual`` — one agent holds the Defuser's
 view and the manual (in its first message); ``no_manual`` — the bomb only, so it can only play
@@ -45,7 +48,9 @@ from what it remembers of the game. No partner, no messages (``send_message`` is
 ``invalid_action``); the Expert's turns are no-ops that send nothing.
 
 At the end, each player is asked for a reflection on the game (``ktane.reflection``; ours, not
-GPTNT's).
+GPTNT's). The host counts every message queued (``messages_sent``) and each Defuser decision
+cycle, for the results' ``messages_per_defuser_cycle`` (the environment records at most one
+message per step).
 
 The prompt texts are ours: GPTNT names the six parts of its system prompts and what each holds
 (App. T) but its copy does not print them, so the wording here is the project's own.
@@ -462,9 +467,9 @@ class KtaneGame(Game):
         return action, POLL_S
 
     def _expert_turn(self, ep: Episode, step: int, obs: np.ndarray, end: float) -> Turn:
-        """The Expert's cycles up to game time ``end`` (the next Defuser slot): one cycle at
-        ``end`` in sync mode; in async mode every cycle its loop starts before ``end``, each
-        :data:`POLL_S` after the previous one's dispatch. The environment records the last
+        """The Expert's cycles up to game time ``end`` (the next Defuser step's start): one
+        cycle at ``end`` in sync mode; in async mode every cycle its loop starts before ``end``,
+        each :data:`POLL_S` after the previous one's dispatch. The environment records the last
         message sent (it counts messages; ``full`` shows its phrase)."""
         s = self._state(ep)
         # the full view's Expert row: the manual (in its system prompt) + the Defuser's phrase
