@@ -11,9 +11,16 @@ import pytest
 from llm_server import LLMServer
 from test_llm_ktane_gptnt import BOARD, SOLVED_BY_B, cfg, describe, play, reply
 
+import jaxcollab
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
-from jaxcollab.envs.ktane.channel import SIMON_PRESS_PAUSE_S, simon_event, simon_frames
+from jaxcollab.envs.ktane.channel import (
+    SIMON_PRESS_PAUSE_S,
+    frame_times,
+    morse_frames,
+    simon_event,
+    simon_frames,
+)
 from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
 from jaxcollab.envs.ktane.rules import TimedAction
 from jaxcollab.llm import jsonl
@@ -77,6 +84,12 @@ def test_a_slow_defuser_reply_lands_at_its_dispatch_time(bomb):
     inbox = second["seen"].split("Messages from the Expert:\n")[1].split("\n\n")[0]
     assert inbox.splitlines() == [f"sent 0:1{j}" for j in ("", *(f".{k}" for k in range(1, 7)))]
     assert int(think2.elapsed_cs) == 1000 and int(s4.time_left_cs) == 30000 - 2050
+    # the Morse light it zoomed into, as 16 frames ending at 10.5 s of game time
+    loop = next(x for x in bomb[0].render_text(s2, 0).splitlines() if x.startswith("light"))
+    frames = morse_frames(loop.split()[1:], frame_times(10.5))
+    assert lines(second, "light") == "light (16 frames 0.25 s apart, oldest first): " \
+        + " ".join(frames)
+    assert frames != morse_frames(loop.split()[1:], frame_times(12.0))  # it moves on
 
 
 def test_async_message_waits_for_its_dispatch_time(bomb):
@@ -94,9 +107,7 @@ def test_async_message_waits_for_its_dispatch_time(bomb):
 
 
 def test_the_bomb_explodes_while_a_slow_defuser_thinks():
-    """ktane/wires has 81 s: a 90 s reply times the bomb out before its cut lands."""
-    import jaxcollab
-
+    """ktane/wires has 81 s: a 90 s reply times the bomb out before its select lands."""
     env = jaxcollab.make("ktane/wires")
     game = KtaneGame(env, mode="async", reflection=False)
     _, state = jax.jit(env.reset)(jax.random.PRNGKey(0))
