@@ -14,17 +14,20 @@ Defuser sees the bomb instead (GPTNT §4.2.1, App. D.3, F.3), and this view keep
   (GPTNT App. C.2.4, D.3), instead of the pre-split letters or the listed sequence;
 * the Maze as a drawn 6 × 6 grid instead of coordinates.
 
-Simon Says' timing follows GPTNT App. C.2.3 where it says something: the sequence repeats 1 s
-after its last flash; a zoom into the module restarts it from its first flash at once; a press
-on a button stops it, and it starts again from its first flash :data:`SIMON_PRESS_PAUSE_S` (the
-game's original 5 s) after the press, or :data:`SIMON_STAGE_PAUSE_S` (1 s) after the press
-that completes a stage (the new, longer sequence). A wrong press is a press (its strike
-restarts the sequence from the start, after the same 5 s). The flash length is ours (the paper
-does not give it): each flash lights one frame and is followed by one dark frame, so one whole
-loop (at most 13 frames) fits in the 16-frame window. The caller keeps Simon's schedule
-(:func:`simon_schedule` updates it from the rows before and after each Defuser action): a tuple
-of segments ``(since_s, start_s, flashes)``, oldest first —
-from game time ``since_s`` the loop of the stage's first ``flashes`` colours (None: the row's
+Simon Says' timing follows GPTNT App. C.2.3: the sequence repeats 1 s after its last flash; a
+zoom into the module restarts it from its first flash at once; a press on a button stops it,
+and it starts again from its first flash :data:`SIMON_PRESS_PAUSE_S` (the game's original 5 s)
+after the press, or :data:`SIMON_STAGE_PAUSE_S` (1 s) after the press that completes a stage
+(the new, longer sequence). That is our reading of the appendix's "when a player correctly
+clicks the next beep, the game originally waits 2 seconds to loop again, this is also changed
+to 1 second" (the stage's last press) and "when a player clicks on one of the simon buttons the
+time delay to the next sequence is reset to the original 5 seconds" (any other press). A wrong
+press is a press: its strike restarts the sequence from the start, after the same 5 s. The
+flash length is ours (the paper does not give it): each flash lights one frame and is followed
+by one dark frame, so one whole loop (at most 13 frames) fits in the 16-frame window. The
+caller keeps Simon's schedule (:func:`simon_schedule` updates it from the rows before and after
+each Defuser action): a tuple of segments ``(since_s, start_s, flashes)``, oldest first — from
+game time ``since_s`` the loop of the stage's first ``flashes`` colours (None: the row's
 current ones) plays from ``start_s`` (dark until then); frames before the first segment are
 dark. The Morse light follows the module's timing (one dot unit = one frame); its loop starts
 at the letter the module's ``phase`` names at game time 0. A solved module's light stays dark.
