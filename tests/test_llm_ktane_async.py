@@ -220,6 +220,7 @@ def test_async_run_against_a_late_server(late, tmp_path):
     assert len(delivered) >= 3 and "Cut the second wire" not in d[0]["prompt"][-1]["content"]
     assert results["messages_sent"] == {"defuser": 0.0, "expert": float(len(e))}
     assert results["messages_per_defuser_cycle"] == len(e) / 2  # not the env's one per step
+    assert results["mean_defuser_actions"] == 2  # select, cut: not the waits while it thought
     assert rec["data"]["messages_sent"] == {"defuser": 0, "expert": len(e)}
     assert calls[-1] == (1, {"requests": len(d) + len(e) + 2,  # and a reflection each
                              "tokens": calls[-1][1]["tokens"]})

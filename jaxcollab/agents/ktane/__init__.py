@@ -233,16 +233,20 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     """Counted by the host from the message queues: ``messages_sent`` (messages each player
     sent, per episode) and ``messages_per_defuser_cycle`` (every message either player queued
     / the Defuser's decision cycles, per episode: in async mode an Expert may send several
-    between two Defuser cycles, and a cycle may span two environment steps, so the
-    environment's one message per step and its step count undercount; the same in sync)."""
+    between two Defuser cycles, which the environment records as one per step, and a Defuser
+    cycle may span four steps, not two; in sync mode both counts agree), and
+    ``mean_defuser_actions`` (the Defuser's cycles that sent no message, per episode: the
+    environment's count would add each async cycle's wait while it thought)."""
     if not records:
         return {}
     sent = [r["data"].get("messages_sent", {}) for r in records]
     players = sorted({p for s in sent for p in s})
-    cycles = [max(len(r["agents"].get("defuser", [])), 1) for r in records]
+    cycles = [len(r["agents"].get("defuser", [])) for r in records]
     return {"messages_sent": {p: float(np.mean([s.get(p, 0) for s in sent])) for p in players},
-            "messages_per_defuser_cycle": float(np.mean([sum(s.values()) / c
-                                                         for s, c in zip(sent, cycles)]))}
+            "messages_per_defuser_cycle": float(np.mean([sum(s.values()) / max(c, 1)
+                                                         for s, c in zip(sent, cycles)])),
+            "mean_defuser_actions": float(np.mean([c - s.get("defuser", 0)
+                                                   for s, c in zip(sent, cycles)]))}
 
 
 def _outcome(state) -> tuple[bool, str]:
