@@ -181,6 +181,9 @@ ROWS = [
      r"invalid; expected integers in int64's range"),
     ("eval/rollout.py", ["episodes=9223372036854775807"], r"episodes=9223372036854775807 is "
      r"invalid; expected an integer >= 1 and < 2147483648 \(episode indices are int32 in JAX"),
+    ("eval/rollout.py", ["env=maze/split-6x6", "agent=oracle", "episodes=1073741824",
+                         "maze.rollouts=2"], r"episodes=1073741824 is invalid; expected at most "
+     r"1073741823 with maze\.rollouts=2 \(1073741824 x 2 episodes; episode indices are int32"),
     ("eval/export.py", ["n=2147483648"], r"n=2147483648 is invalid; expected an integer >= 1 "
      r"and < 2147483648 \(episode indices are int32"),
     ("eval/protocols.py", ["episodes=2147483648"], r"episodes=2147483648 is invalid"),
@@ -292,6 +295,8 @@ def test_bad_input_is_refused_by_name(tmp_path, script, overrides, expected):
 COMMANDS = [("eval/theory.py", ["n_rounds=0"], "n_rounds=0 is invalid; expected an integer >= 1"),
             ("eval/rollout.py", ["env=bomb/nope"], "env='bomb/nope' is invalid; expected an "
              "environment or group name: unknown environment 'bomb/nope'"),
+            ("eval/collabgap.py", ["experiment=r3", "rollouts=10", "calibration_mazes=214748365"],
+             "calibration_mazes=214748365 is invalid; expected at most 214748364 with rollouts=10"),
             ("eval/rollout.py", ["episodes=0"], "episodes=0 is invalid; expected an integer >= 1"
              " and < 2147483648 (episode indices are int32 in JAX"),
             pytest.param("train/marl.py", ["ppo.episodes=-1"],
