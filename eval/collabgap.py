@@ -49,6 +49,7 @@ from eval.rollout import run as rollout  # noqa: E402
 from jaxcollab.io import plots  # noqa: E402
 from jaxcollab.io.run import hydra_main, start_run  # noqa: E402
 from jaxcollab.io.schema import Rollout  # noqa: E402
+from jaxcollab.llm.play import reserve_callback_threads  # noqa: E402
 
 #: ``plots`` entries drawn by :func:`jaxcollab.io.plots.llm_maze_plot` (in this order).
 CURVES = ("maze_success", "step_accuracy", "calibration_loss")
@@ -71,6 +72,8 @@ def step_config(cfg: DictConfig, step: DictConfig, out: Path) -> DictConfig:
 def run(cfg: DictConfig) -> dict:
     """Check, play every step through the rollout driver (resuming finished ones), write the
     combined ``results.json`` and the plots; returns the results."""
+    # before start_run's first JAX call starts the CPU backend: the pool of every step
+    reserve_callback_threads(cfg.llm.concurrency)
     job = start_run(cfg, free=PACING)
     cfg, out = job.cfg, job.out
     for step in cfg.steps:

@@ -44,7 +44,8 @@ def parse_args(argv: list[str]) -> tuple[list[str], str, list[str]]:
     """``(models, out_dir, rollout overrides)`` of the command line.
 
     Raises:
-        ConfigValueError: no ``models`` (or fewer than one), no ``out_dir``, or a repeated model.
+        ConfigValueError: fewer than two ``models``, a model named twice (entries with the
+            same name, whatever their endpoint: the tables are by name), or no ``out_dir``.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -60,9 +61,12 @@ def parse_args(argv: list[str]) -> tuple[list[str], str, list[str]]:
             out_dir = arg.split("=", 1)[1]
         else:
             rest.append(arg)
-    if not models or len(set(models)) != len(models):
-        raise ConfigValueError("models", models, "a list of distinct model names, e.g. "
-                               "models=[A,B] (an entry may be NAME@BASE_URL[@KEY_VAR])")
+    names = [_label(m) for m in models or []]
+    if len(set(names)) < 2 or len(set(names)) != len(names):
+        raise ConfigValueError("models", models, "two or more distinct model names, e.g. "
+                               "models=[A,B] (an entry may be NAME@BASE_URL[@KEY_VAR]): "
+                               "other-play pairs different models (one model's self-play is "
+                               "eval/rollout.py agent=llm)")
     if not out_dir:
         raise ConfigValueError("out_dir", out_dir, "a directory for the runs and results.json")
     return models, out_dir, rest
@@ -219,13 +223,12 @@ def run(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    from jaxcollab.io.run import RunCollision
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.io.run import USER_ERRORS
 
     if {"-h", "--help"} & set(sys.argv[1:]):
         print(__doc__)
     else:
         try:
             run(sys.argv[1:])
-        except (ConfigValueError, RunCollision) as e:  # a bad argument: its message, no trace
-            sys.exit(f"eval/otherplay.py: {e}")
+        except USER_ERRORS as e:  # a bad argument: its message, no trace (as every entry point)
+            sys.exit(f"Error: {e}")

@@ -49,8 +49,6 @@ plays under a ruleset whose every rule table is redrawn from ``ruleset_seed``
 
 from __future__ import annotations
 
-import logging
-
 from omegaconf import DictConfig, OmegaConf
 from rich.progress import Progress
 
@@ -146,7 +144,6 @@ def _llm(cfg: DictConfig, options: dict, spec: Spec, out) -> dict:
     """The LLM team's run (:func:`jaxcollab.llm.run.run_team`) under a progress bar."""
     from jaxcollab.llm.run import run_team
 
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request else
     with Progress() as bar:
         task = bar.add_task("episodes", total=None)
 

@@ -145,13 +145,13 @@ def bomb_run(server, tmp_path_factory):
     done = _cli("eval/analyze.py", f"run={out}", "judge.model=judge",
                 f"judge.base_url={server.url}", "judge.backoff_s=0.01")
     assert done.returncode == 0, done.stderr
-    return out, results, json.loads((out / "analysis.json").read_text()), sent
+    return out, results, json.loads((out / "analysis.json").read_text()), sent, done
 
 
 def test_judge_codes_every_lost_episode(bomb_run, server):
     """Every lost episode gets the stub judge's fixed code, its rationale and judged flags;
     shares are exact; the judge saw one compact transcript per lost episode."""
-    out, results, a, sent = bomb_run
+    out, results, a, sent, _ = bomb_run
     lost = results["endings"]["wrong_action"] + results["endings"]["timed_out"]
     assert a["lost"] == lost == len(a["lost_episodes"]) > 0
     assert all(e["failure_mode"] == JUDGE_MODE and e["failure_stage"] == "communication"
@@ -168,12 +168,21 @@ def test_judge_codes_every_lost_episode(bomb_run, server):
     assert all("[step 0]" in b["messages"][1]["content"] for b in judged)
 
 
+def test_the_judged_run_prints_its_summary_without_request_lines(bomb_run):
+    """httpx logs every request at INFO (``HTTP Request: POST ...``) under Hydra's job logging:
+    the CLI quiets it (:data:`jaxcollab.io.run.QUIET_LOGGERS`) and keeps its own output."""
+    out, _, a, _, done = bomb_run
+    assert "HTTP Request" not in done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].endswith(f"-> {out / 'analysis.json'}")
+    assert f"'judge': {a['judge']['outcomes']}" in done.stdout
+
+
 def test_flags_of_the_llm_run_come_from_its_replay(bomb_run):
     """The stub team: Deaf speaks to Blind and gestures to Mute, Mute gestures to Deaf, Blind
     cuts wire 1; nothing bounces. Whoever has not spoken when Blind cuts left an omission, so
     a lost episode is an omission exactly when Blind does not play last; the judge's omission
     agrees with the flag on those episodes and no more."""
-    _, _, a, _ = bomb_run
+    _, _, a, _, _ = bomb_run
     lost = a["lost_episodes"]
     assert not any(e["dead_channel"] or e["wrong_round"] for e in lost)
     assert [e["omission"] for e in lost] == [not e["turn_order"].endswith("blind")
@@ -187,7 +196,7 @@ def test_flags_of_the_llm_run_come_from_its_replay(bomb_run):
 def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server, tmp_path):
     """A rerun answers every judge request from the cache; a judge that replies no verdict
     leaves every lost episode ``unparsed`` (counted, no crash)."""
-    out, _, a, _ = bomb_run
+    out, _, a, _, _ = bomb_run
     sent = len(server.requests)
     again = analyze(f"run={out}", "judge.model=judge", f"judge.base_url={server.url}")
     assert len(server.requests) == sent and again["judge"] == a["judge"]
@@ -280,7 +289,7 @@ def _texts(dom, table_id: str) -> dict[str, list[str]]:
 def test_report_shows_the_failure_modes(bomb_run, tmp_path):
     """The report in a real browser: the modes table with the judge's counts, the ring figure
     and the agreement table; the rationale is not a badge."""
-    out, _, a, _ = bomb_run
+    out, _, a, _, _ = bomb_run
     dom = browsed(out, tmp_path)
     rows = _texts(dom, "failure-modes")
     assert list(rows) == CODES

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -40,9 +41,15 @@ CAL = "experiment=parity_calibration"
 ROWS = [
     ("train/collab.py", ["train.steps=abc"], rf"train\.steps=abc.*Value 'abc'.*{NOT_INT}"),
     ("train/collab.py", ["train.steps=2.5"], rf"train\.steps=2\.5.*{NOT_INT}"),
-    ("train/collab.py", ["train.batch_size=0"], r"bad train config.*'batch_size': 0"),
+    ("train/collab.py", ["train.batch_size=0"],
+     r"train\.batch_size=0 is invalid; expected an integer >= 1"),
     ("train/collab.py", ["train.lr=nan"], r"train\.lr=nan is invalid; expected finite numbers"),
-    ("train/collab.py", ["train.warmup_steps=-1"], r"warmup_steps=-1"),
+    ("train/collab.py", ["train.warmup_steps=-1"],
+     r"train\.warmup_steps=-1 is invalid; expected an integer >= 0"),
+    ("train/collab.py", ["train.lr=1e-4", "train.min_lr=1e-3"],
+     r"train\.min_lr=0\.001 is invalid; expected a number <= train\.lr=0\.0001"),
+    ("train/collab.py", ["train.steps=10", "train.warmup_steps=11"],
+     r"train\.warmup_steps=11 is invalid; expected an integer <= train\.steps=10"),
     ("train/collab.py", ["seed=-1"], r"seed=-1 is invalid; expected an integer >= 0"),
     ("train/collab.py", ["seeds=[0,3,0]"], r"seeds=\[0, 3, 0\] is invalid; expected null or "
      r"a non-empty list of distinct integers >= 0"),
@@ -174,6 +181,9 @@ ROWS = [
      r"invalid; expected integers in int64's range"),
     ("eval/rollout.py", ["episodes=9223372036854775807"], r"episodes=9223372036854775807 is "
      r"invalid; expected an integer >= 1 and < 2147483648 \(episode indices are int32 in JAX"),
+    ("eval/rollout.py", ["env=maze/split-6x6", "agent=oracle", "episodes=1073741824",
+                         "maze.rollouts=2"], r"episodes=1073741824 is invalid; expected at most "
+     r"1073741823 with maze\.rollouts=2 \(1073741824 x 2 episodes; episode indices are int32"),
     ("eval/export.py", ["n=2147483648"], r"n=2147483648 is invalid; expected an integer >= 1 "
      r"and < 2147483648 \(episode indices are int32"),
     ("eval/protocols.py", ["episodes=2147483648"], r"episodes=2147483648 is invalid"),
@@ -281,8 +291,22 @@ def test_bad_input_is_refused_by_name(tmp_path, script, overrides, expected):
 
 
 #: Rows also run as real commands (an interpreter start each): exit status 1, the named error
-#: on stderr, no output written.
+#: alone on stderr (no traceback), no output written.
 COMMANDS = [("eval/theory.py", ["n_rounds=0"], "n_rounds=0 is invalid; expected an integer >= 1"),
+            ("eval/rollout.py", ["env=bomb/nope"], "env='bomb/nope' is invalid; expected an "
+             "environment or group name: unknown environment 'bomb/nope'"),
+            ("eval/collabgap.py", ["experiment=r3", "rollouts=10", "calibration_mazes=214748365"],
+             "calibration_mazes=214748365 is invalid; expected at most 214748364 with rollouts=10"),
+            ("eval/rollout.py", ["episodes=0"], "episodes=0 is invalid; expected an integer >= 1"
+             " and < 2147483648 (episode indices are int32 in JAX"),
+            pytest.param("train/marl.py", ["ppo.episodes=-1"],
+                         "ppo.episodes=-1 is invalid; expected an integer >= 1",
+                         marks=pytest.mark.full),
+            # a -m sweep: every job is composed first (Hydra failed with "Unexpected type for
+            # root: NoneType"); the second job is refused before the first one trains
+            ("train/collab.py", ["-m", "experiment=maze_calibration,maze_messages",
+                                 "bias.beta=3,4", "seed=0,1"],
+             "bias.beta=3 is invalid; expected no key inside bias: experiment=maze_messages"),
             ("train/collab.py", ["experiment=maze_messages", "separation={}"],
              "separation={} is invalid; expected null"),
             pytest.param("train/collab.py", ["experiment=maze_messages", "bias.beta=3"],
@@ -312,8 +336,61 @@ def test_the_command_exits_1_and_prints_the_named_error(tmp_path, script, overri
     done = subprocess.run([sys.executable, str(ROOT / script), *overrides], capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
     assert expected in done.stderr
-    assert not out.exists()
+    assert not out.exists() and not (tmp_path / "multirun").exists()
+
+
+#: A script of :func:`jaxcollab.io.run.hydra_main` whose ``run`` raises what ``kind`` says.
+SCRIPT = """
+from hydra.core.hydra_config import HydraConfig
+from jaxcollab.io.run import hydra_main
+from jaxcollab.io.schema import ConfigValueError
+
+def run(cfg):
+    print("job", HydraConfig.get().job.name)
+    if cfg.kind == "bug":
+        raise KeyError("a bug")
+    raise ConfigValueError("kind", cfg.kind, "bug")
+
+main = hydra_main(run, ".", "job")
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.parametrize(("kind", "full", "expected"), [
+    ("bad", "", "Error: kind='bad' is invalid; expected bug\n"),
+    ("bug", "", "KeyError: 'a bug'"),
+    ("bad", "1", "ConfigValueError: kind='bad' is invalid; expected bug"),
+])
+def test_a_bad_value_gets_one_line_and_a_bug_its_traceback(tmp_path, kind, full, expected):
+    """``hydra_main`` prints a user error (:data:`jaxcollab.io.run.USER_ERRORS`) alone; any
+    other exception, and every error under ``HYDRA_FULL_ERROR=1``, keeps its traceback."""
+    (tmp_path / "job.py").write_text(SCRIPT)
+    (tmp_path / "job.yaml").write_text("kind: none\n")
+    done = subprocess.run([sys.executable, "job.py", f"kind={kind}"], capture_output=True,
+                          text=True, cwd=tmp_path, env={**os.environ, "HYDRA_FULL_ERROR": full})
+    assert done.returncode == 1
+    assert done.stdout == "job job\n"  # Hydra names the job after the script, as before
+    if expected.startswith("Error: "):
+        assert done.stderr == expected
+    else:
+        assert "Traceback (most recent call last)" in done.stderr and expected in done.stderr
+
+
+def test_a_sweep_composes_the_jobs_that_can_differ_in_their_blocks():
+    """Group sweeps and sweeps over a block set inside are expanded, every other sweep is
+    taken at its first value, Hydra's own overrides are left out."""
+    from jaxcollab.io.run import sweep_jobs
+
+    with initialize_config_dir(str(ROOT / "configs"), version_base=None):
+        jobs = sweep_jobs(["experiment=maze_messages,maze_calibration", "seed=0,1,2",
+                           "bias.beta=3,4", "bias=null,{beta:2}", "hydra/launcher=slurm"])
+        assert sweep_jobs(["train.lr=interval(0.1,1)"]) is None  # the basic sweeper's refusal
+        assert sweep_jobs(["seed=3"]) == [["seed=3"]]
+    assert jobs == [[f"experiment={e}", "seed=0", "bias.beta=3", f"bias={b}"]
+                    for e in ("maze_messages", "maze_calibration") for b in ("null", "{beta:2}")]
 
 
 def test_main_names_a_key_inside_a_null_block_before_hydra_runs(tmp_path, monkeypatch, capsys):

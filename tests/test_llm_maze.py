@@ -132,11 +132,19 @@ def r3(server, tmp_path_factory):
     sent = len(server.requests)
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
-    return out, cmd, env, sent, len(server.requests)
+    return out, cmd, env, sent, len(server.requests), first
+
+
+def test_r3_reserves_the_callback_threads_once_for_every_step(r3):
+    """The thread pool is sized before JAX starts, for the whole chained experiment: each of
+    the four steps used to warn that it started with too few threads (``PJRT_NPROC``)."""
+    first = r3[-1]
+    assert "PJRT_NPROC" not in first.stdout + first.stderr
+    assert first.stdout.count("maze.setting=") == 4  # every step's own progress line stays
 
 
 def test_r3_chains_action_verbalized_fit_and_calibrated(r3):
-    out, _, _, sent, resent = r3
+    out, _, _, sent, resent, _ = r3
     res = json.loads((out / "results.json").read_text())
     assert sent == resent  # the rerun resumed: every step finished, nothing sent again
     assert list(res["steps"]) == ["action", "verbalized", "calibration_fit",
@@ -169,7 +177,7 @@ def test_r3_chains_action_verbalized_fit_and_calibrated(r3):
 
 
 def test_r3_rerun_with_another_model_is_refused(r3):
-    out, cmd, env, _, _ = r3
+    out, cmd, env, _, _, _ = r3
     other = subprocess.run([c.replace("llm.model=maze", "llm.model=good") for c in cmd],
                            capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert other.returncode != 0 and "llm.model" in other.stderr + other.stdout

@@ -104,10 +104,8 @@ def test_otherplay_tables_from_runs():
 def test_otherplay_arguments_are_checked():
     assert parse_args(["models=[a,b]", "out_dir=x", "env=ktane/wires"]) == (
         ["a", "b"], "x", ["env=ktane/wires"])
-    with pytest.raises(ConfigValueError, match="models="):
-        parse_args(["models=[a,a]", "out_dir=x"])
     with pytest.raises(ConfigValueError, match="out_dir"):
-        parse_args(["models=[a]"])
+        parse_args(["models=[a,b]"])
     from eval.otherplay import _role_overrides
 
     assert _role_overrides("expert", "m") == ['+llm.roles.expert.model="m"']
@@ -116,6 +114,23 @@ def test_otherplay_arguments_are_checked():
     assert local[1:] == ['+llm.roles.expert.base_url="http://h:1/v1"',
                          '+llm.roles.expert.api_key_env=""']  # llm.*'s key stays home
     assert hosted[2] == '+llm.roles.expert.api_key_env="G_KEY"'
+
+
+@pytest.mark.parametrize("models", ["[good]", "good", "[good,good]",
+                                    "[good,good@http://127.0.0.1:1/v1]"])
+def test_otherplay_refuses_fewer_than_two_distinct_models(tmp_path, models):
+    """``models=[good]`` played one self-play assignment; a name twice (also at another
+    endpoint: the tables are by name) pairs nothing new. Refused before any file is written,
+    with the message alone."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "eval/otherplay.py", "env=ktane/wires",
+                           f"models={models}", "llm.base_url=http://127.0.0.1:1/v1",
+                           f"out_dir={out}"], cwd=ROOT, capture_output=True, text=True,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)}, timeout=600)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: models=") and done.stderr.count("\n") == 1
+    assert "is invalid; expected two or more distinct model names" in done.stderr
+    assert not out.exists()
 
 
 def _args(server, out, models="[good,gpt5]"):

@@ -8,8 +8,10 @@ import pytest
 
 from jaxcollab.collab.data import build_prefix
 from jaxcollab.collab.maze_task import collab_task, maze_split
+from jaxcollab.collab.tasks import check_task
 from jaxcollab.envs.maze import text
 from jaxcollab.io.plots import maze_success_plot
+from jaxcollab.io.schema import ConfigValueError
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +41,19 @@ def test_bad_roles_and_views_are_refused(split):
         collab_task(train, test, (0, 3))
     with pytest.raises(ValueError, match="'own'"):
         maze_split({"n_examples": 100, "view": "own"}, jax.random.key(0))
+
+
+def test_the_task_plug_in_checks_its_sampler_up_front(split):
+    """``train/collab.py``'s up-front check is the task plug-in's (:func:`check_task`): the maze
+    sampler must reach its mazes (the split's own draw: accepted), parity has none."""
+    check_task({"name": "maze", "n_examples": 400})
+    check_task({"name": "parity"})
+    with pytest.raises(ConfigValueError, match=r"task\.wall_prob=0\.95 is invalid; expected a "
+                       r"wall probability whose 6x6 grids have exactly one path often enough: "
+                       r"0 of 16384 candidates do, so 42 mazes need about inf rejection rounds"):
+        check_task({"name": "maze", "n_examples": 400, "wall_prob": 0.95})
+    with pytest.raises(ValueError, match=r"unknown task 'maze9'; expected one of \['maze'"):
+        check_task({"name": "maze9"})
 
 
 def test_success_plot_is_written(tmp_path):

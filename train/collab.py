@@ -83,10 +83,9 @@ from jaxcollab.collab import messages, theory
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.maze_task import collab_task, maze_scores, maze_split
-from jaxcollab.collab.tasks import make_task
+from jaxcollab.collab.tasks import check_task, make_task
 from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
 from jaxcollab.envs.maze import reference, text
-from jaxcollab.envs.maze.generator import draw_and_check
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
@@ -121,16 +120,15 @@ def task_data(cfg: DictConfig, key: jax.Array):
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Checks that need the task's data, before the run directory gets a file: the maze
-    sampler must reach its mazes (:func:`_check_maze_sampler`), and a set ``model.block_size``
-    must hold the last round's prefix and answer
+    """Checks that need the task's data, before the run directory gets a file: the task's own
+    (:func:`jaxcollab.collab.tasks.check_task`: the maze sampler must reach its mazes), and a
+    set ``model.block_size`` must hold the last round's prefix and answer
     (:func:`jaxcollab.collab.trainer.required_context`, measured on a few examples of the task).
 
     Raises:
         ConfigValueError: naming the key and the smallest valid value.
     """
-    if cfg.task.name == "maze":
-        _check_maze_sampler(cfg.task)
+    check_task(OmegaConf.to_container(cfg.task))
     if cfg.model.block_size is None:
         return
     few = OmegaConf.merge(cfg, {"task": {"n_examples": 64}})
@@ -143,27 +141,6 @@ def check_config(cfg: DictConfig) -> None:
         raise ConfigValueError("model.block_size", cfg.model.block_size,
                                f"null (sized to the task) or an integer >= {need}, the tokens "
                                f"round {cfg.n_rounds} needs (its prefix and the answer)")
-
-
-#: Rejection rounds of :func:`jaxcollab.envs.maze.generator.sample_mazes` a run may need (ours).
-MAX_SAMPLER_ROUNDS = 10_000
-
-
-def _check_maze_sampler(task: DictConfig) -> None:
-    """Refuse a wall probability whose grids so rarely have exactly one path that the maze
-    split could not be drawn: one rejection round (the generator's, compiled once for the run
-    too) predicts how many the split needs."""
-    shape, chunk = (task.height, task.width), 1 << 14  # text.make_mazes's rounds
-    _, accept = jax.device_get(draw_and_check(jax.random.PRNGKey(0), chunk,
-                                              float(task.wall_prob), shape))
-    n_mazes = int(task.n_examples / (sum(shape) - 2)) + 2  # text.build_dataset's draw
-    rounds = n_mazes / accept.sum() if accept.any() else float("inf")
-    if rounds > MAX_SAMPLER_ROUNDS:
-        raise ConfigValueError("task.wall_prob", task.wall_prob, f"a wall probability whose "
-                               f"{shape[0]}x{shape[1]} grids have exactly one path often enough: "
-                               f"{int(accept.sum())} of {chunk} candidates do, so {n_mazes} mazes"
-                               f" need about {rounds:.3g} rejection rounds (at most "
-                               f"{MAX_SAMPLER_ROUNDS})")
 
 
 def trainer(cfg: DictConfig, task, kind: str, run_dir: Path, key: jax.Array, progress,

@@ -85,15 +85,27 @@ class Model:
                                    f"a multiple of model.n_head={self.n_head}")
 
 
+#: :class:`jaxcollab.collab.fit.TrainConfig`'s ranges, per key so that a bad value is named.
+TRAIN_BOUNDS = {**dict.fromkeys(("steps", "batch_size", "eval_every", "val_examples",
+                                 "eval_batch"), {"ge": 1}),
+                "lr": {"gt": 0.0}, "min_lr": {"gt": 0.0}, "warmup_steps": {"ge": 0}}
+
+
 def _train_check(self) -> None:
-    TrainConfig(**dataclasses.asdict(self))  # the trainer's own range and cross-field checks
+    """:class:`~jaxcollab.collab.fit.TrainConfig`'s cross-field rules, naming the key."""
+    if self.min_lr > self.lr:
+        raise ConfigValueError("train.min_lr", self.min_lr, f"a number <= train.lr={self.lr}")
+    if self.warmup_steps > self.steps:
+        raise ConfigValueError("train.warmup_steps", self.warmup_steps,
+                               f"an integer <= train.steps={self.steps}")
 
 
 #: :class:`jaxcollab.collab.fit.TrainConfig` as a mutable schema (its fields and defaults, the
 #: paper's optimisation; a frozen dataclass would make the composed node read-only).
 Train = dataclasses.make_dataclass(
     "Train",
-    [(f.name, f.type, field(default=f.default)) for f in dataclasses.fields(TrainConfig)],
+    [(f.name, f.type, bounded(f.default, **TRAIN_BOUNDS.get(f.name, {})))
+     for f in dataclasses.fields(TrainConfig)],
     namespace={"check": _train_check, "__doc__": "Per-round optimisation."},
 )
 

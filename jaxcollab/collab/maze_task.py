@@ -59,14 +59,43 @@ def maze_split(cfg: Mapping, key: jax.Array) -> tuple[text.MazeSet, text.MazeSet
     view = cfg.get("view", "masked")
     if view not in MAZE_VIEWS:
         raise ValueError(f"unknown maze view {view!r}; expected one of {MAZE_VIEWS}")
-    shape = (int(cfg.get("height", 6)), int(cfg.get("width", 6)))
-    return text.build_dataset(
-        key,
-        int(cfg["n_examples"]),
-        float(cfg.get("test_fraction", 0.1)),
-        float(cfg.get("wall_prob", generator.WALL_PROB)),
-        shape,
-    )
+    return text.build_dataset(key, int(cfg["n_examples"]), float(cfg.get("test_fraction", 0.1)),
+                              _wall_prob(cfg), _shape(cfg))
+
+
+def _shape(cfg: Mapping) -> tuple[int, int]:
+    return int(cfg.get("height", 6)), int(cfg.get("width", 6))
+
+
+def _wall_prob(cfg: Mapping) -> float:
+    return float(cfg.get("wall_prob", generator.WALL_PROB))
+
+
+#: Rejection rounds of :func:`jaxcollab.envs.maze.generator.sample_mazes` a run may need (ours).
+MAX_SAMPLER_ROUNDS = 10_000
+
+
+def check_sampler(cfg: Mapping) -> None:
+    """Refuse a wall probability whose grids so rarely have exactly one path that the maze
+    split could not be drawn: one rejection round (the generator's, compiled once for the run
+    too) predicts how many the split needs.
+
+    Raises:
+        ConfigValueError: ``task.wall_prob``, with the candidates accepted and the rounds needed.
+    """
+    from jaxcollab.io.schema import ConfigValueError
+
+    shape, chunk = _shape(cfg), 1 << 14  # text.make_mazes's rounds
+    _, accept = jax.device_get(generator.draw_and_check(jax.random.PRNGKey(0), chunk,
+                                                        _wall_prob(cfg), shape))
+    n_mazes = int(cfg["n_examples"] / (sum(shape) - 2)) + 2  # text.build_dataset's draw
+    rounds = n_mazes / accept.sum() if accept.any() else float("inf")
+    if rounds > MAX_SAMPLER_ROUNDS:
+        raise ConfigValueError("task.wall_prob", cfg["wall_prob"], f"a wall probability whose "
+                               f"{shape[0]}x{shape[1]} grids have exactly one path often enough: "
+                               f"{int(accept.sum())} of {chunk} candidates do, so {n_mazes} mazes"
+                               f" need about {rounds:.3g} rejection rounds (at most "
+                               f"{MAX_SAMPLER_ROUNDS})")
 
 
 def maze_task(cfg: Mapping, key: jax.Array) -> CollabTask:

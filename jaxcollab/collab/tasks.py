@@ -1,20 +1,22 @@
 """Task builders for the round trainer: config → :class:`~jaxcollab.collab.data.CollabTask`.
 
-``TASKS`` maps a task name to its builder ``(cfg, key) -> CollabTask``: chained parity
-(Narrowing the Collaboration Gap, Probably, §3) and the two-agent split-mask maze (the paper's
-§5 and App. E, :func:`jaxcollab.collab.maze_task.maze_task`).
-:func:`make_task` fails with the list of valid names on an unknown one.
+``TASKS`` maps a task name to its plug-in (:class:`Task`: its builder ``(cfg, key) ->
+CollabTask`` and its up-front check): chained parity (Narrowing the Collaboration Gap,
+Probably, §3) and the two-agent split-mask maze (the paper's §5 and App. E,
+:func:`jaxcollab.collab.maze_task.maze_task`). :func:`make_task` and :func:`check_task` fail
+with the list of valid names on an unknown one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import jax
 import numpy as np
 
 from jaxcollab.collab.data import CollabTask, TaskSplit
-from jaxcollab.collab.maze_task import maze_task
+from jaxcollab.collab.maze_task import check_sampler, maze_task
 from jaxcollab.envs import parity
 
 PARITY_VIEWS = ("masked", "own")
@@ -57,10 +59,31 @@ def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     )
 
 
-TASKS: dict[str, Callable[[Mapping, jax.Array], CollabTask]] = {
-    "parity": parity_task,
-    "maze": maze_task,
+def _no_check(cfg: Mapping) -> None:
+    """A task whose every config the schema's bounds already make buildable."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """A round-trainer task: ``build(cfg, key)`` its :class:`CollabTask` from a task config,
+    and ``check(cfg)`` the checks that need its generator (raise ``ConfigValueError`` naming
+    the key; run before any work, after the schema's)."""
+
+    build: Callable[[Mapping, jax.Array], CollabTask]
+    check: Callable[[Mapping], None] = _no_check
+
+
+TASKS: dict[str, Task] = {
+    "parity": Task(parity_task),
+    "maze": Task(maze_task, check_sampler),
 }
+
+
+def _plug_in(cfg: Mapping) -> Task:
+    name = cfg.get("name")
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASKS)}")
+    return TASKS[name]
 
 
 def make_task(cfg: Mapping, key: jax.Array) -> CollabTask:
@@ -69,7 +92,15 @@ def make_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     Raises:
         ValueError: unknown task name (lists the valid ones).
     """
-    name = cfg.get("name")
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASKS)}")
-    return TASKS[name](cfg, key)
+    return _plug_in(cfg).build(cfg, key)
+
+
+def check_task(cfg: Mapping) -> None:
+    """The up-front check (:attr:`Task.check`) of the task named ``cfg["name"]``, e.g. that the
+    maze sampler reaches its mazes (:func:`jaxcollab.collab.maze_task.check_sampler`).
+
+    Raises:
+        ConfigValueError: a value the task's generator cannot serve (named).
+        ValueError: unknown task name (lists the valid ones).
+    """
+    _plug_in(cfg).check(cfg)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import itertools
+import logging
 import math
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +59,17 @@ INT64 = 2**63
 
 class RunCollision(ValueError):
     """The output already holds the results of a run with a different config."""
+
+
+#: The errors of a bad command line: their messages name the bad value and what was expected,
+#: so an entry point prints the message alone (:func:`hydra_main`). Every validation step
+#: (:func:`start_run`: the schema's bounds and checks, the entry point's ``check``, the family's
+#: ``check``) raises these; any other exception is a bug, reported with its traceback.
+USER_ERRORS = (ConfigValueError, RunCollision)
+
+#: Loggers of the HTTP stack that log every request at INFO (``HTTP Request: POST ...``),
+#: quieted to WARNING in every entry point (our progress output stays).
+QUIET_LOGGERS = ("httpx", "httpcore", "openai")
 
 
 def _check_fields(obj: Any, prefix: str = "") -> None:
@@ -126,17 +140,22 @@ def check_overrides(cfg: DictConfig) -> None:
                                    "line does not add one (the run would ignore it)")
 
 
+def _sets_inside(o: Any) -> bool:
+    """Whether an override sets keys inside a block (``bias.beta=3``, ``bias={beta: 3}``), not
+    a group choice (``experiment=...``, spelled with ``/`` when nested) or a plain value."""
+    key = o.key_or_group
+    return not key.startswith("hydra.") and not o.is_delete() and (
+        "." in key or (isinstance(o.value(), dict) and bool(o.value())))
+
+
 def _into_blocks(overrides: Sequence[str]) -> tuple[list[Any], list[str]]:
-    """Split command-line overrides into those that set keys inside a block (``bias.beta=3``,
-    ``bias={beta: 3}``) and the rest (group choices such as ``experiment=...``, plain values).
-    Groups are spelled with ``/``, so a dotted key is always a config value."""
+    """Split command-line overrides into those that set keys inside a block (the parsed
+    overrides, :func:`_sets_inside`) and the rest (their command-line text)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     inside, rest = [], []
     for o, line in zip(OverridesParser.create().parse_overrides(list(overrides)), overrides):
-        key = o.key_or_group
-        if not key.startswith("hydra.") and not o.is_delete() and (
-                "." in key or (isinstance(o.value(), dict) and o.value())):
+        if _sets_inside(o):
             inside.append(o)
         else:
             rest.append(line)
@@ -213,32 +232,112 @@ def compose(config_name: str, overrides: Sequence[str] = (), **kwargs: Any) -> D
         raise error from e
 
 
+def sweep_jobs(overrides: Sequence[str]) -> list[list[str]] | None:
+    """The jobs of a ``-m`` sweep that can differ in which blocks the config leaves null: the
+    product of the values of each sweep over a config group or over a block another override
+    sets keys inside (as Hydra's basic sweeper expands them), every other sweep at its first
+    value (a seed, or a value inside a block, changes no block's presence). Hydra's own
+    overrides (``hydra/launcher=...``, ``hydra.*``) are left out. One job without sweeps.
+    Call it inside an ``initialize*`` context (it asks Hydra which keys are groups).
+
+    Returns:
+        The jobs' overrides, or None for a sweep the basic sweeper does not expand (an
+        ``interval``: Hydra reports it).
+    """
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = [o for o in OverridesParser.create().parse_overrides(list(overrides))
+              if not o.is_hydra_override()]
+    blocks = {".".join(o.key_or_group.split(".")[:i]) for o in parsed if _sets_inside(o)
+              for i in range(1, o.key_or_group.count(".") + 1 + isinstance(o.value(), dict))}
+    loader = GlobalHydra.instance().config_loader()
+    axes = []
+    for o in parsed:
+        if not o.is_sweep_override():
+            axes.append([o.input_line])
+            continue
+        if not o.is_discrete_sweep():
+            return None
+        values = [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()]
+        varies = o.key_or_group in blocks or loader.get_group_options(o.key_or_group)
+        axes.append(values if varies else values[:1])
+    return [list(job) for job in itertools.product(*axes)]
+
+
+def _command_line_error(config_dir: str, config_name: str,
+                        args: Sequence[str]) -> ConfigValueError | None:
+    """The named error of the first job of the command line (one run, or a ``-m`` sweep's
+    :func:`sweep_jobs`) that sets a key inside a null block, or None: also for a command line
+    with other flags (``--cfg``, ``--help``) and for a failure Hydra reports itself."""
+    from hydra import initialize_config_dir
+
+    flags = {a for a in args if a.startswith("-")}
+    if flags - {"-m", "--multirun"}:
+        return None
+    with initialize_config_dir(config_dir, version_base=None):
+        try:
+            for job in sweep_jobs([a for a in args if a not in flags]) or []:
+                compose(config_name, job)
+        except ConfigValueError as e:
+            return e
+        except Exception:  # noqa: BLE001 - Hydra reports its own errors, as always
+            return None
+    return None
+
+
+def _reporting(run: Callable[[DictConfig], Any]) -> Callable[[DictConfig], Any]:
+    """``run`` as Hydra's task: it quiets :data:`QUIET_LOGGERS` and turns a
+    :data:`USER_ERRORS` error into ``Error: <message>`` on stderr and exit status 1 (re-raised
+    under ``HYDRA_FULL_ERROR=1``, for its traceback)."""
+
+    @functools.wraps(run)
+    def task(cfg: DictConfig) -> Any:
+        for name in QUIET_LOGGERS:  # Hydra's job logging has just set the root logger to INFO
+            logging.getLogger(name).setLevel(logging.WARNING)
+        try:
+            return run(cfg)
+        except USER_ERRORS as e:
+            if os.environ.get("HYDRA_FULL_ERROR") == "1":
+                raise
+            print(f"Error: {e}", file=sys.stderr)
+            sys.exit(1)
+
+    # Hydra names the job (hydra.job.name, e.g. a SLURM job's name) after the task's module,
+    # or its file for __main__: the script's name either way
+    task.__module__ = Path(inspect.getfile(run)).stem
+    return task
+
+
 def hydra_main(run: Callable[[DictConfig], Any], config_path: str,
                config_name: str) -> Callable[[], Any]:
-    """``hydra.main(version_base=None, config_path=..., config_name=...)(run)`` for a script,
-    first composing the command line with :func:`compose` so that a key set inside a null
-    block exits 1 with the named error instead of Hydra's traceback. ``config_path`` is
-    relative to ``run``'s file, as for ``hydra.main``; command lines with flags (``--cfg``,
-    ``-m``, ``--help``) go straight to Hydra."""
+    """``hydra.main(version_base=None, config_path=..., config_name=...)(run)`` for a script
+    (``config_path`` relative to ``run``'s file, as for ``hydra.main``), whose bad command
+    line gets one line, ``Error: <message>``, and exit status 1:
+
+    * the command line is composed first, every job of a ``-m`` sweep (:func:`sweep_jobs`), so
+      a key set inside a null block is named before any job runs (Hydra alone fails with
+      omegaconf's ``AssertionError: Unexpected type for root: NoneType`` and a traceback);
+    * a :data:`USER_ERRORS` error raised by ``run`` (a bad value, a colliding run) prints its
+      message without Hydra's traceback; any other exception is a bug and keeps Hydra's report
+      (``HYDRA_FULL_ERROR=1`` shows every trace, ours too). Hydra's own composition errors
+      (``episodes=abc``) are Hydra's compact report, as always.
+
+    The HTTP stack's per-request INFO lines are silenced (:data:`QUIET_LOGGERS`). Command lines
+    with other flags (``--cfg``, ``--help``) go straight to Hydra.
+    """
     import hydra
-    from hydra import initialize_config_dir
 
     config_dir = str((Path(inspect.getfile(run)).parent / config_path).resolve())
     hydra_run = hydra.main(version_base=None, config_path=config_dir,
-                           config_name=config_name)(run)
+                           config_name=config_name)(_reporting(run))
 
     @functools.wraps(run)
     def main() -> Any:
-        args = sys.argv[1:]
-        if not any(a.startswith("-") for a in args):
-            try:
-                with initialize_config_dir(config_dir, version_base=None):
-                    compose(config_name, args)
-            except ConfigValueError as e:
-                print(f"Error: {e}", file=sys.stderr)
-                sys.exit(1)
-            except Exception:  # noqa: BLE001, S110 - Hydra reports its own errors, as always
-                pass
+        error = _command_line_error(config_dir, config_name, sys.argv[1:])
+        if error is not None:
+            print(f"Error: {error}", file=sys.stderr)
+            sys.exit(1)
         return hydra_run()
 
     return main

@@ -66,6 +66,19 @@ def episodes_field(default: int) -> Any:
                    why="episode indices are int32 in JAX, with 64-bit types off")
 
 
+def check_episode_count(key: str, n: int, times_key: str, times: int) -> None:
+    """Refuse ``n`` instances played ``times`` times each when their ``n * times`` episodes
+    overrun :data:`EPISODE_LIMIT` (every play is an episode index).
+
+    Raises:
+        ConfigValueError: naming ``key`` and its largest valid value with ``times_key``.
+    """
+    if n * times >= EPISODE_LIMIT:
+        raise ConfigValueError(key, n, f"at most {(EPISODE_LIMIT - 1) // times} with "
+                               f"{times_key}={times} ({n} x {times} episodes; episode indices "
+                               "are int32 in JAX, below 2**31)")
+
+
 # -- choices ---------------------------------------------------------------------------------
 
 class RulesetName(StrEnum):
@@ -535,6 +548,9 @@ class Collabgap:
     out_dir: str = MISSING
 
     def check(self) -> None:
+        check_episode_count("mazes", self.mazes, "rollouts", self.rollouts)
+        check_episode_count("calibration_mazes", self.calibration_mazes, "rollouts",
+                            self.rollouts)
         if self.seed == self.calibration_seed:
             raise ConfigValueError("calibration_seed", self.calibration_seed,
                                    f"a seed other than seed={self.seed} (the calibrator is "

@@ -149,12 +149,14 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.io.schema import ConfigValueError, check_episode_count
 
     for name in env_names:
         if not isinstance(make(name), MazeEnv):
             raise ConfigValueError("env", name, "a maze environment")
     block = options.get("maze", {})
+    check_episode_count("episodes", options.get("episodes", 1), "maze.rollouts",
+                        block.get("rollouts", 1))
     if block.get("tell_partner") and block.get("setting") != "full":
         raise ConfigValueError("maze.tell_partner", True, "false unless maze.setting=full "
                                f"(the setting is {block.get('setting')!r})")
