@@ -139,3 +139,24 @@ def test_an_unknown_variant_is_refused():
     with pytest.raises(ConfigValueError, match=r"env='bomb/nope' is invalid; expected one of "
                                                r"\['bomb/base-1'"):
         check_config(cfg)
+
+
+def test_the_trainer_check_covers_each_family_through_its_view():
+    """``train/marl.py`` checks ``ppo`` by building the trainer: the env's RL view refuses a
+    turn order it has no episodes for, and ``dial`` without a symbol inbox."""
+    from omegaconf import OmegaConf
+
+    from jaxcollab.io.schema import Marl
+    from train.marl import check_config
+
+    def cfg(env, **ppo):
+        return OmegaConf.merge(OmegaConf.structured(Marl), {"env": env, "out_dir": "x",
+                                                             "ppo": ppo})
+
+    check_config(cfg("bomb/base-1", turn_order="mute,deaf,blind"))
+    with pytest.raises(ValueError, match="turn_order 'blind,blind,mute' must be 'cycle'"):
+        check_config(cfg("bomb/base-1", turn_order="blind,blind,mute"))
+    with pytest.raises(ValueError, match="Keep-Talking turns alternate"):
+        check_config(cfg("ktane/wires", turn_order="expert,defuser"))
+    with pytest.raises(ValueError, match="dial=True needs a view with an inbox"):
+        check_config(cfg("ktane/wires", dial=True))

@@ -62,7 +62,22 @@ def test_channels_a_role_lacks_are_masked_to_nobody():
     assert mask[T.MUTE, speech + NOBODY] and not mask[T.MUTE, speech + 1:speech + 4].any()
     assert mask[T.BLIND, speech + 1:speech + 4].all()
     assert not mask[T.BLIND, gesture + 1:gesture + 4].any()
-    assert mask[T.DEAF].all()
+    assert mask[T.DEAF, speech:].all() and mask[T.DEAF, gesture:].all()
+
+
+def test_only_blind_acts_and_only_on_the_bomb_in_front_of_it():
+    offsets = np.cumsum((0,) + VIEW.head_sizes)
+    act = lambda m: m[:, offsets[0]:offsets[1]]  # noqa: E731  wait, cut, press
+    target = lambda m: m[:, offsets[1]:offsets[2]]  # noqa: E731
+    # base-1: 3 wires, no keypad; Deaf and Mute can only wait (SANZARU Table 1)
+    np.testing.assert_array_equal(act(VIEW.logit_mask), [[1, 0, 0], [1, 0, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(target(VIEW.logit_mask), [[1, 1, 1, 0, 0, 0, 0]] * 3)
+    # haystack-2: a decoy keypad stays pressable (refusing it is the variant's test)
+    hay = make_view("bomb/haystack-2").logit_mask
+    np.testing.assert_array_equal(act(hay)[T.BLIND], [1, 1, 1])
+    np.testing.assert_array_equal(target(hay)[T.BLIND], [1, 1, 1, 1, 0, 0, 0])
+    # base-5: seven wires
+    assert target(make_view("bomb/base-5").logit_mask)[T.BLIND].all()
 
 
 def test_speech_reaches_blind_and_gestures_reach_blind_as_blanks():

@@ -181,10 +181,22 @@ class BombView:
 
     @functools.cached_property
     def logit_mask(self) -> np.ndarray:
-        """bool ``[3, n_logits]``: the logits each role may pick (recipients on channels the
-        role cannot send on are fixed to nobody; SANZARU Table 1 ``CAN_SEND``)."""
+        """bool ``[3, n_logits]``: the logits each role may pick. What a role cannot do is
+        masked (SANZARU Table 1): recipients on channels it cannot send on are fixed to
+        nobody (``CAN_SEND``), and only Blind acts (the others can only wait). Blind's choices
+        are those of the bomb in front of it (invalid-action masking; Huang & Ontañón 2022,
+        "A Closer Look at Invalid Action Masking in Policy Gradient Algorithms"): ``press``
+        only where the variant has a keypad (real or decoy: touching a decoy stays a choice
+        it must learn to refuse), targets only the variant's wire (or key) positions, which
+        Blind feels."""
         mask = np.ones((T.N_AGENTS, self.n_logits), bool)
         offsets = np.cumsum((0,) + self.head_sizes)
+        v = self.env.variant
+        mask[:, offsets[ACT] + 1:offsets[ACT + 1]] = False
+        mask[T.BLIND, offsets[ACT] + T.ACT_NAMES.index("cut")] = True
+        mask[T.BLIND, offsets[ACT] + T.ACT_NAMES.index("press")] = v.keypad != T.KEYPAD_NONE
+        positions = max(v.wires, T.N_KEYS if v.keypad != T.KEYPAD_NONE else 0)
+        mask[:, offsets[TARGET] + positions:offsets[TARGET + 1]] = False
         for role in range(T.N_AGENTS):
             for ch in range(2):
                 if not T.CAN_SEND[role, ch]:
