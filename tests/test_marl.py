@@ -123,7 +123,7 @@ def test_bad_configs_are_refused(tmp_path):
         learned_team(tmp_path)
     with pytest.raises(ValueError, match="turn_order 'blind,blind,mute'"):
         Trainer(dataclasses.replace(TINY, turn_order="blind,blind,mute"))
-    with pytest.raises(ValueError, match="dial=True needs a view with an inbox"):
+    with pytest.raises(ValueError, match="ppo.dial=True is invalid; expected false on ktane"):
         Trainer(dataclasses.replace(TINY, env="ktane/wires"))
 
 
@@ -146,7 +146,7 @@ def test_the_trainer_check_covers_each_family_through_its_view():
     turn order it has no episodes for, and ``dial`` without a symbol inbox."""
     from omegaconf import OmegaConf
 
-    from jaxcollab.io.schema import Marl
+    from jaxcollab.io.schema import ConfigValueError, Marl
     from train.marl import check_config
 
     def cfg(env, **ppo):
@@ -154,9 +154,12 @@ def test_the_trainer_check_covers_each_family_through_its_view():
                                                              "ppo": ppo})
 
     check_config(cfg("bomb/base-1", turn_order="mute,deaf,blind"))
-    with pytest.raises(ValueError, match="turn_order 'blind,blind,mute' must be 'cycle'"):
+    with pytest.raises(ConfigValueError, match=r"ppo.turn_order='blind,blind,mute' is invalid; "
+                                               r"expected a turn order of bomb/base-1 \(turn_order "
+                                               r"'blind,blind,mute' must be 'cycle'"):
         check_config(cfg("bomb/base-1", turn_order="blind,blind,mute"))
-    with pytest.raises(ValueError, match="Keep-Talking turns alternate"):
+    with pytest.raises(ConfigValueError, match="Keep-Talking turns alternate"):
         check_config(cfg("ktane/wires", turn_order="expert,defuser"))
-    with pytest.raises(ValueError, match="dial=True needs a view with an inbox"):
+    with pytest.raises(ConfigValueError, match="ppo.dial=True is invalid; expected false on "
+                                               "ktane/wires: dial needs a view with a symbol"):
         check_config(cfg("ktane/wires", dial=True))

@@ -49,8 +49,9 @@ def check_config(cfg: DictConfig) -> None:
     it has no episodes for, and ``dial`` without a symbol inbox).
 
     Raises:
-        ConfigValueError: not a bomb variant or Keep-Talking module; ValueError: the
-            trainer's refusal (names the key and what the view accepts).
+        ConfigValueError: not a bomb variant or Keep-Talking module, or the trainer's
+            refusal (a turn order the env's view has no episodes for; ``dial`` without an
+            inbox).
     """
     if not str(cfg.env).startswith(("bomb/", "ktane/")) or cfg.env.count("/") != 1:
         raise ConfigValueError("env", cfg.env, "one bomb variant or Keep-Talking module, e.g. "

@@ -30,6 +30,7 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcollab.core.rollout import split_episode_key
+from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.view import NOBODY, BombView, make_view
 from jaxcollab.scale.mesh import DATA, data_mesh
@@ -131,11 +132,15 @@ class Trainer:
         self.view = view or any_view(cfg.env, cfg.symbols, cfg.alphabet)
         self.env = self.view.env
         self.n = self.view.n_agents
-        self.orders = self.view.episode_table(cfg.turn_order)
+        try:
+            self.orders = self.view.episode_table(cfg.turn_order)
+        except ValueError as e:
+            raise ConfigValueError("ppo.turn_order", cfg.turn_order,
+                                   f"a turn order of {cfg.env} ({e})") from e
         self.roles = 1 if cfg.shared else self.n
         if cfg.dial and not hasattr(self.view, "inbox"):
-            raise ValueError(f"dial=True needs a view with an inbox (the bomb families), not "
-                             f"{cfg.env!r}")
+            raise ConfigValueError("ppo.dial", cfg.dial, f"false on {cfg.env}: dial needs a "
+                                   "view with a symbol inbox (the bomb families)")
 
     def episode_params(self, key, n: int):
         """Params of ``n`` new episodes: the variant under turn orders drawn uniformly from

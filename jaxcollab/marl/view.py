@@ -183,7 +183,8 @@ class BombView:
     def logit_mask(self) -> np.ndarray:
         """bool ``[3, n_logits]``: the logits each role may pick. What a role cannot do is
         masked (SANZARU Table 1): recipients on channels it cannot send on are fixed to
-        nobody (``CAN_SEND``), and only Blind acts (the others can only wait). Blind's choices
+        nobody (``CAN_SEND``), a message goes to a teammate (not to its sender), and only
+        Blind acts (the others can only wait). Blind's choices
         are those of the bomb in front of it (invalid-action masking; Huang & Ontañón 2022,
         "A Closer Look at Invalid Action Masking in Policy Gradient Algorithms"): ``press``
         only where the variant has a keypad (real or decoy: touching a decoy stays a choice
@@ -199,9 +200,10 @@ class BombView:
         mask[:, offsets[TARGET] + positions:offsets[TARGET + 1]] = False
         for role in range(T.N_AGENTS):
             for ch in range(2):
+                start = offsets[self.recipient_head(ch)]
                 if not T.CAN_SEND[role, ch]:
-                    start = offsets[self.recipient_head(ch)]
                     mask[role, start + 1:start + 1 + T.N_AGENTS] = False
+                mask[role, start + 1 + role] = False  # a message goes to a teammate
         return mask
 
     def relevant(self, action: jax.Array) -> jax.Array:
