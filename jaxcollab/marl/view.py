@@ -11,7 +11,8 @@ window limits the text history, not what a recurrent agent remembers).
 
 An agent's **discrete action** is int32 ``[n_heads]``: ``act`` (wait / cut / press),
 ``target`` (wire or key position 0..6), then per channel (speech, gesture) the recipient
-(0 = nobody, 1 + role) and ``symbols`` symbols from an alphabet of ``alphabet`` (symbol ``m``
+(0 = nobody, 1 + role, 4 = everyone: each teammate gets it as the channel allows, SANZARU
+Table 1) and ``symbols`` symbols from an alphabet of ``alphabet`` (symbol ``m``
 is gesture id ``m + 1`` or the speech byte ``'A' + m``). A role has only the channels it can
 send on (``CAN_SEND``); the others' recipient logits are masked to *nobody*. Sending to a role
 that cannot receive the channel is allowed: the environment bounces it, or delivers a gesture to
@@ -169,7 +170,7 @@ class BombView:
     @property
     def head_sizes(self) -> tuple[int, ...]:
         """Sizes of the action heads: act, target, then per channel recipient and symbols."""
-        channel = (1 + T.N_AGENTS,) + (self.alphabet,) * self.symbols
+        channel = (2 + T.N_AGENTS,) + (self.alphabet,) * self.symbols
         return (len(T.ACT_NAMES), T.MAX_WIRES) + channel * 2
 
     @property
@@ -202,7 +203,7 @@ class BombView:
             for ch in range(2):
                 start = offsets[self.recipient_head(ch)]
                 if not T.CAN_SEND[role, ch]:
-                    mask[role, start + 1:start + 1 + T.N_AGENTS] = False
+                    mask[role, start + 1:start + 2 + T.N_AGENTS] = False
                 mask[role, start + 1 + role] = False  # a message goes to a teammate
         return mask
 
