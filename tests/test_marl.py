@@ -123,7 +123,7 @@ def test_bad_configs_are_refused(tmp_path):
         learned_team(tmp_path)
     with pytest.raises(ValueError, match="turn_order 'blind,blind,mute'"):
         Trainer(dataclasses.replace(TINY, turn_order="blind,blind,mute"))
-    with pytest.raises(ValueError, match="dial=True needs a view with an inbox"):
+    with pytest.raises(ValueError, match="ppo.dial=True is invalid; expected false on ktane"):
         Trainer(dataclasses.replace(TINY, env="ktane/wires"))
 
 
@@ -139,3 +139,27 @@ def test_an_unknown_variant_is_refused():
     with pytest.raises(ConfigValueError, match=r"env='bomb/nope' is invalid; expected one of "
                                                r"\['bomb/base-1'"):
         check_config(cfg)
+
+
+def test_the_trainer_check_covers_each_family_through_its_view():
+    """``train/marl.py`` checks ``ppo`` by building the trainer: the env's RL view refuses a
+    turn order it has no episodes for, and ``dial`` without a symbol inbox."""
+    from omegaconf import OmegaConf
+
+    from jaxcollab.io.schema import ConfigValueError, Marl
+    from train.marl import check_config
+
+    def cfg(env, **ppo):
+        return OmegaConf.merge(OmegaConf.structured(Marl), {"env": env, "out_dir": "x",
+                                                             "ppo": ppo})
+
+    check_config(cfg("bomb/base-1", turn_order="mute,deaf,blind"))
+    with pytest.raises(ConfigValueError, match=r"ppo.turn_order='blind,blind,mute' is invalid; "
+                                               r"expected a turn order of bomb/base-1 \(turn_order "
+                                               r"'blind,blind,mute' must be 'cycle'"):
+        check_config(cfg("bomb/base-1", turn_order="blind,blind,mute"))
+    with pytest.raises(ConfigValueError, match="Keep-Talking turns alternate"):
+        check_config(cfg("ktane/wires", turn_order="expert,defuser"))
+    with pytest.raises(ConfigValueError, match="ppo.dial=True is invalid; expected false on "
+                                               "ktane/wires: dial needs a view with a symbol"):
+        check_config(cfg("ktane/wires", dial=True))

@@ -29,7 +29,7 @@ def test_tables_of_a_hand_written_protocol():
     assert set(tables) == {"deaf/speech", "deaf/gesture", "mute/gesture", "blind/speech"}
     g = tables["deaf/gesture"]
     assert g["turns"] == 64 * 8 and g["sent"] == g["turns"] and g["dead_channel"] == 0.0
-    assert g["recipients"] == {"deaf": 0, "mute": g["sent"], "blind": 0}
+    assert g["recipients"] == {"deaf": 0, "mute": g["sent"], "blind": 0, "everyone": 0}
     light = g["features"]["light"]
     counts = np.asarray(light["table"]).sum(1)
     entropy = -(counts / counts.sum() * np.log2(counts / counts.sum())).sum()

@@ -55,14 +55,31 @@ def test_view_is_a_selection_of_the_env_tokens():
     assert int(VIEW.actor(obs)) == T.DEAF
 
 
-def test_channels_a_role_lacks_are_masked_to_nobody():
+def test_channels_a_role_lacks_and_sends_to_itself_are_masked():
     mask = VIEW.logit_mask
     offsets = np.cumsum((0,) + VIEW.head_sizes)
     speech, gesture = (offsets[VIEW.recipient_head(ch)] for ch in (0, 1))
-    assert mask[T.MUTE, speech + NOBODY] and not mask[T.MUTE, speech + 1:speech + 4].any()
-    assert mask[T.BLIND, speech + 1:speech + 4].all()
-    assert not mask[T.BLIND, gesture + 1:gesture + 4].any()
-    assert mask[T.DEAF].all()
+    # recipients: nobody, deaf, mute, blind, everyone
+    assert mask[T.MUTE, speech + NOBODY] and not mask[T.MUTE, speech + 1:speech + 5].any()
+    np.testing.assert_array_equal(mask[T.BLIND, speech:speech + 5], [1, 1, 1, 0, 1])
+    assert not mask[T.BLIND, gesture + 1:gesture + 5].any()
+    for ch in (speech, gesture):  # Deaf sends on both channels, to a teammate or to both
+        np.testing.assert_array_equal(mask[T.DEAF, ch:ch + 5], [1, 0, 1, 1, 1])
+
+
+def test_only_blind_acts_and_only_on_the_bomb_in_front_of_it():
+    offsets = np.cumsum((0,) + VIEW.head_sizes)
+    act = lambda m: m[:, offsets[0]:offsets[1]]  # noqa: E731  wait, cut, press
+    target = lambda m: m[:, offsets[1]:offsets[2]]  # noqa: E731
+    # base-1: 3 wires, no keypad; Deaf and Mute can only wait (SANZARU Table 1)
+    np.testing.assert_array_equal(act(VIEW.logit_mask), [[1, 0, 0], [1, 0, 0], [1, 1, 0]])
+    np.testing.assert_array_equal(target(VIEW.logit_mask), [[1, 1, 1, 0, 0, 0, 0]] * 3)
+    # haystack-2: a decoy keypad stays pressable (refusing it is the variant's test)
+    hay = make_view("bomb/haystack-2").logit_mask
+    np.testing.assert_array_equal(act(hay)[T.BLIND], [1, 1, 1])
+    np.testing.assert_array_equal(target(hay)[T.BLIND], [1, 1, 1, 1, 0, 0, 0])
+    # base-5: seven wires
+    assert target(make_view("bomb/base-5").logit_mask)[T.BLIND].all()
 
 
 def test_speech_reaches_blind_and_gestures_reach_blind_as_blanks():
@@ -76,6 +93,15 @@ def test_speech_reaches_blind_and_gestures_reach_blind_as_blanks():
     assert (gesture[T.MUTE] == T.BLANK).all()        # a gesture reaches Blind as blanks
     assert int(state.bounces) == 1                     # ... and counts as dead-channel use
     assert int(VIEW.actor(obs)) == T.BLIND
+
+
+def test_speech_to_everyone_reaches_each_teammate_who_hears():
+    # Deaf speaks [3, 5] to everyone (SANZARU Table 1): Mute and Blind read it, no bounce.
+    obs, state, _ = _play([_action(VIEW, T.DEAF, speech=(T.EVERYONE, [3, 5]))])
+    for role in (T.MUTE, T.BLIND):
+        speech = _section(VIEW.encode(obs)[role], "speech").reshape(T.N_AGENTS, 2)
+        assert (speech[T.DEAF] - T.BYTE_TOK == np.array([ord("A") + 3, ord("A") + 5])).all()
+    assert int(state.bounces) == 0
 
 
 def test_speech_to_deaf_bounces():

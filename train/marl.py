@@ -44,29 +44,22 @@ FROZEN = ("env", "seed", "updates", "chunk", "eval_episodes", "eval_seed", "ppo"
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Marl`).
+    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Marl`): the env is one
+    the RL views cover, and the trainer accepts ``ppo`` for it (the view refuses a turn order
+    it has no episodes for, and ``dial`` without a symbol inbox).
 
     Raises:
-        ConfigValueError: not a bomb variant or Keep-Talking module, or a bad
-            ``ppo.turn_order`` / ``ppo.dial``.
+        ConfigValueError: not a bomb variant or Keep-Talking module, or the trainer's
+            refusal (a turn order the env's view has no episodes for; ``dial`` without an
+            inbox).
     """
-    from jaxcollab.envs.bomb.bank import parse_turn_order
-
     if not str(cfg.env).startswith(("bomb/", "ktane/")) or cfg.env.count("/") != 1:
         raise ConfigValueError("env", cfg.env, "one bomb variant or Keep-Talking module, e.g. "
                                "bomb/base-1 or ktane/wires (the RL views cover these)")
     family = cfg.env.split("/")[0]
     if cfg.env not in jaxcollab.resolve(f"{family}/all"):
         raise ConfigValueError("env", cfg.env, f"one of {jaxcollab.resolve(f'{family}/all')}")
-    if cfg.env.startswith("bomb/"):
-        try:
-            parse_turn_order(cfg.ppo.turn_order)
-        except ValueError as e:
-            raise ConfigValueError("ppo.turn_order", cfg.ppo.turn_order,
-                                   "'cycle' or a permutation of deaf, mute, blind") from e
-    elif cfg.ppo.turn_order not in ("cycle", "defuser,expert") or cfg.ppo.dial:
-        raise ConfigValueError("ppo", {"turn_order": cfg.ppo.turn_order, "dial": cfg.ppo.dial},
-                               "the defaults on Keep-Talking (turns alternate; no symbol inbox)")
+    Trainer(PPOConfig(**OmegaConf.to_container(cfg.ppo, resolve=True)))
 
 
 def heldout(trainer: Trainer, params, cfg: DictConfig, team_dir) -> dict:

@@ -21,6 +21,7 @@ from jaxcollab.agents.bomb.teams import oracle_hint
 from jaxcollab.agents.bomb.view import BLANK_ID, parse
 from jaxcollab.core.rollout import Policy
 from jaxcollab.envs.bomb import tables as T
+from jaxcollab.envs.bomb.rules import delivery
 from jaxcollab.marl.view import BombView
 
 FEATURES = ("light", "heard_speech", "heard_gesture", "answer")
@@ -57,7 +58,7 @@ def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: 
     """Play ``episodes`` episodes and tabulate the sent messages.
 
     Returns (JSON-ready) ``{"<role>/<channel>": {"turns", "sent", "recipients" (counts by
-    role name), "dead_channel" (fraction of sends a receiver does not get in full), "symbols"
+    role name, or ``everyone``), "dead_channel" (fraction of sends a receiver does not get in full), "symbols"
     (column labels: ``none``, then symbol ids), "features": {name: {"values", "table" (rows =
     feature values, columns = symbols), "mutual_information_bits"}}}}`` for every channel a
     role can send on.
@@ -82,8 +83,8 @@ def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: 
                 continue
             first = sent[..., role, ch, 0][turns]
             dest = to[..., role, ch][turns]
-            # not delivered in full: to itself (bounces), or a receiver lacking the channel
-            dead = (dest >= 0) & ((dest == role) | (T.RECEIVE[np.clip(dest, 0, 2), ch] != T.FULL))
+            # not delivered in full (the env's delivery rule): bounced, or blanks
+            dead = (dest >= 0) & (np.asarray(delivery(role, dest, ch)) != T.FULL)
             symbols = list(range(view.alphabet))
             col = np.where(first >= 0, first + 1, 0)
             feats = {}
@@ -97,7 +98,7 @@ def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: 
             n_sent = int((dest >= 0).sum())
             result[f"{name}/{channel}"] = {
                 "turns": int(turns.sum()), "sent": n_sent,
-                "recipients": {T.ROLE_NAMES[r]: int((dest == r).sum()) for r in range(3)},
+                "recipients": {n: int((dest == r).sum()) for r, n in enumerate(T.TARGET_NAMES)},
                 "dead_channel": float(dead.sum() / max(n_sent, 1)),
                 "symbols": [NONE] + symbols, "features": feats}
     return result

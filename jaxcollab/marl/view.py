@@ -11,7 +11,8 @@ window limits the text history, not what a recurrent agent remembers).
 
 An agent's **discrete action** is int32 ``[n_heads]``: ``act`` (wait / cut / press),
 ``target`` (wire or key position 0..6), then per channel (speech, gesture) the recipient
-(0 = nobody, 1 + role) and ``symbols`` symbols from an alphabet of ``alphabet`` (symbol ``m``
+(0 = nobody, 1 + role, 4 = everyone: each teammate gets it as the channel allows, SANZARU
+Table 1) and ``symbols`` symbols from an alphabet of ``alphabet`` (symbol ``m``
 is gesture id ``m + 1`` or the speech byte ``'A' + m``). A role has only the channels it can
 send on (``CAN_SEND``); the others' recipient logits are masked to *nobody*. Sending to a role
 that cannot receive the channel is allowed: the environment bounces it, or delivers a gesture to
@@ -169,7 +170,7 @@ class BombView:
     @property
     def head_sizes(self) -> tuple[int, ...]:
         """Sizes of the action heads: act, target, then per channel recipient and symbols."""
-        channel = (1 + T.N_AGENTS,) + (self.alphabet,) * self.symbols
+        channel = (2 + T.N_AGENTS,) + (self.alphabet,) * self.symbols
         return (len(T.ACT_NAMES), T.MAX_WIRES) + channel * 2
 
     @property
@@ -181,15 +182,29 @@ class BombView:
 
     @functools.cached_property
     def logit_mask(self) -> np.ndarray:
-        """bool ``[3, n_logits]``: the logits each role may pick (recipients on channels the
-        role cannot send on are fixed to nobody; SANZARU Table 1 ``CAN_SEND``)."""
+        """bool ``[3, n_logits]``: the logits each role may pick. What a role cannot do is
+        masked (SANZARU Table 1): recipients on channels it cannot send on are fixed to
+        nobody (``CAN_SEND``), a message goes to a teammate (not to its sender), and only
+        Blind acts (the others can only wait). Blind's choices
+        are those of the bomb in front of it (invalid-action masking; Huang & Ontañón 2022,
+        "A Closer Look at Invalid Action Masking in Policy Gradient Algorithms"): ``press``
+        only where the variant has a keypad (real or decoy: touching a decoy stays a choice
+        it must learn to refuse), targets only the variant's wire (or key) positions, which
+        Blind feels."""
         mask = np.ones((T.N_AGENTS, self.n_logits), bool)
         offsets = np.cumsum((0,) + self.head_sizes)
+        v = self.env.variant
+        mask[:, offsets[ACT] + 1:offsets[ACT + 1]] = False
+        mask[T.BLIND, offsets[ACT] + T.ACT_NAMES.index("cut")] = True
+        mask[T.BLIND, offsets[ACT] + T.ACT_NAMES.index("press")] = v.keypad != T.KEYPAD_NONE
+        positions = max(v.wires, T.N_KEYS if v.keypad != T.KEYPAD_NONE else 0)
+        mask[:, offsets[TARGET] + positions:offsets[TARGET + 1]] = False
         for role in range(T.N_AGENTS):
             for ch in range(2):
+                start = offsets[self.recipient_head(ch)]
                 if not T.CAN_SEND[role, ch]:
-                    start = offsets[self.recipient_head(ch)]
-                    mask[role, start + 1:start + 1 + T.N_AGENTS] = False
+                    mask[role, start + 1:start + 2 + T.N_AGENTS] = False
+                mask[role, start + 1 + role] = False  # a message goes to a teammate
         return mask
 
     def relevant(self, action: jax.Array) -> jax.Array:
