@@ -196,9 +196,10 @@ class Trainer:
         return self.view.to_env(rows)
 
     def _factors(self, action):
-        """bool ``[..., n_heads]``: the heads PPO trains (ratio and entropy): the view's
-        relevant heads, less the message symbols under ``dial``, which (as in DIAL) learn only
-        from the listeners' gradients through the channel."""
+        """bool ``[..., n_heads]``: the heads of PPO's ratio: the view's relevant heads, less
+        the message symbols under ``dial``, which (as in DIAL) learn their meaning only from
+        the listeners' gradients through the channel. The entropy bonus covers every relevant
+        head, the symbols sent included, so codes do not collapse before they mean anything."""
         rel = self.view.relevant(action)
         if not self.cfg.dial:
             return rel
@@ -350,7 +351,8 @@ class Trainer:
         parts = jnp.split(aux, np.cumsum(self.view.answer_sizes)[:-1], -1)
         ce = sum(-(jax.nn.one_hot(traj["answer"][..., i], x.shape[-1]) *
                    jax.nn.log_softmax(x)).sum(-1) for i, x in enumerate(parts))
-        return nn.log_prob(logp, traj["action"], rel), value, nn.entropy(logp, rel), ce
+        return (nn.log_prob(logp, traj["action"], rel), value,
+                nn.entropy(logp, self.view.relevant(traj["action"])), ce)
 
     def _replay_step(self, p, hidden, t, gx=None):
         """One turn of the replay's GRUs: ``hidden`` ``[b, 3, H]`` → (carry with the actor's
