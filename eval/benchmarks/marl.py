@@ -3,7 +3,9 @@
 auto-reset + GAE + PPO epochs) under one ``jit``, compile excluded; where the time goes (the
 environment alone, the rollout with the policy, the full update); then the cost per step as the
 batch of parallel episodes grows (1k to 64k; one epoch, one minibatch, 8 turns per update, so
-the rollout and one gradient pass over it are what is timed).
+the rollout and one gradient pass over it are what is timed); and the ``preset=cpu``
+training configuration (``configs/marl/preset/cpu.yaml``: per-role actors, DIAL, the auxiliary
+loss, 4 epochs x 4 minibatches), whose steps/s bound how far a 15-minute run gets.
 
 Every timed step is a live step of some episode (auto-reset), so steps/s counts played turns.
 Each row notes the process CPU seconds per wall second of its timed calls and the load
@@ -17,10 +19,14 @@ from __future__ import annotations
 import functools
 import os
 import time
+from pathlib import Path
 
 import jax
+from omegaconf import OmegaConf
 
 from jaxcollab.marl.ppo import PPOConfig, Trainer
+
+CPU_PRESET = Path(__file__).resolve().parents[2] / "configs" / "marl" / "preset" / "cpu.yaml"
 
 
 def _timed(fn, repeats: int) -> tuple[float, float]:
@@ -92,6 +98,9 @@ def run(quick: bool) -> list[dict]:
     main = PPOConfig(episodes=n, steps=32, epochs=1, minibatches=1, hidden=32)
     rows = _rows(main, 1 if quick else 2, 2, f"marl ippo base-1 training env steps/s, {n} "
                  "episodes", parts=True)
+    preset = PPOConfig(**OmegaConf.to_container(OmegaConf.load(CPU_PRESET).ppo))
+    rows += _rows(preset, 1 if quick else 2, 2, "marl ippo base-1 training env steps/s, "
+                  "preset=cpu (dial, auxiliary loss)", parts=False)
     sizes = os.environ.get("MARL_BENCH_EPISODES")
     sizes = [int(s) for s in sizes.split(",")] if sizes else (
         [256, 1024] if quick else [1024, 4096, 16384, 65536])

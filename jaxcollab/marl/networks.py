@@ -31,21 +31,64 @@ def _embed_init(key, vocab: int, length: int, dim: int) -> dict:
             "pos": 0.1 * jax.random.normal(k2, (length, dim), jnp.float32)}
 
 
-def _embed(p: dict, tokens: jax.Array, heard=None) -> jax.Array:
-    """int32 ``[n]`` tokens → float32 ``[n * dim]`` (token + position embedding).
-
-    ``heard`` = (slots int ``[m]``, weights float ``[m, A]``, ids int ``[m, A]``) adds
-    ``weights @ tok[ids]`` at the positions ``slots``: with straight-through weights
-    (``p - stop_gradient(p)``, zero in value) the embedding is unchanged and its gradient
-    reaches the sender's message probabilities ``p`` (DIAL; Foerster et al. 2016, "Learning to
-    Communicate with Deep Multi-Agent Reinforcement Learning", sec. 5).
-    """
+def _embed(p: dict, tokens: jax.Array) -> jax.Array:
+    """int32 ``[..., n]`` tokens → float32 ``[..., n * dim]`` (token + position embedding)."""
     e = p["tok"][tokens] + p["pos"]
-    if heard is not None:
-        slots, weights, ids = heard
-        delta = jnp.einsum("ma,mae->me", weights, p["tok"][ids])
-        e = e + jax.nn.one_hot(slots, e.shape[-2], dtype=e.dtype).T @ delta
     return e.reshape(e.shape[:-2] + (-1,))
+
+
+def role_dense(p: dict, x: jax.Array, role: jax.Array) -> jax.Array:
+    """A dense layer with one set of weights per role (``p["w"]`` ``[R, n_in, n_out]``) applied
+    to ``x`` float32 ``[..., n_in]`` with the weights of its row's role (int32 ``[...]``) →
+    ``[..., n_out]``.
+
+    Every role's product in one matmul, then the row's own: R times the multiply-adds of one,
+    but no per-row copy of the weights, which on a CPU costs more than the products; the other
+    roles' products are dropped exactly and get a zero gradient."""
+    if p["w"].shape[0] == 1:
+        return _apply(jax.tree.map(lambda a: a[0], p), x)
+    r, n_in, n_out = p["w"].shape
+    w = p["w"].transpose(1, 0, 2).reshape(n_in, r * n_out)  # one plain matmul, also under vmap
+    y = (x @ w + p["b"].reshape(-1)).reshape(x.shape[:-1] + (r, n_out))
+    mine = (role[..., None] == jnp.arange(r))[..., None]  # a select, exact (not a product)
+    return jnp.where(mine, y, 0.0).sum(-2)
+
+
+def torso_input(p: dict, tokens: jax.Array, role: jax.Array) -> jax.Array:
+    """The torso's pre-activation of role-stacked actors ``p`` (:func:`actor_init` vmapped
+    over roles): ``tokens`` int32 ``[..., obs_size]`` through their row's role's (int32
+    ``[...]``) token + position embedding and torso weights → float32 ``[..., H]``.
+
+    The embedding is linear in the torso, so the position embedding enters as one ``[R, H]``
+    vector per role. No recurrent state enters here: a replay computes it for every turn at
+    once (one large matmul instead of one small one per turn)."""
+    tok, pos, w = p["embed"]["tok"], p["embed"]["pos"], p["torso"]["w"]
+    n_roles = w.shape[0]
+    e = tok[role[..., None], tokens] if n_roles > 1 else tok[0][tokens]
+    bias = p["torso"]["b"] + jnp.einsum("rk,rkh->rh", pos.reshape(n_roles, -1), w)
+    return role_dense({"w": w, "b": bias}, e.reshape(e.shape[:-2] + (-1,)), role)
+
+
+def heard_table(p: dict, slots: np.ndarray, ids: np.ndarray) -> jax.Array:
+    """What each heard symbol adds to the torso's pre-activation, per role: float32
+    ``[R, m, A, H]`` for the inbox ``slots`` int ``[m]`` (observation-vector positions) and
+    the tokens ``ids`` int ``[m, A]`` each symbol arrives as (``tok[ids] @`` the torso rows of
+    the slot)."""
+    w = p["torso"]["w"]
+    w = w.reshape(w.shape[0], -1, p["embed"]["tok"].shape[-1], w.shape[-1])  # [R, obs, E, H]
+    return jnp.einsum("rmae,rmeh->rmah", p["embed"]["tok"][:, ids], w[:, slots])
+
+
+def heard_input(table: jax.Array, weights: jax.Array, role: jax.Array) -> jax.Array:
+    """The torso pre-activation of what a listener hears: ``weights`` float32 ``[..., m, A]``
+    (zero in value, straight-through ``p - stop_gradient(p)`` of the senders' probabilities)
+    times :func:`heard_table` of the row's ``role`` → ``[..., H]``. Zero in value, so the
+    embedding is unchanged, and its gradient reaches the sender's message probabilities
+    (DIAL; Foerster et al. 2016, "Learning to Communicate with Deep Multi-Agent Reinforcement
+    Learning", sec. 5)."""
+    flat = table.reshape(table.shape[0], -1, table.shape[-1])
+    return role_dense({"w": flat, "b": jnp.zeros(flat.shape[::2], flat.dtype)},
+                      weights.reshape(weights.shape[:-2] + (-1,)), role)
 
 
 def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed: int,
@@ -64,9 +107,9 @@ def actor_init(key, vocab: int, obs_size: int, n_logits: int, hidden: int, embed
     }
 
 
-def gru(p_x: dict, p_h: dict, x: jax.Array, h: jax.Array) -> jax.Array:
-    """One GRU step: ``x``, ``h`` float32 ``[..., H]`` → new ``h``."""
-    gx, gh = _apply(p_x, x), _apply(p_h, h)
+def gru_update(gx: jax.Array, gh: jax.Array, h: jax.Array) -> jax.Array:
+    """One GRU step from its input and state projections ``gx``, ``gh`` ``[..., 3H]`` and
+    state ``h`` ``[..., H]`` → new ``h`` (Cho et al. 2014, eq. 5-8)."""
     xr, xz, xn = jnp.split(gx, 3, -1)
     hr, hz, hn = jnp.split(gh, 3, -1)
     r, z = jax.nn.sigmoid(xr + hr), jax.nn.sigmoid(xz + hz)
@@ -74,19 +117,37 @@ def gru(p_x: dict, p_h: dict, x: jax.Array, h: jax.Array) -> jax.Array:
     return (1 - z) * n + z * h
 
 
-def actor_apply(p: dict, tokens: jax.Array, h: jax.Array, heard=None
+def actor_step(p: dict, pre: jax.Array, h: jax.Array, role: jax.Array
+               ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Role-stacked actors ``p`` from the torso's pre-activation ``pre`` float32 ``[..., H]``
+    (:func:`torso_input`, plus :func:`heard_input` under DIAL) and GRU state ``h`` ``[..., H]``
+    of a row of role ``role`` (int32 ``[...]``) → (logits ``[..., n_logits]``, value ``[...]``,
+    new ``h``)."""
+    x = jax.nn.relu(pre)
+    h = gru_update(role_dense(p["gru_x"], x, role), role_dense(p["gru_h"], h, role), h)
+    return actor_heads(p, h, role)
+
+
+def actor_heads(p: dict, h: jax.Array, role: jax.Array
                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``tokens`` int32 ``[obs_size]``, ``h`` float32 ``[H]`` → (logits ``[n_logits]``,
-    value ``[]``, new ``h``); ``heard``: see :func:`_embed`."""
-    x = jax.nn.relu(_apply(p["torso"], _embed(p["embed"], tokens, heard)))
-    h = gru(p["gru_x"], p["gru_h"], x, h)
-    return _apply(p["pi"], h), _apply(p["v"], h)[..., 0], h
+    """The policy and value heads of role-stacked actors on the new GRU state ``h``
+    ``[..., H]`` → (logits ``[..., n_logits]``, value ``[...]``, ``h``)."""
+    return role_dense(p["pi"], h, role), role_dense(p["v"], h, role)[..., 0], h
 
 
-def aux_logits(p: dict, h: jax.Array) -> jax.Array:
-    """The auxiliary head: GRU state ``[..., H]`` → logits ``[..., n_aux]`` (a prediction
-    of the action the task needs now, trained only as an auxiliary loss)."""
-    return _apply(p["aux"], h)
+def actor_apply(p: dict, tokens: jax.Array, h: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One role's actor ``p`` (:func:`actor_init`): ``tokens`` int32 ``[obs_size]``, ``h``
+    float32 ``[H]`` → (logits ``[n_logits]``, value ``[]``, new ``h``)."""
+    stacked = jax.tree.map(lambda a: a[None], p)
+    role = jnp.zeros(tokens.shape[:-1], jnp.int32)
+    return actor_step(stacked, torso_input(stacked, tokens, role), h, role)
+
+
+def aux_logits(p: dict, h: jax.Array, role: jax.Array) -> jax.Array:
+    """The auxiliary head of role-stacked actors ``p``: GRU state ``[..., H]`` of a row of
+    role ``role`` (int32 ``[...]``) → logits ``[..., n_aux]`` (a prediction of the action the
+    task needs now, trained only as an auxiliary loss)."""
+    return role_dense(p["aux"], h, role)
 
 
 def critic_init(key, vocab: int, obs_size: int, n_agents: int, hidden: int, embed: int) -> dict:

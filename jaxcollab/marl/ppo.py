@@ -170,22 +170,25 @@ class Trainer:
                                               c.embed)
         return params
 
-    def act(self, params, enc, actor, hidden, heard=None):
+    def act(self, params, enc, actor, hidden):
         """Acting agent's forward pass for one episode: ``enc`` int32 ``[3, D]``, ``actor``
-        role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``); ``heard``:
-        see :func:`jaxcollab.marl.networks.actor_apply`."""
-        x, h = enc[actor], hidden[actor]
-        if self.roles == 1:
-            logits, value, h_new = nn.actor_apply(jax.tree.map(lambda p: p[0], params["actor"]),
-                                                  x, h, heard)
-        else:  # every role's network, then the actor's (fixed shapes, no parameter gather)
-            out = jax.vmap(nn.actor_apply, (0, None, None, None))(params["actor"], x, h, heard)
-            logits, value, h_new = jax.tree.map(lambda a: a[actor], out)
+        role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``)."""
+        pre = nn.torso_input(params["actor"], enc[actor], actor % self.roles)
+        logp, value, hidden = self._act_from(params, actor, hidden, pre)
         if self.cfg.algo == "mappo":
             value = nn.critic_apply(params["critic"], enc)
+        return logp, value, hidden
+
+    def _act_from(self, params, actor, hidden, pre):
+        """:meth:`act` from the torso's pre-activation ``pre`` ``[H]`` (IPPO's value). The
+        actor's row of ``hidden`` is read and written by masks, not an index: their gradient
+        is dense (no scatter)."""
+        me = (jnp.arange(self.n) == actor)[:, None]
+        h = jnp.where(me, hidden, 0.0).sum(0)
+        logits, value, h = nn.actor_step(params["actor"], pre, h, actor % self.roles)
         logp = nn.head_log_probs(logits, jnp.asarray(self.view.logit_mask)[actor],
                                  self.view.head_sizes)
-        return logp, value, hidden.at[actor].set(h_new)
+        return logp, value, jnp.where(me, h, hidden)
 
     def joint(self, action, actor):
         """The actor's discrete action ``[n_heads]`` as a joint env action (others idle)."""
@@ -193,9 +196,10 @@ class Trainer:
         return self.view.to_env(rows)
 
     def _factors(self, action):
-        """bool ``[..., n_heads]``: the heads PPO trains (ratio and entropy): the view's
-        relevant heads, less the message symbols under ``dial``, which (as in DIAL) learn only
-        from the listeners' gradients through the channel."""
+        """bool ``[..., n_heads]``: the heads of PPO's ratio: the view's relevant heads, less
+        the message symbols under ``dial``, which (as in DIAL) learn their meaning only from
+        the listeners' gradients through the channel. The entropy bonus covers every relevant
+        head, the symbols sent included, so codes do not collapse before they mean anything."""
         rel = self.view.relevant(action)
         if not self.cfg.dial:
             return rel
@@ -221,19 +225,25 @@ class Trainer:
         ids = jnp.broadcast_to(tokens[:, None, None, :], probs.shape)
         return slots.reshape(-1), weights.reshape(-1, a), ids.reshape(-1, a)
 
-    def _sent(self, sent, logp, action, actor):
-        """``sent`` with the actor's row replaced by this turn's message probabilities and
-        symbols (-1 on a channel it sent nothing on)."""
-        probs, symbol = sent
-        new_p, new_s = [], []
+    def _symbol_columns(self) -> np.ndarray:
+        """int ``[2, symbols, alphabet]``: the logit columns of each channel's message-symbol
+        heads."""
+        start = np.cumsum((0,) + self.view.head_sizes)
+        return np.stack([[start[i] + np.arange(self.view.head_sizes[i])
+                          for i in range(h + 1, h + 1 + self.cfg.symbols)]
+                         for h in map(self.view.recipient_head, range(2))])
+
+    def _sent(self, sent, probs, action, actor):
+        """``sent`` with the actor's row replaced by this turn's message probabilities
+        (``probs`` ``[2, symbols, A]``) and symbols (-1 on a channel it sent nothing on)."""
+        old_p, symbol = sent
+        new_s = []
         for ch in range(2):
             h = self.view.recipient_head(ch)
-            heads = range(h + 1, h + 1 + self.cfg.symbols)
-            new_p.append(jnp.stack([jnp.exp(logp[i]) for i in heads]))
             new_s.append(jnp.where(action[h] != NOBODY, action[h + 1:h + 1 + self.cfg.symbols],
                                    -1))
         me = (jnp.arange(self.n) == actor)[None, :, None]
-        return (jnp.where(me[..., None], jnp.stack(new_p)[:, None], probs),
+        return (jnp.where(me[..., None], probs[:, None], old_p),
                 jnp.where(me, jnp.stack(new_s)[:, None], symbol))
 
     def _no_messages(self, b: int):
@@ -309,35 +319,73 @@ class Trainer:
         """Recompute log-probs, values and entropies along a stored trajectory ``[T, b, ...]``
         from its first GRU state ``hidden0`` ``[b, 3, H]`` (reset where episodes ended); with
         ``dial`` the carry also holds each agent's latest message probabilities, so what a
-        listener hears is differentiable in what its speaker sent (in this segment)."""
-        dial = self.cfg.dial
+        listener hears is differentiable in what its speaker sent (in this segment).
 
-        def one(params, enc, actor, hidden, action, answer, sent):
-            heard = self._heard(enc[actor], actor, sent) if dial else None
-            logp, value, hidden = self.act(params, enc, actor, hidden, heard)
-            sent = self._sent(sent, logp, action, actor) if dial else sent
-            mine = jax.tree.map(lambda p: p[actor % self.roles], params["actor"]["aux"])
-            aux = nn.aux_logits({"aux": mine}, hidden[actor])
-            parts = jnp.split(aux, np.cumsum(self.view.answer_sizes)[:-1])
-            ce = sum(-(jax.nn.one_hot(a, x.shape[-1]) * jax.nn.log_softmax(x)).sum()
-                     for a, x in zip(answer, parts, strict=True))
-            return logp, value, hidden, sent, ce
+        The scan carries only the GRU states and, under ``dial``, the messages; what needs no
+        recurrent state (embedding, torso, the GRU's input projection, heads, MAPPO's
+        critic) is computed for every turn at once, as large matmuls."""
+        p, actor = params["actor"], traj["actor"]
+        role = actor % self.roles
+        own = jnp.take_along_axis(traj["enc"], actor[..., None, None], -2)[..., 0, :]
+        pre = nn.torso_input(p, own, role)  # [T, b, H]
+        gx = nn.role_dense(p["gru_x"], jax.nn.relu(pre), role)
+        xs = dict(gx=gx, actor=actor, done=traj["done"])
+        if self.cfg.dial:
+            xs.update(enc=traj["enc"], action=traj["action"], live=pre > 0)
+            slots, tokens = self.view.inbox
+            ids = np.broadcast_to(tokens[:, None, None, :], slots.shape + tokens.shape[-1:])
+            table = nn.heard_table(p, slots.reshape(-1), ids.reshape(-1, tokens.shape[-1]))
+            step = functools.partial(self._replay_dial_step, p, table)
+            carry = (hidden0, self._no_messages(hidden0.shape[0]))
+        else:
+            step = lambda c, t: self._replay_step(p, c, t)  # noqa: E731
+            carry = hidden0
+        _, h = jax.lax.scan(step, carry, xs)  # the actor's new GRU state [T, b, H]
+        logits, value, _ = nn.actor_heads(p, h, role)
+        logp = nn.head_log_probs(logits, jnp.asarray(self.view.logit_mask)[actor],
+                                 self.view.head_sizes)
+        if self.cfg.algo == "mappo":
+            value = nn.critic_apply(params["critic"], traj["enc"])
+        rel = self._factors(traj["action"])
+        aux = nn.aux_logits(p, h, role)
+        parts = jnp.split(aux, np.cumsum(self.view.answer_sizes)[:-1], -1)
+        ce = sum(-(jax.nn.one_hot(traj["answer"][..., i], x.shape[-1]) *
+                   jax.nn.log_softmax(x)).sum(-1) for i, x in enumerate(parts))
+        return (nn.log_prob(logp, traj["action"], rel), value,
+                nn.entropy(logp, self.view.relevant(traj["action"])), ce)
 
-        def step(carry, t):
-            hidden, sent = carry
-            logp, value, new_hidden, sent, aux = jax.vmap(one, (None, 0, 0, 0, 0, 0, 0))(
-                params, t["enc"], t["actor"], hidden, t["action"], t["answer"], sent)
-            rel = self._factors(t["action"])
-            out = (nn.log_prob(logp, t["action"], rel), value, nn.entropy(logp, rel), aux)
-            done = t["done"]
-            reset = lambda x, v: jnp.where(  # noqa: E731
-                done.reshape(done.shape + (1,) * (x.ndim - 1)), v, x)
-            sent = (reset(sent[0], 0.0), reset(sent[1], -1))
-            return (reset(new_hidden, 0.0), sent), out
+    def _replay_step(self, p, hidden, t, gx=None):
+        """One turn of the replay's GRUs: ``hidden`` ``[b, 3, H]`` → (carry with the actor's
+        row advanced and ended episodes reset, the actor's new state ``[b, H]``)."""
+        gx = t["gx"] if gx is None else gx
+        me = (t["actor"][:, None] == jnp.arange(self.n))[..., None]
+        h = jnp.where(me, hidden, 0.0).sum(1)
+        role = t["actor"] % self.roles
+        h = nn.gru_update(gx, nn.role_dense(p["gru_h"], h, role), h)
+        new = jnp.where(me, h[:, None], hidden)
+        return jnp.where(t["done"][:, None, None], 0.0, new), h
 
-        sent0 = self._no_messages(hidden0.shape[0])
-        _, out = jax.lax.scan(step, (hidden0, sent0), traj)
-        return out
+    def _replay_dial_step(self, p, table, carry, t):
+        """:meth:`_replay_step` with the channel: what the actor hears enters its torso as
+        :func:`~jaxcollab.marl.networks.heard_input` (zero in value: only its gradient passes,
+        through the ReLU's mask into the GRU's input projection), and its message-symbol
+        probabilities replace its row of ``sent``."""
+        hidden, sent = carry
+        role = t["actor"] % self.roles
+        weights = jax.vmap(lambda e, a, s: self._heard(e[a], a, s)[1])(t["enc"], t["actor"], sent)
+        heard = jnp.where(t["live"], nn.heard_input(table, weights, role), 0.0)
+        gru_x = {"w": p["gru_x"]["w"], "b": jnp.zeros_like(p["gru_x"]["b"])}
+        hidden, h = self._replay_step(p, hidden, t, t["gx"] + nn.role_dense(gru_x, heard, role))
+        cols = self._symbol_columns()
+        pi = {"w": p["pi"]["w"][..., cols.reshape(-1)], "b": p["pi"]["b"][..., cols.reshape(-1)]}
+        mask = jnp.asarray(self.view.logit_mask)[t["actor"]][:, cols]
+        logits = nn.role_dense(pi, h, role).reshape(mask.shape)
+        probs = jnp.exp(jax.nn.log_softmax(jnp.where(mask, logits, nn.NEG), -1))
+        sent = jax.vmap(self._sent)(sent, probs, t["action"], t["actor"])
+        done = t["done"]
+        reset = lambda x, v: jnp.where(  # noqa: E731
+            done.reshape(done.shape + (1,) * (x.ndim - 1)), v, x)
+        return (hidden, (reset(sent[0], 0.0), reset(sent[1], -1))), h
 
     # ---- loss and update -----------------------------------------------------------------
 
