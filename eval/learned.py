@@ -53,8 +53,13 @@ import jaxcollab  # noqa: E402
 from jaxcollab.core.family import Family, Spec, Team  # noqa: E402
 from jaxcollab.io.plots import learned_plot  # noqa: E402
 from jaxcollab.io.results import ResultsFile  # noqa: E402
-from jaxcollab.io.run import env_selection, guard_results, hydra_main, start_run  # noqa: E402
-from jaxcollab.io.run import validate  # noqa: E402
+from jaxcollab.io.run import (  # noqa: E402
+    env_selection,
+    guard_results,
+    hydra_main,
+    start_run,
+    validate,
+)
 from jaxcollab.io.schema import ConfigValueError, Marl  # noqa: E402
 from jaxcollab.marl.ppo import any_view  # noqa: E402
 from jaxcollab.marl.team import as_team  # noqa: E402
