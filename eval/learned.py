@@ -33,7 +33,9 @@ Writes into ``out_dir``: ``results.json`` (``config``, ``run``, ``envs.<name>``:
 ``run_dir``, ``learned`` (``success_rate`` and ``episodes`` held out, ``bank_success_rate`` and
 ``bank_episodes`` where the family has the bank protocol, ``env_steps`` trained per seed,
 ``curve``: ``updates``, ``env_steps``, ``heldout_success`` and ``train_success`` averaged over
-seeds, ``wall_seconds`` of its training run) and ``teams.<team>`` (the same success keys)),
+seeds, ``wall_seconds`` of its training run, and ``results.heldout`` / ``results.bank``: the
+family evaluation's whole results, as ``eval/rollout.py`` writes them), ``teams.<team>`` (the
+same success and ``results`` keys) and ``runs.<label>`` (the ``runs`` read)),
 ``learned.md`` (the table) and ``learned.png`` (every learning curve, scripted teams' held-out
 success as reference lines: :func:`jaxcollab.io.plots.learned_plot`).
 """
@@ -150,40 +152,49 @@ def train(cfg: DictConfig, env: str) -> dict:
 
 def play(cfg: DictConfig, family: Family, env: str, team: Team, save: Path) -> dict:
     """``team`` on ``env``'s held-out episodes and, where ``family`` has it, the bank
-    protocol: ``success_rate``, ``episodes`` (and ``bank_success_rate``, ``bank_episodes``)."""
+    protocol: ``success_rate``, ``episodes`` (and ``bank_success_rate``, ``bank_episodes``), and
+    under ``results.heldout`` (``.bank``) the family evaluation's own keys (its endings or
+    outcomes, rounds, strikes, ...; timing aside: it is not a property of the episodes)."""
     options = {**family.config, "turn_order": cfg.ppo.turn_order}
-    held = family.evaluate([env], team, Spec(cfg.eval_episodes, cfg.eval_seed,
-                                             save_dir=save / "heldout", options=options))
-    row = {"success_rate": held["success_rate"], "episodes": held["episodes"]}
+    specs = {"heldout": options}
     if "bank" in family.config:
-        bank = family.evaluate([env], team, Spec(
-            cfg.eval_episodes, cfg.eval_seed, save_dir=save / "bank",
-            options={**options, "bank": True, "repeats": cfg.repeats}))
-        row |= {"bank_success_rate": bank["success_rate"], "bank_episodes": bank["episodes"]}
-    return row
+        specs["bank"] = {**options, "bank": True, "repeats": cfg.repeats}
+    results = {}
+    for name, opts in specs.items():
+        out = family.evaluate([env], team, Spec(cfg.eval_episodes, cfg.eval_seed,
+                                                save_dir=save / name, options=opts))
+        results[name] = {k: v for k, v in out.items() if k != "episodes_per_second"}
+    row = {"success_rate": results["heldout"]["success_rate"],
+           "episodes": results["heldout"]["episodes"]}
+    if "bank" in results:
+        row |= {"bank_success_rate": results["bank"]["success_rate"],
+                "bank_episodes": results["bank"]["episodes"]}
+    return {**row, "results": results}
 
 
 def mean_over_seeds(rows: list[list[float]]) -> list[float]:
     return [sum(r) / len(r) for r in rows]
 
 
-def env_results(cfg: DictConfig, env: str) -> dict:
-    """Train (or load) ``env``'s team, then play it and the scripted teams."""
+def env_results(cfg: DictConfig, env: str, kept: dict) -> dict:
+    """Train (or load) ``env``'s team, then play it and each scripted team not in ``kept``
+    (the rows of an earlier command)."""
     family = jaxcollab.family(env)
     trained = train(cfg, env)
     out = Path(cfg.out_dir) / "episodes" / env.replace("/", "-")
     curve = trained["curve"]
-    learned = {**play(cfg, family, env, as_team(run_dir(cfg.out_dir, env) / "team"),
-                      out / "learned"),
-               "env_steps": curve["env_steps"][-1], "updates": curve["updates"][-1],
-               "curve": {"updates": curve["updates"], "env_steps": curve["env_steps"],
-                         "heldout_success": mean_over_seeds(curve["heldout_success"]),
-                         "train_success": mean_over_seeds(curve["train_success"])},
-               "wall_seconds": trained["wall_seconds"]}
+    learned = kept.get("learned") or {
+        **play(cfg, family, env, as_team(run_dir(cfg.out_dir, env) / "team"), out / "learned"),
+        "env_steps": curve["env_steps"][-1], "updates": curve["updates"][-1],
+        "curve": {"updates": curve["updates"], "env_steps": curve["env_steps"],
+                  "heldout_success": mean_over_seeds(curve["heldout_success"]),
+                  "train_success": mean_over_seeds(curve["train_success"])},
+        "wall_seconds": trained["wall_seconds"]}
     teams = {}
     for name in scripted_teams(cfg, family):
-        teams[name] = play(cfg, family, env, family.team(name, family.config), out / name)
-        print(f"{env} {name}: {teams[name]}")
+        teams[name] = kept.get("teams", {}).get(name) or play(
+            cfg, family, env, family.team(name, family.config), out / name)
+        print(f"{env} {name}: success {teams[name]['success_rate']:.3f}")
     return {"family": family.name, "run_dir": str(run_dir(cfg.out_dir, env)),
             "learned": learned, "teams": teams}
 
@@ -230,14 +241,17 @@ def run(cfg: DictConfig) -> dict:
     cfg, out = job.cfg, job.out
     names = env_names(cfg)
     kept = job.results.data.get("envs", {})
-    envs = {n: kept[n] for n in names if n in kept}
+    envs = {}
     for i, name in enumerate(names):
-        if name in envs:
+        row, teams = kept.get(name, {}), scripted_teams(cfg, jaxcollab.family(name))
+        if set(teams) <= set(row.get("teams", ())):
             print(f"[{i + 1}/{len(names)}] {name}: done (kept in {job.results.path})")
+            envs[name] = {**row, "teams": {t: row["teams"][t] for t in teams}}
             continue
         print(f"[{i + 1}/{len(names)}] {name}")
-        envs[name] = env_results(cfg, name)
-        job.results.set(("envs",), {n: envs[n] for n in names if n in envs})
+        envs[name] = env_results(cfg, name, row)
+        job.results.set(("envs",), {n: envs.get(n, kept.get(n)) for n in names
+                                    if n in envs or n in kept})
         jax.clear_caches()  # this env's compiled programs: none serves the next
     envs = {n: envs[n] for n in names}
     read_runs(list(cfg.runs), envs)

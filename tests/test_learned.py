@@ -82,9 +82,15 @@ def test_cli_trains_plays_and_resumes(request, tmp_path):
     res = json.loads((out / "results.json").read_text())
     bomb, wires = res["envs"]["bomb/base-1"], res["envs"]["ktane/wires"]
     assert list(bomb["teams"]) == ["oracle", "solo"] and list(wires["teams"]) == ["oracle"]
-    assert bomb["teams"]["oracle"] == {"success_rate": 1.0, "episodes": 6,
-                                       "bank_success_rate": 1.0, "bank_episodes": 9}
-    assert wires["teams"]["oracle"] == {"success_rate": 1.0, "episodes": 6}  # no bank protocol
+    oracle = {k: v for k, v in bomb["teams"]["oracle"].items() if k != "results"}
+    assert oracle == {"success_rate": 1.0, "episodes": 6, "bank_success_rate": 1.0,
+                      "bank_episodes": 9}
+    assert bomb["teams"]["oracle"]["results"]["heldout"]["endings"]["defused"] == 6
+    assert bomb["teams"]["oracle"]["results"]["bank"]["protocol"]["repeats"] == 3
+    oracle = wires["teams"]["oracle"]
+    assert (oracle["success_rate"], oracle["episodes"], list(oracle["results"])) == (
+        1.0, 6, ["heldout"])  # no bank protocol
+    assert oracle["results"]["heldout"]["outcomes"]["solved"] == 6
     for e in (bomb, wires):
         assert e["learned"]["env_steps"] == 8 * 4 and e["learned"]["curve"]["updates"] == [1]
         assert 0.0 <= e["learned"]["success_rate"] <= 1.0 and e["learned"]["episodes"] == 6
