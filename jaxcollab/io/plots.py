@@ -25,6 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import EngFormatter  # noqa: E402
 
 THEORY_KEYS = {"action": "action_excess_mse", "probability": "prob_excess_mse"}
 COLORS = {"action": "tab:red", "probability": "tab:blue"}
@@ -396,6 +397,7 @@ def learned_plot(envs: Mapping[str, dict], path: str | Path, columns: int = 4) -
             if row.get("success_rate") is not None:
                 ax.axhline(row["success_rate"], lw=1.2, label=team, **styles[team])
         ax.set(ylim=(-0.03, 1.03), title=name)
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 100k, 1M
         ax.title.set_fontsize(9)
         ax.tick_params(labelsize=7)
         ax.grid(alpha=GRID_ALPHA)
