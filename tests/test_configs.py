@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: schema name -> its top-level YAML (the training driver's collab.yaml has its own test)
 FILES = {name: ROOT / "configs" / f"{name}.yaml" for name in schema.SCHEMAS}
 FILES |= {"marl": ROOT / "configs" / "marl" / "marl.yaml",
+          "learned": ROOT / "configs" / "marl" / "learned.yaml",
           "collabgap": ROOT / "configs" / "collabgap" / "collabgap.yaml"}
 
 

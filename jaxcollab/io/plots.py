@@ -8,7 +8,8 @@ experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
 :func:`plot_reliability`, :func:`plot_conversation_cells`. Tables of rates (teams x variants,
 model pairs): :func:`heatmap_panels`. LLM mazes: :func:`llm_maze_plot`,
 :func:`confidence_plot`. Information bounds: :func:`bounds_plot`. Learned
-teams: :func:`learning_curve_plot`, :func:`protocol_plot`. For pages (PNG bytes,
+teams: :func:`learning_curve_plot`, :func:`protocol_plot`, :func:`learned_plot` (a sweep).
+For pages (PNG bytes,
 ``eval/report.py``): :func:`success_bars`, :func:`round_curves`, :func:`stacked_counts`,
 :func:`failure_rings`.
 """
@@ -24,6 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import EngFormatter  # noqa: E402
 
 THEORY_KEYS = {"action": "action_excess_mse", "probability": "prob_excess_mse"}
 COLORS = {"action": "tab:red", "probability": "tab:blue"}
@@ -371,6 +373,41 @@ def learning_curve_plot(results: dict, path: str | Path) -> None:
     ax.grid(alpha=GRID_ALPHA)
     ax.legend(fontsize=7)
     save(fig, path)
+
+
+def learned_plot(envs: Mapping[str, dict], path: str | Path, columns: int = 4) -> None:
+    """``eval/learned.py``: one panel per environment, the learned team's held-out greedy
+    success (mean over seeds) against environment steps per seed, its final held-out success as
+    a dot, and each scripted team's (and rollout run's) held-out success as a horizontal line,
+    one colour and dash per team name across panels (equal rates stay visible)."""
+    names = list(envs)
+    teams = list(dict.fromkeys(t for e in envs.values() for t in {**e["teams"], **e["runs"]}))
+    styles = {t: {"color": f"C{(i + 1) % 10}", "ls": DASHES[1 + i % (len(DASHES) - 1)]}
+              for i, t in enumerate(teams)}
+    cols = min(columns, len(names))
+    fig, axes = figure(cols, 3.2, 2.5, rows=-(-len(names) // cols))
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    for ax, name in zip(axes.flat, names):
+        e = envs[name]
+        curve = e["learned"]["curve"]
+        ax.plot(curve["env_steps"], curve["heldout_success"], "-", color="C0", label="learned")
+        ax.plot(curve["env_steps"][-1:], [e["learned"]["success_rate"]], "o", color="C0")
+        for team, row in {**e["teams"], **e["runs"]}.items():
+            if row.get("success_rate") is not None:
+                ax.axhline(row["success_rate"], lw=1.2, label=team, **styles[team])
+        ax.set(ylim=(-0.03, 1.03), title=name)
+        ax.xaxis.set_major_formatter(EngFormatter(sep=""))  # 100k, 1M
+        ax.title.set_fontsize(9)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=GRID_ALPHA)
+    handles = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="center left", bbox_to_anchor=(0.86, 0.5),
+               fontsize=7)
+    fig.supxlabel("environment steps (turns) per seed", fontsize=8)
+    fig.supylabel("held-out success rate", fontsize=8)
+    fig.tight_layout(rect=(0, 0, 0.86, 1))
+    save(fig, path, tight=False)
 
 
 def protocol_plot(tables: dict, path: str | Path) -> None:

@@ -481,6 +481,47 @@ class Marl:
     out_dir: str = MISSING
 
 
+#: ``ppo.env`` of a sweep: set to each of ``envs`` in turn by ``eval/learned.py``.
+EACH_ENV = "<each of envs>"
+
+#: The breadth sweep's environments: each bomb family's ``-1`` variant and single Keep-Talking
+#: modules (issue: what the learned teams reach, family by family).
+LEARNED_ENVS = ["bomb/base-1", "bomb/carving-1", "bomb/flashing-1", "bomb/flashback-1",
+                "bomb/shuffle-1", "bomb/haystack-1", "bomb/bait-1", "ktane/wires",
+                "ktane/button", "ktane/keypad", "ktane/simon", "ktane/memory"]
+
+
+@dataclass
+class LearnedPPO(MarlPPO):
+    """:class:`MarlPPO` of a sweep: every environment's trainer settings, ``env`` aside."""
+
+    env: str = EACH_ENV
+
+    def check(self) -> None:
+        super().check()
+        if self.env != EACH_ENV:
+            raise ConfigValueError("ppo.env", self.env, "unset: the sweep trains on each of envs")
+
+
+@dataclass
+class Learned:
+    """``configs/marl/learned.yaml``: ``eval/learned.py`` (a team trained from scratch on each
+    environment by ``train/marl.py``'s trainer, beside its family's scripted teams). The
+    training keys are :class:`Marl`'s, set by the same ``preset`` group."""
+
+    envs: list[str] = field(default_factory=lambda: list(LEARNED_ENVS))  # names or groups
+    seed: int = seed_field()
+    updates: int = count(300)
+    chunk: int = count(20)
+    eval_episodes: int = count(1024)        # held-out episodes per env, every team alike
+    eval_seed: int = seed_field(1_000_003)
+    ppo: LearnedPPO = field(default_factory=LearnedPPO)
+    teams: list[str] | None = None          # scripted teams; null: each family's, but learned
+    repeats: int = count(3)                 # bank protocol (families with one): repeats
+    runs: list[str] = field(default_factory=list)  # rollout results.json (e.g. LLM) to show
+    out_dir: str = MISSING
+
+
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
@@ -573,7 +614,7 @@ class Collabgap:
 SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
            "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl,
-           "collabgap": Collabgap}
+           "learned": Learned, "collabgap": Collabgap}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 
 from jaxcollab.agents.bomb.bank import PinnedInstances
 from jaxcollab.core.env import Environment
+from jaxcollab.core.family import ScriptedTeam
 from jaxcollab.core.rollout import Policy, policy
 from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.marl import networks as nn
@@ -90,3 +91,17 @@ def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Poli
     if env.name != cfg.env and not isinstance(env, PinnedInstances):
         raise ValueError(f"the team at {path} was trained on {cfg.env!r}, not {env.name!r}")
     return team_policy(cfg, params, env)
+
+
+def as_team(checkpoint: str | Path) -> ScriptedTeam:
+    """The team saved at ``checkpoint`` as a :class:`~jaxcollab.core.family.Team` named
+    ``learned``, for any family's evaluation: :func:`learned_team` on each environment it
+    plays, loaded once per environment (a chunk reuses the policy, and so its compile)."""
+    policies: dict = {}
+
+    def policy(env: Environment) -> Policy:
+        if env not in policies:
+            policies[env] = learned_team(checkpoint, env)
+        return policies[env]
+
+    return ScriptedTeam("learned", policy)

@@ -272,17 +272,10 @@ def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
 
 def learned(options: Mapping) -> ScriptedTeam:
     """The team trained by ``train/marl.py`` at ``options["checkpoint"]``
-    (:func:`jaxcollab.marl.learned_team`), loaded once per environment."""
-    from jaxcollab.marl import learned_team
+    (:func:`jaxcollab.marl.team.as_team`)."""
+    from jaxcollab.marl.team import as_team
 
-    policies: dict = {}
-
-    def policy(env) -> Policy:
-        if env not in policies:
-            policies[env] = learned_team(options["checkpoint"], env)
-        return policies[env]
-
-    return ScriptedTeam("learned", policy)
+    return as_team(options["checkpoint"])
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
