@@ -61,8 +61,7 @@ def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: 
     role name, or ``everyone``), "dead_channel" (fraction of sends a receiver does not get in
     full), "symbols" (column labels: ``none``, then symbol ids), "features": {name: {"values",
     "table" (rows = feature values, columns = symbols), "mutual_information_bits"}}}}`` for
-    every channel a
-    role can send on.
+    every channel a role can send on.
     """
     env, params = view.env, view.env.default_params
     out = jaxcollab.rollout(env, policy, jaxcollab.episode_keys(seed, episodes),
