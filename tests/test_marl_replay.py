@@ -39,7 +39,7 @@ def reference_replay(t: Trainer, params, traj, hidden0):
 
     def one(enc, actor, hidden, action, answer, sent):
         p = jax.tree.map(lambda a: a[actor % t.roles], params["actor"])
-        weights = t._heard(enc[actor], actor, sent)[1] if t.cfg.dial else None
+        weights = t._heard(enc[actor], actor, sent) if t.cfg.dial else None
         logits, value, h, aux = net(p, enc[actor], hidden[actor], weights)
         if t.cfg.algo == "mappo":
             value = nn.critic_apply(params["critic"], enc)
@@ -52,7 +52,8 @@ def reference_replay(t: Trainer, params, traj, hidden0):
         ce = sum(-(jax.nn.one_hot(a, x.shape[-1]) * jax.nn.log_softmax(x)).sum()
                  for a, x in zip(answer, parts, strict=True))
         rel = t._factors(action)
-        return (nn.log_prob(logp, action, rel), value, nn.entropy(logp, rel), ce,
+        ent = nn.entropy(logp, t.view.relevant(action))
+        return (nn.log_prob(logp, action, rel), value, ent, ce,
                 hidden.at[actor].set(h), sent)
 
     def step(carry, x):

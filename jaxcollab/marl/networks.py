@@ -135,14 +135,6 @@ def actor_heads(p: dict, h: jax.Array, role: jax.Array
     return role_dense(p["pi"], h, role), role_dense(p["v"], h, role)[..., 0], h
 
 
-def actor_apply(p: dict, tokens: jax.Array, h: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One role's actor ``p`` (:func:`actor_init`): ``tokens`` int32 ``[obs_size]``, ``h``
-    float32 ``[H]`` → (logits ``[n_logits]``, value ``[]``, new ``h``)."""
-    stacked = jax.tree.map(lambda a: a[None], p)
-    role = jnp.zeros(tokens.shape[:-1], jnp.int32)
-    return actor_step(stacked, torso_input(stacked, tokens, role), h, role)
-
-
 def aux_logits(p: dict, h: jax.Array, role: jax.Array) -> jax.Array:
     """The auxiliary head of role-stacked actors ``p``: GRU state ``[..., H]`` of a row of
     role ``role`` (int32 ``[...]``) → logits ``[..., n_aux]`` (a prediction of the action the

@@ -214,16 +214,15 @@ class Trainer:
     def _heard(self, enc_row, actor, sent):
         """Straight-through weights of what ``actor`` hears now: for each inbox slot holding
         the symbol its sender last sent (delivered in full), ``p - stop_gradient(p)`` of the
-        sender's probabilities for that symbol; zero elsewhere (bounced, blanks, nothing)."""
+        sender's probabilities for that symbol; zero elsewhere (bounced, blanks, nothing).
+        float32 ``[2 * 3 * symbols, alphabet]``, in the order of ``view.inbox``'s slots."""
         probs, symbol = sent  # [2, 3, k, A] float, [2, 3, k] int (-1: not sent)
         slots, tokens = (jnp.asarray(a) for a in self.view.inbox)
         expect = tokens[jnp.arange(2)[:, None, None], jnp.maximum(symbol, 0)]
         other = (jnp.arange(self.n) != actor)[None, :, None]
         match = (symbol >= 0) & (enc_row[slots] == expect) & other
         weights = jnp.where(match[..., None], probs - jax.lax.stop_gradient(probs), 0.0)
-        a = self.view.alphabet
-        ids = jnp.broadcast_to(tokens[:, None, None, :], probs.shape)
-        return slots.reshape(-1), weights.reshape(-1, a), ids.reshape(-1, a)
+        return weights.reshape(-1, self.view.alphabet)
 
     def _symbol_columns(self) -> np.ndarray:
         """int ``[2, symbols, alphabet]``: the logit columns of each channel's message-symbol
@@ -372,7 +371,7 @@ class Trainer:
         probabilities replace its row of ``sent``."""
         hidden, sent = carry
         role = t["actor"] % self.roles
-        weights = jax.vmap(lambda e, a, s: self._heard(e[a], a, s)[1])(t["enc"], t["actor"], sent)
+        weights = jax.vmap(lambda e, a, s: self._heard(e[a], a, s))(t["enc"], t["actor"], sent)
         heard = jnp.where(t["live"], nn.heard_input(table, weights, role), 0.0)
         gru_x = {"w": p["gru_x"]["w"], "b": jnp.zeros_like(p["gru_x"]["b"])}
         hidden, h = self._replay_step(p, hidden, t, t["gx"] + nn.role_dense(gru_x, heard, role))

@@ -58,10 +58,10 @@ def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: 
     """Play ``episodes`` episodes and tabulate the sent messages.
 
     Returns (JSON-ready) ``{"<role>/<channel>": {"turns", "sent", "recipients" (counts by
-    role name, or ``everyone``), "dead_channel" (fraction of sends a receiver does not get in full), "symbols"
-    (column labels: ``none``, then symbol ids), "features": {name: {"values", "table" (rows =
-    feature values, columns = symbols), "mutual_information_bits"}}}}`` for every channel a
-    role can send on.
+    role name, or ``everyone``), "dead_channel" (fraction of sends a receiver does not get in
+    full), "symbols" (column labels: ``none``, then symbol ids), "features": {name: {"values",
+    "table" (rows = feature values, columns = symbols), "mutual_information_bits"}}}}`` for
+    every channel a role can send on.
     """
     env, params = view.env, view.env.default_params
     out = jaxcollab.rollout(env, policy, jaxcollab.episode_keys(seed, episodes),
