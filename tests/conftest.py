@@ -72,3 +72,14 @@ def server():
 
     with LLMServer() as srv:
         yield srv
+
+
+@pytest.fixture
+def default_sigint():
+    """SIGINT raises KeyboardInterrupt for the test, as in a terminal, whatever the runner
+    inherited (a shell without job control starts background jobs with SIGINT ignored)."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)

@@ -133,7 +133,7 @@ def test_jsonl_append_is_whole_lines(tmp_path):
     assert (tmp_path / "r.json").read_text() == "{}\n" and not list(tmp_path.glob(".*tmp"))
 
 
-def test_a_signal_cancels_requests_on_another_thread(server):
+def test_a_signal_cancels_requests_on_another_thread(server, default_sigint):
     """XLA may run the host callback off the main thread, where no Python signal handler runs:
     a SIGINT still stops the requests there within moments (the 3-s reply is not awaited)."""
     client, caught = ChatClient(cfg(server.url, "late")), []

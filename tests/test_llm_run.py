@@ -155,7 +155,7 @@ class _Interrupted(Game):
         yield []
 
 
-def test_sigint_in_the_host_callback_is_not_swallowed():
+def test_sigint_in_the_host_callback_is_not_swallowed(default_sigint):
     game = _Interrupted()
     host = Host(ChatClient(LLMConfig()))
     tag, _ = host.open(game, 0)
