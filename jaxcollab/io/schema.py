@@ -457,7 +457,6 @@ class MarlPPO:
     seeds: int = count(1)
     dial: bool = False             # gradients through the channel in the update (DIAL)
     aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
-    whole_episodes: bool = False   # every update starts fresh episodes (whole ones per segment)
     turn_order: str = "cycle"      # each episode draws one of the six, or one: deaf,mute,blind
 
     def check(self) -> None:

@@ -61,11 +61,6 @@ class PPOConfig:
             centralised critic reads it: training only, never an input). With ``dial`` its
             gradient reaches the speakers, so each hop of a relay is trained by what the next
             agent can tell from it, before any reward arrives.
-        whole_episodes: every update starts fresh episodes (a new instance in every slot)
-            instead of carrying on the ones the last update left unfinished, so with
-            ``steps`` at least the episode length each episode's messages and their listeners'
-            losses fall in one replayed segment: the channel gradients (``dial``) reach every
-            message; carried-over episodes lose those sent before the segment began.
         turn_order: ``"cycle"``: every training episode draws its turn order from the six
             (uniformly, at each reset) and the in-training evaluation plays
             ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
@@ -94,7 +89,6 @@ class PPOConfig:
     seeds: int = 1
     dial: bool = False
     aux_coef: float = 0.0
-    whole_episodes: bool = False
     turn_order: str = "cycle"
 
     def __post_init__(self):
@@ -252,22 +246,18 @@ class Trainer:
 
     # ---- rollout -------------------------------------------------------------------------
 
-    def fresh_episodes(self, kr, ko) -> dict:
-        """``episodes`` new episodes (instances from ``kr``, turn orders from ``ko``): the
-        :class:`TrainState` fields ``env_state``, ``env_params``, ``enc``, ``turn``,
-        ``hidden``."""
-        b = self.cfg.episodes
-        env_params = self.episode_params(ko, b)
-        obs, env_state = jax.vmap(self.env.reset)(jax.random.split(kr, b), env_params)
-        return dict(env_state=env_state, env_params=env_params, enc=self.view.encode(obs),
-                    turn=jnp.zeros(b, jnp.int32),
-                    hidden=jnp.zeros((b, self.n, self.cfg.hidden), jnp.float32))
-
     def init_state(self, key) -> TrainState:
         kp, kr, ko, key = jax.random.split(key, 4)
         params = self.init_params(kp)
+        env_params = self.episode_params(ko, self.cfg.episodes)
+        keys = jax.random.split(kr, self.cfg.episodes)
+        obs, env_state = jax.vmap(self.env.reset)(keys, env_params)
+        enc = self.view.encode(obs)
+        hidden = jnp.zeros((self.cfg.episodes, self.n, self.cfg.hidden), jnp.float32)
         return TrainState(params=params, opt_state=_optimiser(self.cfg).init(params),
-                          key=key, update=jnp.int32(0), **self.fresh_episodes(kr, ko))
+                          env_state=env_state, env_params=env_params, enc=enc,
+                          turn=jnp.zeros(self.cfg.episodes, jnp.int32), hidden=hidden,
+                          key=key, update=jnp.int32(0))
 
     def _env_step(self, params, carry, key):
         """One turn of every episode, with auto-reset: an episode that ends is replaced by a
@@ -412,8 +402,6 @@ class Trainer:
         defused in this batch, losses)."""
         c = self.cfg
         key, k_roll, k_perm = jax.random.split(ts.key, 3)
-        if c.whole_episodes:
-            ts = ts.replace(**self.fresh_episodes(*jax.random.split(jax.random.fold_in(k_roll, 1))))
         carry, traj = self.rollout(ts.replace(key=k_roll))
         env_state, env_params, enc, turn, hidden = carry
         _, last_value, _ = jax.vmap(self.act, (None, 0, 0, 0))(
