@@ -172,3 +172,20 @@ def test_the_trainer_check_covers_each_family_through_its_view():
     with pytest.raises(ConfigValueError, match="ppo.dial=True is invalid; expected false on "
                                                "ktane/wires: dial needs a view with a symbol"):
         check_config(cfg("ktane/wires", dial=True))
+
+
+def test_init_of_several_seeds_and_roles_at_cpu_size_finishes():
+    """Vmapped orthogonal initialisers were batched QRs that deadlocked jaxlib's CPU thread
+    pool on 2 cores (6 of 6 starts with these sizes hung before the fix). A fresh process, as
+    a user starts one; a hang fails by the timeout."""
+    import subprocess
+    import sys
+
+    code = ("import jax; from jaxcollab.marl.ppo import PPOConfig, Trainer; "
+            "ts = Trainer(PPOConfig(shared=False, episodes=256, hidden=64, embed=8, seeds=2, "
+            "dial=True, aux_coef=1.0)).init(1); "
+            "print(jax.tree.leaves(ts.params)[0].shape[:2])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "(2, 3)"  # seeds x roles

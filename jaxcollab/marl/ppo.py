@@ -114,6 +114,17 @@ class TrainState:
     update: jax.Array     # int32: updates done
 
 
+def _stack(trees: list):
+    """Pytrees stacked on a new leading axis. Initialisation builds seeds and roles one by one
+    and stacks them instead of vmapping: a vmapped orthogonal initialiser is one batched QR
+    per layer, and on the CPU jaxlib runs a large batched QR by scheduling chunks on the
+    intra-op thread pool and blocking a pool thread until they finish; independent layers
+    run in parallel, so on a 2-core machine both pool threads could block, each waiting for
+    chunks that no thread is left to run (observed: ``Trainer.init`` hung with every thread
+    idle, one start in three). An unbatched QR runs inline."""
+    return jax.tree.map(lambda *x: jnp.stack(x), *trees)
+
+
 def _optimiser(cfg: PPOConfig):
     return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
 
@@ -152,12 +163,13 @@ class Trainer:
     # ---- parameters and the acting agent ---------------------------------------------------
 
     def init_params(self, key) -> dict:
+        """Fresh parameters: per-role actors stacked on a leading role axis (and MAPPO's
+        critic). Roles are initialised one by one, not under ``vmap``: see :func:`_stack`."""
         v, c = self.view, self.cfg
         ka, kc = jax.random.split(key)
-        actor = jax.vmap(lambda k: nn.actor_init(
-            k, v.vocab_size, v.obs_size, v.n_logits, c.hidden, c.embed,
-            sum(v.answer_sizes)))(
-            jax.random.split(ka, self.roles))
+        actor = _stack([nn.actor_init(k, v.vocab_size, v.obs_size, v.n_logits, c.hidden,
+                                      c.embed, sum(v.answer_sizes))
+                        for k in jax.random.split(ka, self.roles)])
         params = {"actor": actor}
         if c.algo == "mappo":
             params["critic"] = nn.critic_init(kc, v.vocab_size, v.obs_size, self.n, c.hidden,
@@ -441,7 +453,7 @@ class Trainer:
         """Training states of ``cfg.seeds`` seeds from ``seed`` (leading seed axis), the
         episode axis sharded over the ``data`` mesh axis."""
         keys = jax.random.split(jax.random.PRNGKey(seed), self.cfg.seeds)
-        ts = jax.jit(jax.vmap(self.init_state))(keys)
+        ts = jax.jit(lambda ks: _stack([self.init_state(k) for k in ks]))(keys)
         mesh = data_mesh()
         replicated = NamedSharding(mesh, PartitionSpec())
         ts = jax.device_put(ts, replicated)  # every leaf placed: later calls see one sharding
