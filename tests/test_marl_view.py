@@ -143,3 +143,22 @@ def test_every_variant_has_a_view():
         view = make_view(v.name)
         assert view.obs_size == len(view.positions) > 0
         assert view.positions.max() < view.env.layout.length
+
+
+@pytest.mark.parametrize("name", ["bomb/base-1", "bomb/carving-1", "bomb/base-2"])
+def test_answer_names_the_wire_its_colour_and_the_deciding_manual_entry(name):
+    from jaxcollab.envs.bomb.state import display_now, light_now
+
+    view = make_view(name)
+    env = view.env
+    for seed in range(5):
+        _, state = env.reset(jax.random.PRNGKey(seed), env.default_params)
+        position, value, entry = np.asarray(view.answer(state, env.default_params)).tolist()
+        assert position == env.solution(state)[0]
+        assert int(state.wire_colour[position]) == value == int(state.manual_val[entry])
+        label = int(state.plate) if name == "bomb/carving-1" else int(
+            light_now(state, env.default_params))
+        assert int(state.manual_a[entry]) == label    # the row the light (or plate) picks
+        if name == "bomb/base-2":                      # and the grid's column the display picks
+            assert int(state.manual_b[entry]) == int(display_now(state, env.default_params))
+    assert view.answer_sizes == (T.MAX_WIRES, 10, T.MANUAL_ENTRIES)

@@ -34,7 +34,7 @@ from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.rules import BombAction
-from jaxcollab.envs.bomb.state import required_value
+from jaxcollab.envs.bomb.state import required_value, seq_index
 
 ACT, TARGET = 0, 1
 NOBODY = 0  # recipient head value: send nothing
@@ -154,16 +154,21 @@ class BombView:
         """Whether the episode ended defused."""
         return state.ending == T.DEFUSED
 
-    #: Sizes of the :meth:`answer` parts: a position (wire or key), a value (colour or digit).
-    answer_sizes = (T.MAX_WIRES, 10)
+    #: Sizes of the :meth:`answer` parts: a position (wire or key), a value (colour or digit),
+    #: a manual entry.
+    answer_sizes = (T.MAX_WIRES, 10, T.MANUAL_ENTRIES)
 
     @staticmethod
     def answer(state, params) -> jax.Array:
         """What the task needs now, int32 ``[2]`` (privileged, for training losses only): the
         position to act on (:func:`~jaxcollab.agents.bomb.teams.oracle_hint`) and the
         manual's answer (:func:`~jaxcollab.envs.bomb.state.required_value`: the wire colour
-        or code digit)."""
-        return jnp.stack([oracle_hint(state, params)[1], required_value(state, params)])
+        or code digit) and the manual entry that decides it (``key_seq``: the row or cell the
+        light, display, plate or flashes pick). The entry, not just its answer, is what a
+        relay must carry to the manual's reader: wires alone often pin the answer but never
+        the entry."""
+        entry = state.key_seq[seq_index(state, params)]
+        return jnp.stack([oracle_hint(state, params)[1], required_value(state, params), entry])
 
     # ---- actions -------------------------------------------------------------------------
 
