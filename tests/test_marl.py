@@ -189,3 +189,18 @@ def test_init_of_several_seeds_and_roles_at_cpu_size_finishes():
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "(2, 3)"  # seeds x roles
+
+
+def test_annealed_learning_rate_reaches_zero_after_anneal_updates():
+    cfg = dataclasses.replace(TINY, seeds=1, anneal_updates=2)
+    trainer = Trainer(cfg)
+    ts0 = trainer.init(0)
+    ts2, _ = trainer.train(ts0, 2)
+    ts3, _ = trainer.train(ts2, 1)          # a third update: lr is 0, nothing moves
+    moved = [not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(ts0.params),
+                                                       jax.tree.leaves(ts2.params))]
+    assert any(moved)
+    for a, b in zip(jax.tree.leaves(ts2.params), jax.tree.leaves(ts3.params)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="anneal_updates=-1"):
+        dataclasses.replace(TINY, anneal_updates=-1)

@@ -458,6 +458,7 @@ class MarlPPO:
     dial: bool = False             # gradients through the channel in the update (DIAL)
     aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
     turn_order: str = "cycle"      # each episode draws one of the six, or one: deaf,mute,blind
+    anneal_updates: int = bounded(0, ge=0)  # lr decays linearly to 0 over these updates (0: off)
 
     def check(self) -> None:
         if self.episodes % self.minibatches:

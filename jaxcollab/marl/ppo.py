@@ -65,6 +65,9 @@ class PPOConfig:
             (uniformly, at each reset) and the in-training evaluation plays
             ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
             ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
+        anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
+            many updates (PPO's learning-rate annealing, Schulman et al. 2017, sec. 6.1 and
+            App. A), so the last updates settle the policy instead of moving it.
     """
 
     env: str = "bomb/base-1"
@@ -90,6 +93,7 @@ class PPOConfig:
     dial: bool = False
     aux_coef: float = 0.0
     turn_order: str = "cycle"
+    anneal_updates: int = 0
 
     def __post_init__(self):
         if self.algo not in ("ippo", "mappo"):
@@ -97,6 +101,8 @@ class PPOConfig:
         if self.episodes % self.minibatches:
             raise ValueError(f"episodes={self.episodes} must be a multiple of "
                              f"minibatches={self.minibatches}")
+        if self.anneal_updates < 0:
+            raise ValueError(f"anneal_updates={self.anneal_updates} must be >= 0")
 
 
 @chex.dataclass
@@ -126,7 +132,11 @@ def _stack(trees: list):
 
 
 def _optimiser(cfg: PPOConfig):
-    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
+    lr = cfg.lr
+    if cfg.anneal_updates:  # optax counts gradient steps: epochs x minibatches per update
+        lr = optax.linear_schedule(cfg.lr, 0.0,
+                                   cfg.anneal_updates * cfg.epochs * cfg.minibatches)
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
 
 
 class Trainer:
