@@ -17,10 +17,12 @@ and channel, the learned code against its most informative perceived feature), `
 ``updates``, ``env_steps`` per seed, ``train_success`` and ``heldout_success`` per seed,
 ``seconds`` of training so far); ``env_steps_per_second`` (training throughput, all seeds,
 compile excluded); when finished, ``success_rate`` (seed 0's team on ``eval_episodes``
-held-out episodes through :func:`jaxcollab.rollout`, greedy), ``endings``, ``mean_rounds``,
-``bounces``, ``protocol`` (:func:`jaxcollab.marl.protocol.protocol_tables` of seed 0's team
-on 256 held-out episodes), ``success_rate_per_seed`` (the in-training greedy evaluation of
-every seed) and ``wall_seconds``.
+held-out episodes through :func:`jaxcollab.rollout`, greedy, played by the family's own
+evaluation as its ``learned`` team), ``heldout`` (that evaluation's summary: a bomb's endings,
+rounds and bounces; a Keep-Talking module's outcomes, strikes and time left), ``protocol``
+(:func:`jaxcollab.marl.protocol.protocol_tables` of seed 0's team on 256 held-out episodes;
+bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed) and
+``wall_seconds``.
 """
 
 from __future__ import annotations
@@ -62,23 +64,20 @@ def check_config(cfg: DictConfig) -> None:
     Trainer(PPOConfig(**OmegaConf.to_container(cfg.ppo, resolve=True)))
 
 
-def heldout(trainer: Trainer, params, cfg: DictConfig, team_dir) -> dict:
-    """Seed 0's greedy team on ``eval_episodes`` held-out episodes: through the family's own
-    evaluation as its ``learned`` team where the family has one (the bomb families: episode
-    ``e`` plays turn order ``TURN_ORDERS[e % 6]`` under ``ppo.turn_order=cycle``, as every
-    team does, else the trained order), else the trainer's greedy evaluation."""
+def heldout(cfg: DictConfig, team_dir) -> dict:
+    """Seed 0's greedy team on ``eval_episodes`` held-out episodes, through the family's own
+    evaluation as its ``learned`` team (the bomb families: episode ``e`` plays turn order
+    ``TURN_ORDERS[e % 6]`` under ``ppo.turn_order=cycle``, as every team does, else the
+    trained order): ``success_rate`` and the evaluation's whole summary as ``heldout``."""
     from jaxcollab.core.family import Spec
     from jaxcollab.core.registry import family
 
     plugin = family(cfg.env)
-    if "learned" not in plugin.teams:
-        keys = jax.random.split(jax.random.PRNGKey(cfg.eval_seed), cfg.eval_episodes)
-        return {"success_rate": float(np.asarray(trainer.evaluate(params, keys))[0])}
     options = {**plugin.config, "checkpoint": str(team_dir), "turn_order": cfg.ppo.turn_order}
     team = plugin.teams["learned"](options)
     out = plugin.evaluate([cfg.env], team, Spec(cfg.eval_episodes, cfg.eval_seed,
                                                 options=options))
-    return {k: out[k] for k in ("success_rate", "endings", "mean_rounds", "bounces")}
+    return {"success_rate": out["success_rate"], "heldout": out}
 
 
 def train(cfg: DictConfig, job) -> dict:
@@ -122,7 +121,7 @@ def train(cfg: DictConfig, job) -> dict:
                            step=done)
             bar(done, float(m["policy_loss"].mean()))
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
-    final = {**heldout(trainer, ts.params, cfg, job.out / "team"),
+    final = {**heldout(cfg, job.out / "team"),
              "success_rate_per_seed": curve["heldout_success"][-1]}
     if hasattr(trainer.view, "inbox"):  # a view with symbol channels: what the code is
         final["protocol"] = protocol_tables(team_policy(

@@ -29,7 +29,17 @@ from jaxcollab.agents.bomb.bank import (
 )
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
 from jaxcollab.analysis.sanzaru import RUBRIC
-from jaxcollab.core.family import Analysis, Bounds, Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.core.family import (
+    Analysis,
+    Bounds,
+    Family,
+    LLMGame,
+    ScriptedTeam,
+    Spec,
+    Team,
+    check_learned,
+    learned,
+)
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import Policy, episode_keys, rollout
 from jaxcollab.envs.bomb import export_instances
@@ -224,14 +234,7 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
         raise ConfigValueError("turn_order", options.get("turn_order"),
                                "'cycle' or a permutation of deaf, mute, blind") from e
     _check_solo(env_names, options)
-    if options.get("agent") == "learned":
-        checkpoint = options.get("checkpoint")
-        if checkpoint is None or not Path(checkpoint).is_dir():
-            raise ConfigValueError("checkpoint", checkpoint, "the out_dir (or its team/) of a "
-                                   "train/marl.py run, for agent=learned")
-        if len(env_names) != 1:
-            raise ConfigValueError("env", ",".join(env_names), "the one variant the learned team "
-                                   "was trained on (agent=learned)")
+    check_learned(env_names, options)
     hint = options.get("bomb", {}).get("hint", "weak")
     if hint not in ("none", "weak", "strong", "playbook"):
         raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")
@@ -268,14 +271,6 @@ def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
         check_solo(results, protocol)
     except ValueError as e:
         raise ConfigValueError("solo", solo, f"{expected}: {e}") from None
-
-
-def learned(options: Mapping) -> ScriptedTeam:
-    """The team trained by ``train/marl.py`` at ``options["checkpoint"]``
-    (:func:`jaxcollab.marl.team.as_team`)."""
-    from jaxcollab.marl.team import as_team
-
-    return as_team(options["checkpoint"])
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):

@@ -16,7 +16,16 @@ import numpy as np
 from jaxcollab.agents.ktane import analysis
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
-from jaxcollab.core.family import Analysis, Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.core.family import (
+    Analysis,
+    Family,
+    LLMGame,
+    ScriptedTeam,
+    Spec,
+    Team,
+    check_learned,
+    learned,
+)
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import KtaneEnv
@@ -280,13 +289,14 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     for name in env_names:
         if not isinstance(make(name), KtaneEnv):
             raise ConfigValueError("env", name, "a Keep-Talking environment")
+    check_learned(env_names, options)
 
 
 #: The Keep-Talking family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="ktane",
-    teams={name: functools.partial(lambda name, options: scripted(name, _rules(options)), name)
-           for name in TEAMS},
+    teams={**{name: functools.partial(lambda name, options: scripted(name, _rules(options)),
+                                      name) for name in TEAMS}, "learned": learned},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
         name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
@@ -294,7 +304,7 @@ FAMILY = Family(
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=1000,
                 thinking_budget=0, roles=("defuser", "expert"), communication=_communication,
                 summary=_llm_summary),
-    config={"ruleset": "vanilla", "ruleset_seed": 0,
+    config={"ruleset": "vanilla", "ruleset_seed": 0, "checkpoint": None,
             "ktane": {"mode": "sync", "reflection": True, "view": "gptnt", "solo": None}},
     check=_check,
     analysis=Analysis(analysis.analyze),  # GPTNT §8, Table 7
