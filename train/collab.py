@@ -79,11 +79,11 @@ from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab.collab.config  # noqa: F401  (registers the schema)
 from jaxcollab.collab import conversations as conv
-from jaxcollab.collab import messages, theory
+from jaxcollab.collab import messages, tasks, theory
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
-from jaxcollab.collab.maze_task import collab_task, maze_scores, maze_split
-from jaxcollab.collab.tasks import check_task, make_task
+from jaxcollab.collab.maze_task import collab_task, maze_scores
+from jaxcollab.collab.tasks import check_task
 from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
 from jaxcollab.envs.maze import reference, text
 from jaxcollab.envs.parity import make_alphas
@@ -110,13 +110,10 @@ def protocol_names(cfg: DictConfig) -> list[str]:
 
 
 def task_data(cfg: DictConfig, key: jax.Array):
-    """``(task, mazes)``: the task's data and, on mazes, ``(train, test, stats)`` of the maze
-    split (None on parity)."""
-    task_cfg = OmegaConf.to_container(cfg.task)
-    if cfg.task.name != "maze":
-        return make_task(task_cfg, key), None
-    train, test, stats = maze_split(task_cfg, key)
-    return collab_task(train, test), (train, test, stats)
+    """``(task, source)``: the task's data and what it was made from (on mazes ``(train,
+    test, stats)`` of the maze split; None on parity): its plug-in's builder
+    (:func:`jaxcollab.collab.tasks.task_data`)."""
+    return tasks.task_data(OmegaConf.to_container(cfg.task), key)
 
 
 def check_config(cfg: DictConfig) -> None:

@@ -98,10 +98,11 @@ def check_sampler(cfg: Mapping) -> None:
                                f"{MAX_SAMPLER_ROUNDS})")
 
 
-def maze_task(cfg: Mapping, key: jax.Array) -> CollabTask:
-    """The two-agent maze task (the round trainer's task-builder signature)."""
-    train, test, _ = maze_split(cfg, key)
-    return collab_task(train, test)
+def maze_task(cfg: Mapping, key: jax.Array) -> tuple[CollabTask, tuple]:
+    """The two-agent maze task and its source, ``(train, test, stats)`` of :func:`maze_split`
+    (the round trainer's task-builder signature: maze scores and baselines read the mazes)."""
+    train, test, stats = maze_split(cfg, key)
+    return collab_task(train, test), (train, test, stats)
 
 
 def maze_scores(probs: np.ndarray, labels: np.ndarray, maze_ids: np.ndarray,

@@ -1,7 +1,7 @@
 """Task builders for the round trainer: config → :class:`~jaxcollab.collab.data.CollabTask`.
 
 ``TASKS`` maps a task name to its plug-in (:class:`Task`: its builder ``(cfg, key) ->
-CollabTask`` and its up-front check): chained parity (Narrowing the Collaboration Gap,
+(CollabTask, source)`` and its up-front check): chained parity (Narrowing the Collaboration Gap,
 Probably, §3) and the two-agent split-mask maze (the paper's §5 and App. E,
 :func:`jaxcollab.collab.maze_task.maze_task`). :func:`make_task` and :func:`check_task` fail
 with the list of valid names on an unknown one.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import numpy as np
@@ -29,6 +30,10 @@ def _parity_split(data: parity.ParityDataset, masks: np.ndarray, view: str) -> T
         views = tuple(np.ascontiguousarray(data.bits[:, m]) for m in masks)
     pstar = data.pstar.astype(np.float32)
     return TaskSplit(views, data.label.astype(np.int32), np.stack([1 - pstar, pstar], axis=1))
+
+
+def _parity_build(cfg: Mapping, key: jax.Array) -> tuple[CollabTask, None]:
+    return parity_task(cfg, key), None
 
 
 def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
@@ -65,16 +70,17 @@ def _no_check(cfg: Mapping) -> None:
 
 @dataclass(frozen=True)
 class Task:
-    """A round-trainer task: ``build(cfg, key)`` its :class:`CollabTask` from a task config,
+    """A round-trainer task: ``build(cfg, key)`` its :class:`CollabTask` from a task config
+    and the source it was made from, for task-specific scores (mazes: the maze split; None),
     and ``check(cfg)`` the checks that need its generator (raise ``ConfigValueError`` naming
     the key; run before any work, after the schema's)."""
 
-    build: Callable[[Mapping, jax.Array], CollabTask]
+    build: Callable[[Mapping, jax.Array], tuple[CollabTask, Any]]
     check: Callable[[Mapping], None] = _no_check
 
 
 TASKS: dict[str, Task] = {
-    "parity": Task(parity_task),
+    "parity": Task(_parity_build),
     "maze": Task(maze_task, check_sampler),
 }
 
@@ -88,6 +94,15 @@ def _plug_in(cfg: Mapping) -> Task:
 
 def make_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     """Build the task named ``cfg["name"]``.
+
+    Raises:
+        ValueError: unknown task name (lists the valid ones).
+    """
+    return task_data(cfg, key)[0]
+
+
+def task_data(cfg: Mapping, key: jax.Array) -> tuple[CollabTask, Any]:
+    """``(task, source)`` of the task named ``cfg["name"]``: :attr:`Task.build`.
 
     Raises:
         ValueError: unknown task name (lists the valid ones).
