@@ -204,3 +204,19 @@ def test_ctrl_c_stops_the_cli(server, tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["stopped"] is True and results["episodes"] == len(kept)
     assert results["config"]["llm"]["model"] == "slow"
+
+
+def test_unreachable_endpoint_is_one_error_line_from_the_cli(tmp_path):
+    """The README's LLM command against a port nobody listens on: exit status 1 and the
+    endpoint error on one line, no traceback (an outside service's failure is the user's to
+    fix: :class:`jaxcollab.io.schema.EndpointError`)."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parents[1] / "eval" / "rollout.py"),
+         "env=bomb/base-1", "agent=llm", "llm.base_url=http://127.0.0.1:9/v1",
+         "llm.timeout_s=2", "episodes=2", f"out_dir={tmp_path / 'run'}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: the LLM endpoint http://127.0.0.1:9/v1/models is "
+                           "unreachable"), done.stderr[-2000:]

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from jaxcollab.io.logging import RunLogger
 from jaxcollab.io.results import ResultsFile
-from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.io.schema import ConfigValueError, EndpointError
 from jaxcollab.scale.distributed import initialize, is_main, run_info, same_on_every_process
 
 _COMPARISONS = {
@@ -65,7 +65,7 @@ class RunCollision(ValueError):
 #: so an entry point prints the message alone (:func:`hydra_main`). Every validation step
 #: (:func:`start_run`: the schema's bounds and checks, the entry point's ``check``, the family's
 #: ``check``) raises these; any other exception is a bug, reported with its traceback.
-USER_ERRORS = (ConfigValueError, RunCollision)
+USER_ERRORS = (ConfigValueError, RunCollision, EndpointError)
 
 #: Loggers of the HTTP stack that log every request at INFO (``HTTP Request: POST ...``),
 #: quieted to WARNING in every entry point (our progress output stays).

@@ -32,6 +32,12 @@ class ConfigValueError(ValueError):
         self.key, self.value = key, value
 
 
+class EndpointError(RuntimeError):
+    """An outside service the run needs (an LLM endpoint) cannot serve it: unreachable, an
+    unknown model, a refused key. A user's error to fix, not a bug: entry points print its
+    message (which never holds a secret) on one line."""
+
+
 def bounded(default: Any = MISSING, *, ge: float | None = None, gt: float | None = None,
             le: float | None = None, lt: float | None = None, why: str = "") -> Any:
     """A dataclass field whose value must lie in the given bounds (checked by ``validate``);

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import httpx
 
+from jaxcollab.io.schema import EndpointError
 from jaxcollab.llm import jsonl, signals
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ REFUSAL_MARKERS = ("content_filter", "content_policy", "content policy", "safety
 THINKING_FIELDS = ("thinking_budget", "chat_template_kwargs")
 
 
-class LLMError(RuntimeError):
+class LLMError(EndpointError):
     """The endpoint cannot serve this run (unreachable, unknown model, bad key, bad request)."""
 
 
