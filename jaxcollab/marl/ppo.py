@@ -66,7 +66,7 @@ class PPOConfig:
             ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
             ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
         anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
-            many updates (PPO's learning-rate annealing, Schulman et al. 2017, sec. 6.1 and
+            many updates (as PPO's Atari runs anneal the step size, Schulman et al. 2017,
             App. A), so the last updates settle the policy instead of moving it.
     """
 
@@ -127,7 +127,7 @@ def _stack(trees: list):
     intra-op thread pool and blocking a pool thread until they finish; independent layers
     run in parallel, so on a 2-core machine both pool threads could block, each waiting for
     chunks that no thread is left to run (observed: ``Trainer.init`` hung with every thread
-    idle, one start in three). An unbatched QR runs inline."""
+    idle in 6 of 6 starts at two seeds). An unbatched QR runs inline."""
     return jax.tree.map(lambda *x: jnp.stack(x), *trees)
 
 
