@@ -8,6 +8,7 @@ from jaxmarl.wrappers.baselines import LogWrapper
 
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.ktane import single_module_env
+from jaxcollab.envs.ktane.modules.base import VERBS
 from jaxcollab.marl.adapter import JaxMARLView
 from jaxcollab.marl.ktane_view import KtaneView
 from jaxcollab.marl.view import make_view
@@ -28,7 +29,7 @@ def test_interface_is_jaxmarls():
     assert obs["deaf"].shape == ENV.observation_space("deaf").shape
     assert obs["world_state"].shape == (3 * ENV.view.obs_size,)
     assert ENV.action_space("blind").shape == (len(ENV.view.head_sizes),)
-    avail = ENV.get_avail_actions(None)
+    avail = ENV.get_avail_actions(ENV.reset(jax.random.PRNGKey(0))[1])
     assert avail["mute"].sum() < avail["deaf"].sum()   # Mute cannot speak
 
 
@@ -68,8 +69,9 @@ def test_log_wrapper_over_random_play():
 def test_log_wrapper_over_a_keep_talking_module():
     env = JaxMARLView(KtaneView(single_module_env("wires")))
     assert env.agents == ["defuser", "expert"]
-    avail = env.get_avail_actions(None)
+    avail = env.get_avail_actions(env.reset(jax.random.PRNGKey(0))[1])
     assert avail["expert"].sum() < avail["defuser"].sum()   # the Expert only waits or talks
+    assert not avail["defuser"][VERBS.index("cut")]          # no module in hand yet: select
     reward, done, returned = _random_play(env, ("defuser", "expert"), env.env.max_turns + 2)
     _check_logged_returns(reward, done, returned)
 

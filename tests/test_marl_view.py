@@ -162,3 +162,24 @@ def test_answer_names_the_wire_its_colour_and_the_deciding_manual_entry(name):
         if name == "bomb/base-2":                      # and the grid's column the display picks
             assert int(state.manual_b[entry]) == int(display_now(state, env.default_params))
     assert view.answer_sizes == (T.MAX_WIRES, 10, T.MANUAL_ENTRIES)
+
+
+def test_keep_talking_defuser_is_offered_what_its_view_allows():
+    """Idle, the Defuser may look around and pick a module up; holding the Keypad, only its
+    verb (press) on its four keys, or put it down; the Expert only waits or talks."""
+    from jaxcollab.envs.ktane.modules.base import VERBS
+    from jaxcollab.marl.ktane_view import make_ktane_view
+
+    view = make_ktane_view("ktane/keypad")
+    env, params = view.env, view.env.default_params
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+
+    def offered(obs, role):
+        m = np.asarray(view.action_mask(view.encode(obs), role))
+        return [VERBS[i] for i in np.flatnonzero(m[:len(VERBS)])], m[len(VERBS):][:6].tolist()
+
+    assert offered(obs, 0) == (["wait", "message", "select", "rotate", "flip"], [True] * 6)
+    assert offered(obs, 1)[0] == ["wait", "message"]
+    pick_up = jnp.zeros((2, len(view.head_sizes)), jnp.int32).at[0, 0].set(VERBS.index("select"))
+    obs, *_ = env.step(jax.random.PRNGKey(1), state, view.to_env(pick_up), params)
+    assert offered(obs, 0) == (["wait", "message", "back", "press"], [True] * 4 + [False] * 2)

@@ -67,10 +67,10 @@ class JaxMARLView(MultiAgentEnv):
         return self._obs(self.env.observe(state.env_state, self.params))
 
     def get_avail_actions(self, state) -> dict:
-        """Per agent the choices it may make, bool ``[n_logits]`` (what its role lacks
-        masked)."""
-        mask = jnp.asarray(self.view.logit_mask)
-        return {a: mask[i] for i, a in enumerate(self.agents)}
+        """Per agent the choices it may make now, bool ``[n_logits]`` (``view.action_mask``:
+        what its role lacks, and what its view does not offer, masked)."""
+        enc = self.view.encode(self.env.observe(state.env_state, self.params))
+        return {a: self.view.action_mask(enc, i) for i, a in enumerate(self.agents)}
 
     @property
     def name(self) -> str:

@@ -22,11 +22,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.ktane.view import defuser_view
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.env import KtaneEnv
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT
-from jaxcollab.envs.ktane.modules.base import ACTION_LEN, MESSAGE, VERBS, WAIT
+from jaxcollab.envs.ktane.modules.base import (
+    ACTION_LEN,
+    BACK,
+    FLIP,
+    MESSAGE,
+    ROTATE,
+    SELECT,
+    VERBS,
+    WAIT,
+)
 from jaxcollab.envs.ktane.observe import OBS_LEN
 
 VERB, TARGET = 0, 1
@@ -126,6 +136,35 @@ class KtaneView:
         mask[EXPERT, :len(VERBS)] = False
         mask[EXPERT, [WAIT, MESSAGE]] = True
         return mask
+
+    @functools.cached_property
+    def _verb_masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """bool (``[len(VERBS)]`` with no module in hand: look around and pick one up;
+        ``[n_kinds, len(VERBS)]`` at work on a module of each type: its own verbs, or put it
+        down)."""
+        idle = np.isin(np.arange(len(VERBS)), [WAIT, MESSAGE, SELECT, ROTATE, FLIP])
+        work = np.stack([np.isin(np.arange(len(VERBS)), (WAIT, MESSAGE, BACK) + tuple(k.verbs))
+                         for k in self.env.kinds])
+        return idle, work
+
+    def action_mask(self, enc: jax.Array, actor: jax.Array) -> jax.Array:
+        """bool ``[n_logits]``: what role ``actor`` may pick, given the observation vectors
+        ``enc`` int32 ``[2, OBS_LEN]``. Besides :attr:`logit_mask`, the Defuser's verbs and
+        targets are those its view offers (invalid-action masking, as the bomb view's; the
+        environment reads any other choice as changing nothing): at work on an unsolved
+        zoomed module, that module type's verbs (and back) on its targets; otherwise select,
+        rotate or flip; waiting and messaging always."""
+        idle, work = (jnp.asarray(m) for m in self._verb_masks)
+        _, zoom, solved = defuser_view(self.env, enc[DEFUSER])
+        slot = jnp.maximum(zoom, 0)
+        kind = jnp.asarray(self.env.slot_kind)[slot]
+        working = (zoom >= 0) & ~solved[slot]
+        verbs = jnp.where(working, work[kind], idle)
+        n_targets = jnp.where(working, jnp.asarray(self.env.n_targets)[kind], self.head_sizes[1])
+        targets = jnp.arange(self.head_sizes[1]) < n_targets
+        mine = jnp.concatenate([verbs, targets, jnp.ones(self.n_logits - len(VERBS)
+                                                         - self.head_sizes[1], bool)])
+        return jnp.asarray(self.logit_mask)[actor] & ((actor != DEFUSER) | mine)
 
     def relevant(self, action: jax.Array) -> jax.Array:
         """bool ``[..., n_heads]``: the target only for a verb that reads it, the words only

@@ -190,20 +190,20 @@ class Trainer:
         """Acting agent's forward pass for one episode: ``enc`` int32 ``[3, D]``, ``actor``
         role, ``hidden`` ``[3, H]`` → (per-head log-probs, value, new ``hidden``)."""
         pre = nn.torso_input(params["actor"], enc[actor], actor % self.roles)
-        logp, value, hidden = self._act_from(params, actor, hidden, pre)
+        logp, value, hidden = self._act_from(params, actor, hidden, pre,
+                                             self.view.action_mask(enc, actor))
         if self.cfg.algo == "mappo":
             value = nn.critic_apply(params["critic"], enc)
         return logp, value, hidden
 
-    def _act_from(self, params, actor, hidden, pre):
-        """:meth:`act` from the torso's pre-activation ``pre`` ``[H]`` (IPPO's value). The
-        actor's row of ``hidden`` is read and written by masks, not an index: their gradient
-        is dense (no scatter)."""
+    def _act_from(self, params, actor, hidden, pre, mask):
+        """:meth:`act` from the torso's pre-activation ``pre`` ``[H]`` and the actor's
+        ``view.action_mask`` (IPPO's value). The actor's row of ``hidden`` is read and
+        written by masks, not an index: their gradient is dense (no scatter)."""
         me = (jnp.arange(self.n) == actor)[:, None]
         h = jnp.where(me, hidden, 0.0).sum(0)
         logits, value, h = nn.actor_step(params["actor"], pre, h, actor % self.roles)
-        logp = nn.head_log_probs(logits, jnp.asarray(self.view.logit_mask)[actor],
-                                 self.view.head_sizes)
+        logp = nn.head_log_probs(logits, mask, self.view.head_sizes)
         return logp, value, jnp.where(me, h, hidden)
 
     def joint(self, action, actor):
@@ -353,8 +353,8 @@ class Trainer:
             carry = hidden0
         _, h = jax.lax.scan(step, carry, xs)  # the actor's new GRU state [T, b, H]
         logits, value, _ = nn.actor_heads(p, h, role)
-        logp = nn.head_log_probs(logits, jnp.asarray(self.view.logit_mask)[actor],
-                                 self.view.head_sizes)
+        mask = jax.vmap(jax.vmap(self.view.action_mask))(traj["enc"], actor)
+        logp = nn.head_log_probs(logits, mask, self.view.head_sizes)
         if self.cfg.algo == "mappo":
             value = nn.critic_apply(params["critic"], traj["enc"])
         rel = self._factors(traj["action"])
@@ -389,7 +389,7 @@ class Trainer:
         hidden, h = self._replay_step(p, hidden, t, t["gx"] + nn.role_dense(gru_x, heard, role))
         cols = self._symbol_columns()
         pi = {"w": p["pi"]["w"][..., cols.reshape(-1)], "b": p["pi"]["b"][..., cols.reshape(-1)]}
-        mask = jnp.asarray(self.view.logit_mask)[t["actor"]][:, cols]
+        mask = jax.vmap(self.view.action_mask)(t["enc"], t["actor"])[:, cols]
         logits = nn.role_dense(pi, h, role).reshape(mask.shape)
         probs = jnp.exp(jax.nn.log_softmax(jnp.where(mask, logits, nn.NEG), -1))
         sent = jax.vmap(self._sent)(sent, probs, t["action"], t["actor"])

@@ -212,6 +212,12 @@ class BombView:
                 mask[role, start + 1 + role] = False  # a message goes to a teammate
         return mask
 
+    def action_mask(self, enc: jax.Array, actor: jax.Array) -> jax.Array:
+        """bool ``[n_logits]``: what role ``actor`` may pick, given the observation vectors
+        ``enc`` int32 ``[3, obs_size]`` (a bomb's masks depend on the role only:
+        :attr:`logit_mask`)."""
+        return jnp.asarray(self.logit_mask)[actor]
+
     def relevant(self, action: jax.Array) -> jax.Array:
         """bool ``[..., n_heads]``: heads that change what the environment does (the target
         only when acting, symbols only when sent): the factors of the action's probability."""
