@@ -28,6 +28,7 @@ from jaxcollab.agents.bomb.bank import (
     rollout_bank,
 )
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
+from jaxcollab.agents.learned import check_learned, learned
 from jaxcollab.analysis.sanzaru import RUBRIC
 from jaxcollab.core.family import (
     Analysis,
@@ -37,8 +38,6 @@ from jaxcollab.core.family import (
     ScriptedTeam,
     Spec,
     Team,
-    check_learned,
-    learned,
 )
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import Policy, episode_keys, rollout

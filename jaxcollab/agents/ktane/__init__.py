@@ -16,6 +16,7 @@ import numpy as np
 from jaxcollab.agents.ktane import analysis
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
+from jaxcollab.agents.learned import check_learned, learned
 from jaxcollab.core.family import (
     Analysis,
     Family,
@@ -23,8 +24,6 @@ from jaxcollab.core.family import (
     ScriptedTeam,
     Spec,
     Team,
-    check_learned,
-    learned,
 )
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import episode_keys, rollout
