@@ -195,4 +195,3 @@ class Family:
 
 __all__ = ["Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "ScriptedTeam", "Spec",
            "Team"]
-
