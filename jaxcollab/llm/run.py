@@ -132,7 +132,6 @@ class LLMTeam:
         self.client = TeamClient(self.cfg, self.roles, cache, salt=f"seed {options.get('seed', 0)}")
         self.host = Host(self.client, None if progress is None else self._turn)
         self.progress = progress
-        self._written: dict[str, set[int]] = {}
         self._lock = threading.Lock()
 
     def play(self, env, keys, params, ids: Sequence[tuple[str, int]], *, batched_params=False):
@@ -175,18 +174,24 @@ class LLMTeam:
         return _record(env_name, played, success, ending, llm.data(played.state))
 
     def _write(self, records: list[dict]) -> None:
-        """Append the records of a played chunk in episode order, each episode once (a chunk
-        replayed after a kill comes from the request cache and is not written twice); one
-        crash-safe append per environment (:func:`jsonl.append`)."""
-        new: dict[str, list[dict]] = {}
+        """Append the records of a played chunk in episode order, each episode once; one
+        crash-safe append per environment (:func:`jsonl.append`). What is already there is
+        read at each write, under a lock: a chunk replayed after a kill comes from the request
+        cache, and the stopped run's chunk may still finish on its callback thread while the
+        rerun plays (``interruptible`` returns at once), so neither writes an episode twice."""
+        by_env: dict[str, list[dict]] = {}
         for rec in records:
-            done = self._written.setdefault(rec["env"], {
-                r["episode"] for r in read_transcripts(transcript_path(self.out, rec["env"]))})
-            if rec["episode"] not in done:
-                new.setdefault(rec["env"], []).append(rec)
-                done.add(rec["episode"])
-        for env_name, rows in new.items():
-            jsonl.append(transcript_path(self.out, env_name), rows, sort_keys=True)
+            by_env.setdefault(rec["env"], []).append(rec)
+        with _TRANSCRIPTS:
+            for env_name, rows in by_env.items():
+                path = transcript_path(self.out, env_name)
+                done, new = {r["episode"] for r in read_transcripts(path)}, []
+                for r in rows:
+                    if r["episode"] not in done:
+                        done.add(r["episode"])
+                        new.append(r)
+                if new:
+                    jsonl.append(path, new, sort_keys=True)
 
     def results(self, env_names: Sequence[str]) -> dict:
         """The LLM keys of ``results.json`` from the transcripts of ``env_names``
@@ -212,6 +217,10 @@ class LLMTeam:
         rate = float(np.mean([r["success"] for r in records])) if records else None
         return {"stopped": True, "episodes": len(records), "success_rate": rate,
                 **self.results(env_names)}
+
+
+#: Serialises transcript appends within a process (:meth:`LLMTeam._write`).
+_TRANSCRIPTS = threading.Lock()
 
 
 def _record(env_name: str, played: Played, success: bool, ending: str, data: dict) -> dict:
