@@ -162,8 +162,8 @@ class KtaneView:
         verbs = jnp.where(working, work[kind], idle)
         n_targets = jnp.where(working, jnp.asarray(self.env.n_targets)[kind], self.head_sizes[1])
         targets = jnp.arange(self.head_sizes[1]) < n_targets
-        mine = jnp.concatenate([verbs, targets, jnp.ones(self.n_logits - len(VERBS)
-                                                         - self.head_sizes[1], bool)])
+        words = jnp.ones(sum(self.head_sizes[2:]), bool)
+        mine = jnp.concatenate([verbs, targets, words])
         return jnp.asarray(self.logit_mask)[actor] & ((actor != DEFUSER) | mine)
 
     def relevant(self, action: jax.Array) -> jax.Array:

@@ -340,9 +340,11 @@ class Trainer:
         own = jnp.take_along_axis(traj["enc"], actor[..., None, None], -2)[..., 0, :]
         pre = nn.torso_input(p, own, role)  # [T, b, H]
         gx = nn.role_dense(p["gru_x"], jax.nn.relu(pre), role)
+        mask = jax.vmap(jax.vmap(self.view.action_mask))(traj["enc"], actor)  # [T, b, logits]
         xs = dict(gx=gx, actor=actor, done=traj["done"])
         if self.cfg.dial:
-            xs.update(enc=traj["enc"], action=traj["action"], live=pre > 0)
+            xs.update(enc=traj["enc"], action=traj["action"], live=pre > 0,
+                      symbol_mask=mask[..., self._symbol_columns()])
             slots, tokens = self.view.inbox
             ids = np.broadcast_to(tokens[:, None, None, :], slots.shape + tokens.shape[-1:])
             table = nn.heard_table(p, slots.reshape(-1), ids.reshape(-1, tokens.shape[-1]))
@@ -353,7 +355,6 @@ class Trainer:
             carry = hidden0
         _, h = jax.lax.scan(step, carry, xs)  # the actor's new GRU state [T, b, H]
         logits, value, _ = nn.actor_heads(p, h, role)
-        mask = jax.vmap(jax.vmap(self.view.action_mask))(traj["enc"], actor)
         logp = nn.head_log_probs(logits, mask, self.view.head_sizes)
         if self.cfg.algo == "mappo":
             value = nn.critic_apply(params["critic"], traj["enc"])
@@ -389,7 +390,7 @@ class Trainer:
         hidden, h = self._replay_step(p, hidden, t, t["gx"] + nn.role_dense(gru_x, heard, role))
         cols = self._symbol_columns()
         pi = {"w": p["pi"]["w"][..., cols.reshape(-1)], "b": p["pi"]["b"][..., cols.reshape(-1)]}
-        mask = jax.vmap(self.view.action_mask)(t["enc"], t["actor"])[:, cols]
+        mask = t["symbol_mask"]  # [b, 2, symbols, A]: the symbol heads' view.action_mask
         logits = nn.role_dense(pi, h, role).reshape(mask.shape)
         probs = jnp.exp(jax.nn.log_softmax(jnp.where(mask, logits, nn.NEG), -1))
         sent = jax.vmap(self._sent)(sent, probs, t["action"], t["actor"])
