@@ -27,7 +27,10 @@ option is refused, naming the key (the pacing keys ``llm.concurrency``, ``llm.ti
 success is measured (:mod:`jaxcollab.llm.maze`).
 
 Writes ``DIR/results.json``: ``config``, ``run``, ``experiment``, ``model``, ``steps.<name>``
-(``setting``, ``dir``, ``held_out``, ``success_rate``, ``tokens``), ``protocols.<name>`` (each
+(``setting``, ``dir``, ``held_out``, ``success_rate``, ``tokens``; a calibrated step's
+``calibration.<env>``: ``fitted``, ``records``, ``vectors`` and ``steps`` read from its
+held-out run: a model that never wrote a vector leaves nothing to fit, and the step passes
+its vectors on raw), ``protocols.<name>`` (each
 plotted step's results by round, :func:`jaxcollab.llm.maze_results.by_round`: ``rounds``,
 ``maze_success``, ``maze_success_interval``, ``step_accuracy``, ``calibration_loss``,
 ``calibration_loss_interval``, ``confidence``), and the plots of ``plots``:
@@ -82,7 +85,8 @@ def run(cfg: DictConfig) -> dict:
         res = rollout(step_config(cfg, step, out))
         job.results.set(("steps", step.name), {
             "setting": step.setting, "dir": str(out / step.name), "held_out": step.held_out,
-            "success_rate": res["success_rate"], "tokens": res["tokens"]["total"]})
+            "success_rate": res["success_rate"], "tokens": res["tokens"]["total"],
+            **({"calibration": res["calibration"]} if "calibration" in res else {})})
         if not step.held_out:
             job.results.set(("protocols", step.name), res["protocols"][step.setting])
     job.results.update({"experiment": cfg.experiment, "model": cfg.llm.model})

@@ -8,6 +8,8 @@ The served model name picks the strategy:
   mazes: ``~d`` and
   ``% …``); with ``tools`` in the request it answers with native tool calls instead.
 * ``garbage``: replies with no action at all.
+* ``freetext``: :data:`FREETEXT`, a small instruct model's prose that never follows the reply
+  format (no tags, no ``~`` move, no ``%`` vector, no JSON verdict) whatever it is asked.
 * ``refuse``: answers HTTP 400 with a content-policy error.
 * ``slow``: ``good`` after sleeping :data:`SLOW_S` seconds.
 * ``flaky``: HTTP 429 on every first attempt of a prompt, then ``good``.
@@ -54,12 +56,16 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
-          "context", "long", "late", "maze", "judge", "gpt5")
+          "context", "long", "late", "maze", "judge", "gpt5",
+          "freetext")
 SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
 LONG_CHARS = 100_000
 LATE_S = 3.0
+FREETEXT = ("Sure! I'd be happy to help. Looking at this carefully, I think the best next step "
+            "is to go down and then right, or maybe cut the second wire; I am about 70 percent "
+            "sure. Let me know what you see on your side!")
 JUDGE_MODE = "omission"
 JUDGE_REPLY = ("Reading the transcript, Deaf never told Mute the light.\n```json\n"
                + json.dumps({"rationale": "Step 0: Deaf spoke only to Blind.", "mode": JUDGE_MODE,
@@ -272,13 +278,15 @@ class _Handler(BaseHTTPRequestHandler):
             text = maze_reply(messages[-1]["content"])
         if model == "judge":
             text = JUDGE_REPLY
+        if model == "freetext":
+            text = FREETEXT
         if model == "long":
             text += " And so on." * (LONG_CHARS // 11)
         message: dict = {"role": "assistant", "content": text}
         if model == "maze":
             found = re.search(r"Round (\d+)", messages[-1]["content"])
             message["reasoning_content"] = f"{MAZE_REASONING} {found.group(1) if found else 1}."
-        if body.get("tools") and model != "garbage":
+        if body.get("tools") and model not in ("garbage", "freetext"):
             message = {"role": "assistant", "content": None, "tool_calls": _tool_calls(text)}
         self._send(200, timings | {
             "id": "chatcmpl-test", "object": "chat.completion", "model": model,

@@ -113,7 +113,9 @@ def _whiten(design, weight, n_feats: int):
     n, c, p = design.shape
     order = jnp.concatenate([jnp.arange(n_feats, p), jnp.arange(n_feats)])
     rows = (jnp.sqrt(weight / jnp.sum(weight) / c)[:, None, None] * design[..., order])
-    rows = rows.reshape(n * c, p)
+    # zero rows up to P (they leave rowsᵀ·rows, so R, unchanged): R is [P, P] even for a fit
+    # on fewer classes x examples than parameters (one maze step of a weak model)
+    rows = jnp.pad(rows.reshape(n * c, p), ((0, max(p - n * c, 0)), (0, 0)))
     r = jnp.linalg.qr(rows, mode="r")
     keep = jnp.abs(jnp.diagonal(r)) > _COLLINEAR * jnp.linalg.norm(rows, axis=0)
     eye = jnp.eye(p, dtype=r.dtype)

@@ -212,13 +212,15 @@ class MazeGame(Game):
         setting: a communication setting (:data:`SETTINGS`).
         rounds: K rounds of conversation per maze step (paper: 4).
         samples: M responses per round in the ``sampled`` setting.
-        calibrator: the per-round conversation calibrators of ``verbalized_calibrated``.
+        calibrator: the per-round conversation calibrators of ``verbalized_calibrated``
+            (:func:`fit_conversation_calibrator`); ``None`` there passes the reported vectors
+            on raw (the held-out run gave nothing to fit).
         advance: ``team`` or ``path`` (module docstring).
         tell_partner: ask for a message to the partner (``full`` only; :func:`system_prompt`).
 
     Raises:
         ValueError: bad setting or advance, ``rounds < 1`` or ``samples < 1``, a calibrator
-            given to another setting than ``verbalized_calibrated`` or missing there,
+            given to another setting than ``verbalized_calibrated``,
             ``tell_partner`` outside ``full``.
     """
 
@@ -232,10 +234,9 @@ class MazeGame(Game):
         if advance not in ADVANCE:
             raise ValueError(f"maze.advance must be one of {ADVANCE}, got {advance!r}")
         self.system = system_prompt(setting, int(rounds), bool(tell_partner))
-        if (setting == "verbalized_calibrated") != (calibrator is not None):
-            raise ValueError("setting 'verbalized_calibrated' needs a calibrator (fit_calibrator "
-                             "on a held-out 'verbalized' run: maze.calibration_dir=DIR), and only "
-                             f"it takes one; got setting {setting!r}")
+        if calibrator is not None and setting != "verbalized_calibrated":
+            raise ValueError("only setting 'verbalized_calibrated' takes a calibrator; got "
+                             f"setting {setting!r}")
         self.env, self.setting, self.calibrator, self.advance = env, setting, calibrator, advance
         self.rounds = 1 if setting == "solo" else int(rounds)
         self.samples = int(samples) if setting == "sampled" else 1
@@ -333,30 +334,35 @@ class MazeGame(Game):
         return move, probs
 
 
-def fit_conversation_calibrator(records: list[dict], rounds: int) -> Calibrator:
+def fit_conversation_calibrator(records: list[dict], rounds: int) -> tuple[Calibrator | None,
+                                                                          dict]:
     """Per-round conversation calibrators fitted on the transcript records of a held-out
     ``verbalized`` run (paper §6, R3): every maze step where all ``rounds`` rounds reported a
     vector gives one example per round, labelled with the true move.
 
     Returns:
-        A :class:`~jaxcollab.collab.calibration.Calibrator` with a leading round axis.
-
-    Raises:
-        ValueError: no usable step (names the number of records read).
+        ``(calibrator, fit)``: a :class:`~jaxcollab.collab.calibration.Calibrator` with a
+        leading round axis, or ``None`` when no step had all ``rounds`` vectors (a model that
+        never wrote one: nothing to fit); ``fit`` counts what was read: ``fitted`` (bool),
+        ``records``, ``vectors`` (rounds with a vector, a bare move counting as its one-hot)
+        and ``steps`` (steps used).
     """
-    log_r, labels = [], []
+    log_r, labels, vectors = [], [], 0
     for r in records:
         steps: dict[int, dict[int, list]] = {}
         for x in r["data"].get("rounds", []):
-            steps.setdefault(x["step"], {})[x["round"]] = x.get("raw") or x["probs"]
+            vec = x.get("raw") or x["probs"]
+            vectors += vec is not None
+            steps.setdefault(x["step"], {})[x["round"]] = vec
         for s, by_round in steps.items():
             vecs = [by_round.get(k) for k in range(rounds)]
             if s < len(r["data"]["labels"]) and all(v is not None for v in vecs):
                 log_r.append(np.log(np.maximum(np.asarray(vecs, float), 1e-6)))
                 labels.append(r["data"]["labels"][s])
+    fit = {"fitted": bool(log_r), "records": len(records), "vectors": vectors,
+           "steps": len(labels)}
     if not log_r:
-        raise ValueError(f"no maze step with {rounds} reported vectors in {len(records)} "
-                         f"calibration records (need a finished 'verbalized' run)")
+        return None, fit
     log_r = jnp.asarray(np.stack(log_r, axis=1), jnp.float32)  # [K, N, 4]
     targets = jax.nn.one_hot(jnp.asarray(labels), 4)
-    return fit_rounds(CONVERSATION, log_r, targets)
+    return fit_rounds(CONVERSATION, log_r, targets), fit

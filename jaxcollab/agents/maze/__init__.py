@@ -92,11 +92,11 @@ def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 def _llm_game(env_name: str, env, params, options: Mapping):
     """:class:`~jaxcollab.llm.maze.MazeGame` with ``maze.setting``, ``maze.rounds``,
     ``maze.samples``, ``maze.advance``, ``maze.tell_partner`` (and the calibrator fitted on
-    ``maze.calibration_dir``)."""
+    ``maze.calibration_dir``: none when that run gave nothing to fit, :func:`_calibrator`)."""
     from jaxcollab.llm.maze import MazeGame
 
     block = options.get("maze", {})
-    cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4)) \
+    cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4))[0] \
         if block.get("setting") == "verbalized_calibrated" else None
     return MazeGame(env, block.get("setting", "action"), block.get("rounds", 4),
                     block.get("samples", 5), cal, block.get("advance", "team"),
@@ -105,14 +105,23 @@ def _llm_game(env_name: str, env, params, options: Mapping):
 
 @functools.lru_cache(maxsize=4)
 def _calibrator(env_name: str, calibration_dir: str | None, rounds: int):
+    """``(calibrator or None, fit counts)`` fitted once on the ``calibration_dir`` run's
+    transcript of ``env_name`` (:func:`~jaxcollab.llm.maze.fit_conversation_calibrator`). A
+    model that never reported a vector in every round leaves nothing to fit: the step then
+    plays the raw vectors, says so once, and its results record it (``calibration``)."""
     from jaxcollab.llm.maze import fit_conversation_calibrator
     from jaxcollab.llm.run import read_transcripts, transcript_path
 
     if not calibration_dir:
         raise ValueError("maze.setting='verbalized_calibrated' needs maze.calibration_dir=DIR, "
                          "a finished 'verbalized' run on other mazes (another seed)")
-    return fit_conversation_calibrator(
+    cal, fit = fit_conversation_calibrator(
         read_transcripts(transcript_path(calibration_dir, env_name)), rounds)
+    if cal is None:
+        print(f"[maze] no calibrator: no maze step of {calibration_dir} reported a vector in "
+              f"all {rounds} rounds ({fit['vectors']} vectors in {fit['records']} records); "
+              "verbalized_calibrated passes the raw vectors on", flush=True)
+    return cal, fit
 
 
 def _outcome(state) -> tuple[bool, str]:
@@ -130,7 +139,9 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     bootstrap intervals, calibration loss and confidence histograms;
     :func:`jaxcollab.llm.maze_results.by_round`). With ``maze.advance=path`` the team walked
     the whole path, so ``success_rate`` / ``maze_success``, ``step_accuracy`` and ``endings``
-    are those of its last-round decisions (the first wrong one ends the maze), not the walk's."""
+    are those of its last-round decisions (the first wrong one ends the maze), not the walk's.
+    ``verbalized_calibrated`` adds ``calibration.<env>``, the fit's counts (``fitted``,
+    ``records``, ``vectors``, ``steps``; ``fit_conversation_calibrator``)."""
     from jaxcollab.llm.maze_results import by_round
 
     block = options.get("maze", {})
@@ -138,6 +149,9 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     n_rounds = 1 if setting == "solo" else int(block.get("rounds", 4))
     curves = by_round(records, n_rounds, int(block.get("rollouts", 1)), advance)
     out = {"protocols": {setting: curves}}
+    if setting == "verbalized_calibrated":  # what the held-out run gave to fit, per environment
+        out["calibration"] = {name: _calibrator(name, block.get("calibration_dir"), n_rounds)[1]
+                              for name in sorted({r["env"] for r in records})}
     rate = curves["maze_success"][-1]
     if advance == "path" and rate is not None:
         n = curves["mazes"] * curves["rollouts"]
