@@ -39,7 +39,8 @@ The served model name picks the strategy:
   ``ungrounded_ref`` false).
 
 :attr:`LLMServer.in_flight_max` is the most chat requests it was serving at once.
-Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server).
+Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server),
+:attr:`LLMServer.lists_models` false to make it 404. Every route is under ``/v1`` (others 404).
 Any other model name is unknown (``GET /v1/models`` lists those above). ``LLMServer(latency=f)``
 sleeps ``f(body)`` seconds before every chat reply (:func:`fixed_latency`,
 :func:`heavy_tailed_latency`), so runs can be timed against a server's pace.
@@ -217,7 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up on this request (a timeout): nobody to answer
 
     def do_GET(self):
-        if self.path.rstrip("/") == "/v1/models":
+        if self.path.rstrip("/") == "/v1/models" and self.server.lists_models:
             time.sleep(self.server.models_delay)
             self._send(200, {"object": "list", "data": [
                 {"id": m, "object": "model"} | ({"max_model_len": CONTEXT_WORDS}
@@ -227,6 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path.rstrip("/") != "/v1/chat/completions":  # routes live under /v1 only
+            return self._send(404, {"error": {"message": f"no route {self.path}"}})
         self.server.record(body)
         self.server.serving(+1)
         try:
@@ -307,6 +310,7 @@ class LLMServer(ThreadingHTTPServer):
         self.latency = latency
         self.requests: list[dict] = []
         self.models_delay = 0.0
+        self.lists_models = True
         self.in_flight = self.in_flight_max = 0
         self.generated: Counter = Counter()
         self.slot = threading.Lock()

@@ -1,6 +1,7 @@
 """The chat client against a misbehaving local server: every reply is a reply or a classified,
 retried failure; replies are cached as they arrive; serial servers are not flooded; the start-up
-check tells busy from unreachable and is skipped when the cache answers everything; torn files."""
+check tells busy from unreachable, checks the model's name however busy the server is, hints at
+a missing ``/v1`` and is skipped when the cache answers everything; torn files."""
 
 from __future__ import annotations
 
@@ -92,11 +93,17 @@ def test_startup_check_busy_unreachable_and_cached(server, tmp_path, caplog):
         ChatClient(LLMConfig(base_url="http://127.0.0.1:9/v1", timeout_s=2)).check()
     server.models_delay = 1.0
     try:
-        with caplog.at_level(logging.WARNING):
-            ChatClient(cfg(server.url, timeout_s=0.3)).check()
+        never = r"did not list its models \(GET /models\) in 2 attempts \(0.6 s\)"
+        with caplog.at_level(logging.WARNING), pytest.raises(LLMError, match=never):
+            ChatClient(cfg(server.url, timeout_s=0.3, max_retries=1)).check()
+        assert caplog.text.count("is busy") == 2 and "unreachable" not in caplog.text
+        # busy, then free: the name is still checked (a server that answers any name, as
+        # llama.cpp does, would play a misspelt one)
+        threading.Timer(0.5, setattr, (server, "models_delay", 0.0)).start()
+        with pytest.raises(LLMError, match="model 'nope' is not served"):
+            ChatClient(cfg(server.url, "nope", timeout_s=0.3, max_retries=30)).check()
     finally:
         server.models_delay = 0.0
-    assert "is busy" in caplog.text and "unreachable" not in caplog.text
     with LLMServer() as gone:
         url = gone.url
         first = ChatClient(cfg(url), tmp_path / "c.jsonl").complete_many(reqs(3))
@@ -104,6 +111,23 @@ def test_startup_check_busy_unreachable_and_cached(server, tmp_path, caplog):
     assert replay.complete_many(reqs(3)) == first and not replay.checked
     with pytest.raises(LLMError, match="unreachable"):
         replay.complete_many(reqs(4))  # one request the cache cannot answer
+
+
+def test_a_base_url_without_v1_gets_a_hint(server, caplog):
+    """The test server, like vLLM, serves its routes under /v1 only: a root without it gets
+    404s, and the error says to add /v1."""
+    root = server.url.removesuffix("/v1")
+    with pytest.raises(LLMError, match=f"HTTP 404.*try llm.base_url={root}/v1$"):
+        ChatClient(cfg(root)).check()
+    server.lists_models = False  # a server without GET /models: a probe, and a warning
+    try:
+        with caplog.at_level(logging.WARNING):
+            ChatClient(cfg(server.url, "good")).check()
+        with pytest.raises(LLMError, match="'nope' failed a probe request"):
+            ChatClient(cfg(server.url, "nope")).check()  # a server that refuses unknown names
+    finally:
+        server.lists_models = True
+    assert "llm.model='good' is not checked" in caplog.text
 
 
 def test_torn_cache_line_is_skipped_and_re_requested(server, tmp_path):

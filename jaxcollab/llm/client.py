@@ -342,39 +342,35 @@ class ChatClient:
         ``cfg.model``. Runs once, on the first request the cache cannot answer (a run replayed
         wholly from the cache needs no server).
 
-        Lists ``GET /models``; a server without that route is probed with a 1-token chat. A
-        server that accepts the connection but does not answer within ``min(timeout_s, 30)`` s
-        is *busy* (one that generates one request at a time answers only after its current
-        generation): that is logged and the run goes on (the first request then names an
-        unknown model). The model's context length, where ``/models`` reports one
-        (``max_model_len``, ``context_length``), is kept in :attr:`served_context`.
+        Lists ``GET /models`` and checks the model's name there, however busy the server is:
+        one that accepts the connection but does not answer within ``min(timeout_s, 30)`` s is
+        *busy* (a server that generates one request at a time may answer only after its
+        current generation); that is logged and the list is asked for again, ``timeout_s``
+        each time, ``max_retries`` more times (a server answering any name, as llama.cpp does,
+        would otherwise play a misspelt one). A server without that route cannot tell its
+        models: it is probed with a 1-token chat (an unknown name fails only where the server
+        refuses it) and a warning says the name was not checked. The model's context length,
+        where ``/models`` reports one (``max_model_len``, ``context_length``), is kept in
+        :attr:`served_context`.
 
         Raises:
-            LLMError: nothing answers at the URL (says *unreachable*), an HTTP error, or the
-                model is not served (names both).
+            LLMError: nothing answers at the URL (says *unreachable*), an HTTP error (a 404
+                hints at a ``base_url`` without ``/v1``), the server never listed its models
+                (busy throughout), or the model is not served (names both).
         """
         self.checked = True
         url = f"{self._url}/models"
-        wait = min(float(self.cfg.timeout_s), 30.0)
+        waits = [min(float(self.cfg.timeout_s), 30.0)] + \
+            [float(self.cfg.timeout_s)] * int(self.cfg.max_retries)
         try:
-            with httpx.Client(timeout=wait, headers=self._headers()) as http:
-                r = http.get(url)
+            with httpx.Client(headers=self._headers()) as http:
+                r = self._list_models(http, url, waits)
                 if r.status_code == 404:
-                    r = http.post(f"{self._url}/chat/completions", json={
-                        "model": self.cfg.model, "max_tokens": 1,
-                        "messages": [{"role": "user", "content": "ping"}]})
-                    if r.status_code >= 400:
-                        raise LLMError(f"{self._url}: model {self.cfg.model!r} failed a probe "
-                                       f"request (HTTP {r.status_code}: {r.text[:200]})")
+                    self._probe(http)
                     return
         except (httpx.ConnectError, httpx.ConnectTimeout) as e:
             raise LLMError(f"the LLM endpoint {url} is unreachable: nothing accepted the "
                            f"connection ({e!r}); is the server running there?") from None
-        except httpx.TimeoutException:
-            log.warning("the LLM server at %s is busy: it accepted the connection but did not "
-                        "answer GET /models within %.0f s (it may be generating for someone "
-                        "else); going on, requests wait their turn", self._url, wait)
-            return
         except httpx.HTTPError as e:
             raise LLMError(f"the LLM endpoint {url} failed: {e!r}") from None
         if r.status_code >= 400:
@@ -392,6 +388,44 @@ class ChatClient:
         limit = next((info[k] for k in ("max_model_len", "context_length", "context_window")
                       if isinstance(info.get(k), int) and info[k] > 0), None)
         self.served_context = limit
+
+    def _list_models(self, http: httpx.Client, url: str, waits: list[float]) -> httpx.Response:
+        """``GET url``, waiting ``waits[i]`` seconds on attempt ``i`` (a busy server: logged).
+
+        Raises:
+            LLMError: no attempt was answered.
+        """
+        for i, wait in enumerate(waits):
+            try:
+                return http.get(url, timeout=wait)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                raise
+            except httpx.TimeoutException:
+                log.warning("the LLM server at %s is busy: it accepted the connection but did "
+                            "not answer GET /models within %.3g s (it may be generating for "
+                            "someone else); %s", self._url, wait,
+                            "asking again" if i + 1 < len(waits) else "giving up")
+        raise LLMError(f"the LLM server at {self._url} accepted the connection but did not list "
+                       f"its models (GET /models) in {len(waits)} attempts ({sum(waits):.3g} s): "
+                       f"cannot check that it serves llm.model={self.cfg.model!r}; raise "
+                       "llm.timeout_s for a server that stays busy this long")
+
+    def _probe(self, http: httpx.Client) -> None:
+        """A 1-token chat with ``cfg.model`` (a server without ``GET /models``).
+
+        Raises:
+            LLMError: the probe failed (a 404 hints at a ``base_url`` without ``/v1``).
+        """
+        r = http.post(f"{self._url}/chat/completions", timeout=float(self.cfg.timeout_s),
+                      json={"model": self.cfg.model, "max_tokens": 1,
+                            "messages": [{"role": "user", "content": "ping"}]})
+        if r.status_code >= 400:
+            raise LLMError(f"{self._url}: model {self.cfg.model!r} failed a probe request "
+                           f"(HTTP {r.status_code}: {r.text[:200]})"
+                           + _v1_hint(self._url, r.status_code))
+        log.warning("the LLM server at %s does not list its models (GET /models: HTTP 404): "
+                    "llm.model=%r is not checked (a server that answers any name plays it)",
+                    self._url, self.cfg.model)
 
     def check_once(self) -> None:
         """:meth:`check`, the first time any thread calls it (pool workers share the client)."""
@@ -511,7 +545,8 @@ class ChatClient:
                 return reply
             if cls == "fatal":
                 raise LLMError(f"{url} answered HTTP {r.status_code} for model "
-                               f"{self.cfg.model!r}: {r.text[:300]}")
+                               f"{self.cfg.model!r}: {r.text[:300]}"
+                               + _v1_hint(self._url, r.status_code))
             if cls in ("timeout", "rate_limited"):
                 flight.congested()
             if attempt == int(self.cfg.max_retries):
@@ -574,6 +609,14 @@ class _Flight:
     def congested(self) -> None:
         self.client.window = max(1, self.client.window // 2)
         self.streak = 0
+
+
+def _v1_hint(base_url: str, status: int) -> str:
+    """A hint for a 404 from a base URL whose path does not end in ``/v1`` (vLLM, SGLang,
+    llama.cpp and hosted APIs serve the OpenAI routes under ``/v1``), else ""."""
+    if status != 404 or httpx.URL(base_url).path.rstrip("/").endswith("/v1"):
+        return ""
+    return f"; OpenAI-compatible servers answer under /v1: try llm.base_url={base_url}/v1"
 
 
 def _backoff(base: float, attempt: int, r: httpx.Response | None) -> float:
