@@ -1,5 +1,6 @@
 """LLM runs against a misbehaving local server: context limits, accounting that adds up, long
-replies clipped, torn transcripts, and SIGTERM stopping a run at the next safe point."""
+replies clipped, torn transcripts (a chunk saved beside one replayed), and SIGTERM stopping a
+run at the next safe point."""
 
 from __future__ import annotations
 
@@ -94,6 +95,27 @@ def test_torn_transcript_line_is_replayed(server, tmp_path):
     again = evaluate(cfg(server), rc, tmp_path)
     assert len(server.requests) == n and again["episodes"] == 2  # replayed from the cache
     assert [r["episode"] for r in records(tmp_path, "bomb/base-1")] == [0, 1]
+
+
+@pytest.mark.parametrize("cut", ["torn", "lost"])
+def test_a_transcript_cut_short_beside_saved_chunks_is_replayed(server, tmp_path, cut):
+    """The chunks were saved, then the transcript lost its last record (torn by a kill, or
+    cut by a copy): the rerun replays the saved chunks from the request cache (sending
+    nothing) and its results equal the first run's, never those of the partial transcript
+    (maze path play: the solo model walks both mazes right, so one record alone gives the
+    same 1.0 success rate but half the mazes and tokens)."""
+    rc = RunConfig(env="maze/split-6x6", episodes=2, batch=1, setting="solo", advance="path")
+    first = evaluate(cfg(server, "maze"), rc, tmp_path)
+    assert first["success_rate"] == 1.0 and first["protocols"]["solo"]["mazes"] == 2
+    path = transcript_path(tmp_path, "maze/split-6x6")
+    kept, last = path.read_text().splitlines(keepends=True)
+    path.write_text(kept + (last[:100] if cut == "torn" else ""))
+    assert sorted(p.name for p in (tmp_path / "episodes" / "maze-split-6x6").iterdir()) == [
+        "episodes_0.npz", "episodes_1.npz"]
+    n = len(server.requests)
+    again = evaluate(cfg(server, "maze"), rc, tmp_path)
+    assert len(server.requests) == n and again == first
+    assert [r["episode"] for r in records(tmp_path, "maze/split-6x6")] == [0, 1]
 
 
 def test_sigterm_stops_at_the_next_safe_point(server, tmp_path):

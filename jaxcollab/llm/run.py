@@ -9,8 +9,9 @@ answers wholly needs no server), plays episodes server-paced (:mod:`jaxcollab.ll
 ``llm.concurrency`` episodes in flight), caches every request by content hash
 (``out_dir/cache.jsonl``, crash-safe JSON Lines, :mod:`jaxcollab.llm.jsonl`: a rerun replays
 replies exactly and sends nothing) and appends each played chunk's episodes, in episode order,
-to its transcript ``out_dir/<env with / as ->.jsonl`` (a chunk killed half-way, or a torn last
-record, is replayed from the cache).
+to its transcript ``out_dir/<env with / as ->.jsonl`` (a chunk killed half-way is replayed from
+the cache; so are the saved chunks of a rerun whose transcripts lack a finished episode, e.g. a
+torn last record: results never come from a partial transcript).
 
 Stopping: SIGINT / SIGTERM stop the chunk in play at once, even while XLA runs the host callback
 on a thread of its own (:mod:`jaxcollab.llm.signals`; requests in flight are cancelled, arrived
@@ -279,12 +280,38 @@ def run_team(env: str, team_options: Mapping[str, Any], spec: Spec, out_dir,
     try:
         with signals.watch():  # Ctrl-C / SIGTERM reach the host callback's thread too
             results = family.evaluate(names, team, spec)
+            if _untranscribed(team, names, results, spec):  # replayed from the request cache
+                results = family.evaluate(names, team, spec)
+                if _untranscribed(team, names, results, spec):
+                    raise RuntimeError(f"the transcripts in {out_dir} still lack finished "
+                                       "episodes after replaying their chunks: results are "
+                                       "never computed from a partial transcript")
     except (KeyboardInterrupt, preempt.Preempted) as stop:
         _write_results(Path(out_dir) / "results.json", {"env": env, **team.stopped_results(names)})
         if isinstance(stop, preempt.Preempted):
             raise
         preempt.stop(preempt.requested() or signal.SIGINT, f"the finished chunks in {out_dir}")
     return {**results, **team.results(names)}
+
+
+def _untranscribed(team: LLMTeam, names: Sequence[str], results: Mapping, spec: Spec) -> bool:
+    """Whether some finished episode has no whole transcript record (a transcript torn or cut
+    short beside a saved chunk, by a kill or a copy); if so its saved chunks are deleted, so
+    the next evaluation plays them again from the request cache (sending nothing) and writes
+    the missing records: the LLM keys of ``results.json`` come from the transcripts. A bank
+    run (``bank=true``: solo episodes keep no transcript) is not checked."""
+    if spec.save_dir is None or spec.options.get("bank"):
+        return False
+    recorded = {(r["env"], r["episode"]) for name in names
+                for r in read_transcripts(transcript_path(team.out, name))}
+    if len(recorded) >= int(results["episodes"]):
+        return False
+    print(f"[llm] the transcripts in {team.out} hold {len(recorded)} of {results['episodes']} "
+          "finished episodes (torn or cut short): replaying the saved chunks from the request "
+          "cache", flush=True)
+    for chunk in Path(spec.save_dir).rglob("episodes_*.npz"):
+        chunk.unlink()
+    return True
 
 
 def _write_results(path: Path, results: dict) -> None:
