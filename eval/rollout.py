@@ -111,6 +111,8 @@ def check_config(cfg: DictConfig) -> None:
 
         try:
             team_configs(family, OmegaConf.to_container(cfg))
+        except ConfigValueError:  # a bad value, named by its own key
+            raise
         except ValueError as e:  # a role the family lacks, or a bad role key
             raise ConfigValueError("llm.roles", OmegaConf.to_container(cfg.llm.roles),
                                    str(e)) from None

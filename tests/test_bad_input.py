@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT_KEY = {"eval/bench.py": "out", "eval/export.py": "out"}
 
 NOT_INT = "could not be converted to Integer"
+#: an LLM run of the bomb on an endpoint nothing serves (refused before any request)
+LLM = ["agent=llm", "llm.base_url=http://127.0.0.1:9/v1"]
 CAL = "experiment=parity_calibration"
 
 #: (entry point, overrides, expected error text). ``{file}`` is an existing file (not JSON),
@@ -153,6 +155,23 @@ ROWS = [
      r"expected bomb teams from"),
     ("eval/protocols.py", ["env=ktane/all"], r"env='ktane/all' is invalid; expected bomb"),
     ("eval/protocols.py", ["episodes=0"], r"episodes=0 is invalid"),
+    # issue 38: LLM settings no server serves, and choices Hydra reported in six lines
+    ("eval/rollout.py", [*LLM, "llm.temperature=-1"], r"llm\.temperature=-1\.0 is invalid; "
+     r"expected a number in 0\.\.2"),
+    ("eval/rollout.py", [*LLM, "llm.context_tokens=0"], r"llm\.context_tokens=0 is invalid; "
+     r"expected null \(the server's reported context\) or a positive number of tokens"),
+    ("eval/rollout.py", [*LLM, "llm.context_tokens=2048"], r"llm\.context_tokens=2048 is "
+     r"invalid; expected more than llm\.max_tokens=2048: room for a prompt"),  # bomb's default
+    ("eval/rollout.py", [*LLM, "llm.concurrency=100000000000"], r"llm\.concurrency="
+     r"100000000000 is invalid; expected an integer in 1\.\.4096"),
+    ("eval/rollout.py", [*LLM, "llm.base_url=not-a-url"], r"^llm\.base_url='not-a-url' is "
+     r"invalid; expected an http:// or https:// URL"),
+    ("eval/rollout.py", [*LLM, "+llm.roles.mute.temperature=3"], r"^llm\.roles\.mute\."
+     r"temperature=3 is invalid; expected a number in 0\.\.2"),
+    ("eval/rollout.py", [*LLM, "llm.tools=nope"], r"^llm\.tools='nope' is invalid; expected "
+     r"one of \[text, native\]"),
+    ("eval/rollout.py", ["env=maze/split-6x6", "maze.setting=nope"], r"^maze\.setting='nope' "
+     r"is invalid; expected one of \[full, action, verbalized, verbalized_calibrated"),
     # issue 24: values that used to fail only after the work, or after the first file
     ("train/collab.py", ["experiment=maze_messages", "separation={}"], r"separation=\{\} is "
      r"invalid; expected null: this run has no separation block, and an empty block on the "
@@ -309,6 +328,11 @@ COMMANDS = [("eval/theory.py", ["n_rounds=0"], "n_rounds=0 is invalid; expected 
              "bias.beta=3 is invalid; expected no key inside bias: experiment=maze_messages"),
             ("train/collab.py", ["experiment=maze_messages", "separation={}"],
              "separation={} is invalid; expected null"),
+            ("eval/rollout.py", ["env=maze/split-6x6", "maze.setting=nope"],
+             "maze.setting='nope' is invalid; expected one of [full, action, verbalized, "),
+            pytest.param("eval/rollout.py", ["agent=llm", "llm.tools=nope"],
+                         "llm.tools='nope' is invalid; expected one of [text, native]",
+                         marks=pytest.mark.full),
             pytest.param("train/collab.py", ["experiment=maze_messages", "bias.beta=3"],
                          "bias.beta=3 is invalid; expected no key inside bias: "
                          "experiment=maze_messages", marks=pytest.mark.full),

@@ -17,6 +17,7 @@ import itertools
 import logging
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ValidationError
 
 from jaxcollab.io.logging import RunLogger
 from jaxcollab.io.results import ResultsFile
@@ -215,10 +217,12 @@ def compose(config_name: str, overrides: Sequence[str] = (), **kwargs: Any) -> D
     """Hydra's ``compose`` (inside an ``initialize*`` context), naming a key set inside a null
     block: Hydra itself fails on ``experiment=maze_messages bias.beta=3`` (that experiment
     leaves ``bias`` null) with omegaconf's ``AssertionError: Unexpected type for root:
-    NoneType``, naming nothing (``bias={beta: 3}`` fails with an ``AttributeError``).
+    NoneType``, naming nothing (``bias={beta: 3}`` fails with an ``AttributeError``); and a
+    value outside a typed choice (``maze.setting=nope``), which Hydra reports in six lines.
 
     Raises:
-        ConfigValueError: naming the key, the null block and the group options that have it.
+        ConfigValueError: naming the key, the null block and the group options that have it;
+            or the key, the value and the valid choices.
         Hydra's own errors for any other failure.
     """
     from hydra import compose as hydra_compose
@@ -226,10 +230,21 @@ def compose(config_name: str, overrides: Sequence[str] = (), **kwargs: Any) -> D
     try:
         return hydra_compose(config_name, overrides=list(overrides), **kwargs)
     except Exception as e:  # omegaconf's AssertionError or AttributeError, or Hydra's own
-        error = _null_block_error(config_name, overrides)
+        error = _null_block_error(config_name, overrides) or _choice_error(e)
         if error is None:
             raise
         raise error from e
+
+
+def _choice_error(e: BaseException) -> ConfigValueError | None:
+    """The named error of a value outside a typed choice (omegaconf's "Invalid value 'x',
+    expected one of [...]" with its six lines of types, under Hydra's "Error merging
+    override"), or None for any other failure."""
+    cause = e.__cause__ if isinstance(e.__cause__, ValidationError) else e
+    found = re.match(r"Invalid value .*?, expected (one of \[.*?\])", str(cause))
+    if not isinstance(cause, ValidationError) or not found or not cause.full_key:
+        return None
+    return ConfigValueError(cause.full_key, cause.value, found.group(1))
 
 
 def sweep_jobs(overrides: Sequence[str]) -> list[list[str]] | None:

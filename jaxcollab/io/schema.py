@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import datetime
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -297,6 +299,51 @@ class LLMBlock:
     roles: dict[str, Any] = field(default_factory=dict)
 
 
+    def check(self) -> None:
+        check_llm_values(vars(self), "llm")
+
+
+#: The most requests one client keeps in flight (``llm.concurrency``): 16 times the batch a
+#: vLLM server schedules by default (``max_num_seqs`` 256, vLLM's engine arguments); every
+#: request in flight holds a socket, and its episode's state, in this process.
+MAX_CONCURRENCY = 4096
+
+
+def check_llm_values(values: Mapping[str, Any], prefix: str = "llm") -> None:
+    """Refuse LLM endpoint settings no server can serve, naming ``<prefix>.<key>``: the one
+    check of these values (the ``llm`` and ``judge`` blocks, each ``llm.roles.<role>`` block
+    and :class:`jaxcollab.llm.client.LLMConfig`). Keys absent or null are not checked (null:
+    the family's default or the server's).
+
+    Raises:
+        ConfigValueError: ``base_url`` not an ``http(s)://host…`` URL; ``temperature`` outside
+            0..2 (the OpenAI chat API's range); ``max_tokens`` < 1; ``context_tokens`` < 1 or
+            leaving no room for a prompt beside ``max_tokens``; ``concurrency`` outside
+            1..:data:`MAX_CONCURRENCY`; ``max_retries`` < 0.
+    """
+    url = values.get("base_url")
+    if url is not None:
+        parts = urlsplit(str(url))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigValueError(f"{prefix}.base_url", url, "an http:// or https:// URL of "
+                                   "the OpenAI-compatible root, e.g. http://127.0.0.1:8000/v1")
+    ranges = {"temperature": (0, 2, "a number in 0..2 (the OpenAI chat API's range)"),
+              "max_tokens": (1, None, "a positive number of tokens"),
+              "context_tokens": (1, None, "null (the server's reported context) or a positive "
+                                          "number of tokens"),
+              "concurrency": (1, MAX_CONCURRENCY, f"an integer in 1..{MAX_CONCURRENCY} "
+                                                  "(requests in flight at once)"),
+              "max_retries": (0, None, "an integer >= 0")}
+    for key, (low, high, expected) in ranges.items():
+        value = values.get(key)
+        if value is not None and not (low <= value and (high is None or value <= high)):
+            raise ConfigValueError(f"{prefix}.{key}", value, expected)
+    context, limit = values.get("context_tokens"), values.get("max_tokens")
+    if context is not None and limit is not None and context <= limit:
+        raise ConfigValueError(f"{prefix}.context_tokens", context, f"more than "
+                               f"{prefix}.max_tokens={limit}: room for a prompt beside the reply")
+
+
 @dataclass
 class BombBlock:
     """The bomb's LLM prompt options."""
@@ -421,6 +468,9 @@ class JudgeBlock:
     max_retries: int = count(6, 0)
     backoff_s: float = bounded(1.0, ge=0)
     cache: str | None = None  # request cache; null: run/judge_cache.jsonl (a rerun sends nothing)
+
+    def check(self) -> None:
+        check_llm_values(vars(self), "judge")
 
 
 @dataclass

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import httpx
 
-from jaxcollab.io.schema import EndpointError
+from jaxcollab.io.schema import EndpointError, check_llm_values
 from jaxcollab.llm import jsonl, signals
 
 log = logging.getLogger(__name__)
@@ -92,6 +92,10 @@ class LLMConfig:
         extra_body: further JSON fields merged into every request.
         context_tokens: the model's context length in tokens (None: the server's reported
             one, if any); prompts are kept within it less ``max_tokens``.
+
+    Raises:
+        ConfigValueError: a value no server serves, named as ``llm.<key>``
+            (:func:`~jaxcollab.io.schema.check_llm_values`).
     """
 
     base_url: str = "http://127.0.0.1:8000/v1"
@@ -109,12 +113,7 @@ class LLMConfig:
     context_tokens: int | None = None
 
     def __post_init__(self):
-        if not str(self.base_url).startswith(("http://", "https://")):
-            raise ValueError(f"llm.base_url must start with http:// or https://, got "
-                             f"{self.base_url!r}")
-        if int(self.concurrency) < 1 or int(self.max_retries) < 0 or int(self.max_tokens) < 1:
-            raise ValueError(f"need concurrency >= 1, max_retries >= 0 and max_tokens >= 1, got "
-                             f"{self.concurrency!r}, {self.max_retries!r}, {self.max_tokens!r}")
+        check_llm_values(dataclasses.asdict(self))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from jaxcollab.io.schema import check_llm_values
 from jaxcollab.llm.client import ChatClient, LLMConfig, Reply, ReplyCache, Request, Usage
 
 #: What a role may set for itself (the model and its sampling; pacing is team-wide).
@@ -38,6 +39,7 @@ def role_configs(base: LLMConfig, roles: Mapping[str, Mapping[str, Any]] | None,
     Raises:
         ValueError: a role not in ``valid`` or a key not in :data:`ROLE_KEYS` (names both and
             what is valid).
+        ConfigValueError: a bad value of a role's key (names ``llm.roles.<role>.<key>``).
     """
     out = {}
     for role, keys in dict(roles or {}).items():
@@ -49,6 +51,7 @@ def role_configs(base: LLMConfig, roles: Mapping[str, Mapping[str, Any]] | None,
             raise ValueError(f"llm.roles.{role}.{bad[0]} is not a role setting; valid: "
                              f"{', '.join(ROLE_KEYS)}")
         set_keys = {k: v for k, v in dict(keys or {}).items() if v is not None}
+        check_llm_values(set_keys, f"llm.roles.{role}")
         if set_keys.get("base_url", base.base_url) != base.base_url:
             set_keys.setdefault("api_key_env", "")
         out[role] = dataclasses.replace(base, **set_keys)
