@@ -182,6 +182,7 @@ def run(argv: list[str]) -> dict:
     from jaxcollab.io.results import ResultsFile
     from jaxcollab.io.run import guard_results, validate
     from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.llm.play import reserve_callback_threads
     from jaxcollab.scale.distributed import run_info
 
     models, out_dir, rest = parse_args(argv)
@@ -189,7 +190,10 @@ def run(argv: list[str]) -> dict:
     top = ResultsFile(out / "results.json")
     guard_results(top, {"models": models, "overrides": rest}, None)
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        env = compose("rollout", overrides=[*rest, "out_dir=."]).env
+        base = compose("rollout", overrides=[*rest, "out_dir=."])
+        # before plug_in's first JAX call starts the CPU backend: the pool of every sub-run
+        reserve_callback_threads(base.llm.concurrency)
+        env = base.env
         names, family = plug_in(env)
         if family.llm is None or not family.llm.roles:
             raise ConfigValueError("env", env, "an environment whose family has an LLM team "

@@ -140,11 +140,15 @@ def _args(server, out, models="[good,gpt5]"):
 
 def test_otherplay_cli_plays_every_pair_and_resumes(server, tmp_path):
     """The README command as a subprocess: 4 ordered pairs, each its own sub-run; a rerun
-    reads them back and sends nothing; another model list in the same out_dir is refused."""
+    reads them back and sends nothing; another model list in the same out_dir is refused.
+    The callback pool is sized before JAX starts (it used to start with one thread a core:
+    about 2 requests in flight at llm.concurrency=16, and a warning naming PJRT_NPROC)."""
     proc = subprocess.run([sys.executable, "eval/otherplay.py", *_args(server, tmp_path)],
-                          cwd=ROOT, env=os.environ | {"PYTHONPATH": str(ROOT)},
+                          cwd=ROOT, env={k: v for k, v in os.environ.items()
+                                         if k != "PJRT_NPROC"} | {"PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "PJRT_NPROC" not in proc.stderr, proc.stderr[-2000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert [r["roles"] for r in results["runs"]] == assignments(["good", "gpt5"],
                                                                 ("defuser", "expert"))
