@@ -25,7 +25,12 @@ from llm_server import MAZE_EVEN, MAZE_ODD, MAZE_REASONING
 import jaxcollab
 from jaxcollab.core.rollout import episode_keys, split_episode_key
 from jaxcollab.llm.maze import naive_rare_action, solve_path
-from jaxcollab.llm.maze_results import bootstrap_interval, by_round, confidence_histogram
+from jaxcollab.llm.maze_results import (
+    bootstrap_interval,
+    by_round,
+    confidence_histogram,
+    team_decisions,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs" / "collabgap"
@@ -104,6 +109,17 @@ def test_by_round_success_is_per_round_and_team_play_decides_only_the_last():
     assert played["maze_success"] == [None, 1.0] and played["maze_success_interval"][0] is None
     stopped = by_round(recs[:1], 2, rollouts=2)  # a maze without all its rollouts: left out
     assert stopped["mazes"] == 0 and stopped["maze_success"] == [None, None]
+
+
+def test_team_play_credits_only_chosen_moves():
+    """Step 0: no round gave a move, the fallback d was played and was right, yet not the
+    model's; step 1: round 0's move stands when round 1 gave none; step 2: the last round's."""
+    rec = {"episode": 0, "success": True, "data": {"labels": [D, R, D], "rounds": [
+        {"step": 0, "round": 0, "move": None}, {"step": 0, "round": 1, "move": None},
+        {"step": 1, "round": 0, "move": R}, {"step": 1, "round": 1, "move": None},
+        {"step": 2, "round": 0, "move": U}, {"step": 2, "round": 1, "move": D}]}}
+    assert team_decisions([rec]) == {"step_accuracy": 2 / 3, "fallback_moves": 1}
+    assert team_decisions([]) == {"step_accuracy": None, "fallback_moves": 0}
 
 
 def test_naive_correction_and_path_solver():

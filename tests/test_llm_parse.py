@@ -125,6 +125,18 @@ def test_maze_vector_ending_a_sentence_and_a_lone_dot():
     assert move == 1 and np.allclose(probs, [0.6, 0.3, 0.05, 0.05])
 
 
+@pytest.mark.parametrize("text", ["~r % 10%, 70%, 10%, 10%", "~r % [10 %; 70 %; 10 %; 10 %]",
+                                  "~r % 10% 70% 10% 10%."])
+def test_maze_percentages_with_their_sign_parse(text):
+    move, probs, p = parse_move(text, verbalized=True)
+    assert move == 1 and np.allclose(probs, [0.1, 0.7, 0.1, 0.1]) and p.ok
+
+
+def test_maze_five_percentages_are_not_a_vector():
+    move, probs, p = parse_move("~r % 10%, 70%, 10%, 5%, 5%", verbalized=True)
+    assert move == 1 and probs is None and p.errors == ("unparseable",)
+
+
 def test_surrogates_and_overflow_are_classified():
     p = parse_reply('<thoughts>t</thoughts><action>[{"call": "speak", "to": "deaf", "text": '
                     '"\\ud800 hi"}]</action>')

@@ -76,6 +76,8 @@ def test_otherplay_and_analyze_with_a_free_text_model(server, tmp_path):
     selfplay = json.loads((Path(res["runs"][0]["dir"]) / "results.json").read_text())
     steps = json.loads((Path(res["runs"][0]["dir"]) / "maze-split-6x6.jsonl").read_text())["steps"]
     assert selfplay["success_rate"] == 0.0 and selfplay["parse_errors"] == {"no_action": steps}
+    # the fallback d played every step (and was right on the first): none is the model's
+    assert selfplay["step_accuracy"] == 0.0 and selfplay["fallback_moves"] == steps > 1
     run = tmp_path / "bomb"
     _cli("eval/rollout.py", "env=bomb/base-1", "agent=llm", "episodes=1",
          f"llm.base_url={server.url}", "llm.model=freetext", f"out_dir={run}")

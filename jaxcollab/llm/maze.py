@@ -61,9 +61,10 @@ ADVANCE = ("team", "path")
 _MOVE = re.compile(r"~[ \t]*(down|right|up|left|[drul])(?![a-z])", re.I)
 _NUM = r"(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?"
 _SEP = r"[ \t]*[,;]?[ \t]*"
-#: ``%`` then exactly four numbers on one line (``[`` ``]`` optional); a fifth number on the line
-#: means a row of numbers (the maze's column header), not a probability vector.
-_PROBS = re.compile(rf"%[ \t]*\[?[ \t]*({_NUM}(?:{_SEP}{_NUM}){{3}})(?!{_SEP}(?:\d|\.\d))")
+_PCT = rf"{_NUM}(?:[ \t]*%)?"  # a number, or a percentage written with its sign (``70%``)
+#: ``%`` then exactly four numbers on one line (``[`` ``]`` optional, each may carry a ``%``); a
+#: fifth number on the line means a row of numbers (the maze's column header), not a vector.
+_PROBS = re.compile(rf"%[ \t]*\[?[ \t]*({_PCT}(?:{_SEP}{_PCT}){{3}})(?![ \t]*%?{_SEP}(?:\d|\.\d))")
 #: Words that introduce an example (``e.g. ~d``): what follows is quoted, not answered.
 _EXAMPLE = re.compile(r"(?:e\.\s?g\.|for example|for instance|such as|example)[:,]?[ \t]*$", re.I)
 _NAMES = {"d": "down", "r": "right", "u": "up", "l": "left"}

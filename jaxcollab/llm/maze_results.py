@@ -137,6 +137,30 @@ def confidence_histogram(records: Sequence[dict], k: int) -> dict:
             "confidence": mean(top)}
 
 
+def team_decisions(records: Sequence[dict]) -> dict:
+    """How the team decided the steps it played (``maze.advance=team``): per step the move of
+    its last round that gave one (:class:`~jaxcollab.llm.maze.MazeGame`), else the documented
+    fallback ``d``, which the game plays but no agent chose.
+
+    Returns:
+        ``step_accuracy`` (steps whose chosen move was the true one / steps played: a fallback
+        ``d`` that happened to be right is not the model's and is not credited; None before
+        any step) and ``fallback_moves`` (steps played by the fallback).
+    """
+    hits = played = fallbacks = 0
+    for r in records:
+        labels, chosen = r["data"]["labels"], {}
+        for x in sorted(r["data"].get("rounds", []), key=lambda x: (x["step"], x["round"])):
+            chosen.setdefault(x["step"], None)
+            if x.get("move") is not None:
+                chosen[x["step"]] = x["move"]
+        for s, move in chosen.items():
+            played += 1
+            fallbacks += move is None
+            hits += move is not None and s < len(labels) and move == labels[s]
+    return {"step_accuracy": hits / played if played else None, "fallback_moves": fallbacks}
+
+
 def by_round(records: Sequence[dict], n_rounds: int, rollouts: int = 1,
              advance: str = "team", n_bins: int = 10) -> dict:
     """The by-round results of one run's transcript records (module docstring).

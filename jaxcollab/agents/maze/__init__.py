@@ -139,10 +139,13 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     bootstrap intervals, calibration loss and confidence histograms;
     :func:`jaxcollab.llm.maze_results.by_round`). With ``maze.advance=path`` the team walked
     the whole path, so ``success_rate`` / ``maze_success``, ``step_accuracy`` and ``endings``
-    are those of its last-round decisions (the first wrong one ends the maze), not the walk's.
+    are those of its last-round decisions (the first wrong one ends the maze), not the walk's;
+    with ``team``, ``step_accuracy`` credits only the moves an agent chose, and
+    ``fallback_moves`` counts the steps the documented fallback ``d`` played
+    (:func:`~jaxcollab.llm.maze_results.team_decisions`).
     ``verbalized_calibrated`` adds ``calibration.<env>``, the fit's counts (``fitted``,
     ``records``, ``vectors``, ``steps``; ``fit_conversation_calibrator``)."""
-    from jaxcollab.llm.maze_results import by_round
+    from jaxcollab.llm.maze_results import by_round, team_decisions
 
     block = options.get("maze", {})
     setting, advance = block.get("setting", "action"), block.get("advance", "team")
@@ -159,6 +162,8 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
                 "step_accuracy": curves["step_accuracy"][-1],
                 "endings": {"running": 0, "success": round(rate * n),
                             "wrong_move": n - round(rate * n), "truncated": 0}}
+    if advance == "team":  # the fallback move of a step no round decided is not the model's
+        out |= team_decisions(records)
     return out
 
 
