@@ -27,7 +27,7 @@ from jaxcollab.envs.ktane.render import manual_text
 from jaxcollab.envs.ktane.state import FEEDBACK
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm import jsonl
-from jaxcollab.llm.bridge import Episode
+from jaxcollab.llm.bridge import Episode, estimate_tokens
 from jaxcollab.llm.client import LLMConfig, Reply
 from jaxcollab.llm.ktane import (
     MANUAL_HEADER,
@@ -229,7 +229,7 @@ def test_manual_in_the_experts_first_message_survives_truncation(board):
     game = KtaneGame(board[0])
     ep = Episode(0, {"defuser": [], "expert": []}, {})
     obs = np.stack([row(board), np.zeros_like(row(board))])
-    game.budget = len(game.manual) // 3 + 1500  # the manual and a few exchanges
+    game.budget = estimate_tokens([{"content": game.manual}]) + 1500  # it and a few exchanges
     for step in range(1, 40, 2):
         _, (req,) = play(game, ep, step, obs, lambda r: reply("send_message",
                                                               message="x " * 300))

@@ -42,7 +42,7 @@ def test_fit_drops_the_oldest_turns():
         {"role": r, "content": f"{i}" * 300} for i in range(4) for r in ("user", "assistant")]
     msgs.append({"role": "user", "content": "now"})
     assert game.fit(ep, msgs) == tuple(msgs)  # no limit known
-    game.budget = 250  # tokens: system + the last exchange + the current turn
+    game.budget = 300  # tokens (270 estimated): system + the last exchange + the current turn
     kept = game.fit(ep, msgs)
     assert kept[0] == msgs[0] and kept[1:] == tuple(msgs[-3:])
 
