@@ -298,7 +298,6 @@ class LLMBlock:
     # +llm.roles.expert.model=B; jaxcollab.llm.roles checks the keys)
     roles: dict[str, Any] = field(default_factory=dict)
 
-
     def check(self) -> None:
         check_llm_values(vars(self), "llm")
 
