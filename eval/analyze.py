@@ -23,8 +23,8 @@ from omegaconf import DictConfig
 
 import jaxcollab
 from jaxcollab.analysis import judge
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.run import env_selection, hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.run import read_transcripts, transcript_path
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.results import check_finite
 from jaxcollab.io.run import RunCollision, check_output, env_selection, hydra_main, validate
-from jaxcollab.io.schema import ConfigValueError
 
 #: Export config keys that belong to one family (their defaults elsewhere).
 FAMILY_KEYS = {"ruleset": "vanilla", "ruleset_seed": 0}

@@ -52,6 +52,7 @@ from omegaconf import DictConfig, OmegaConf
 # run as a script, Python puts eval/ on the path, not the repository root that holds train/
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jaxcollab  # noqa: E402
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import Family, Spec, Team  # noqa: E402
 from jaxcollab.io.plots import learned_plot  # noqa: E402
 from jaxcollab.io.results import ResultsFile  # noqa: E402
@@ -62,7 +63,7 @@ from jaxcollab.io.run import (  # noqa: E402
     start_run,
     validate,
 )
-from jaxcollab.io.schema import ConfigValueError, Marl  # noqa: E402
+from jaxcollab.io.schema import Marl  # noqa: E402
 from jaxcollab.marl.ppo import any_view  # noqa: E402
 from jaxcollab.marl.team import as_team  # noqa: E402
 from train import marl as trainer  # noqa: E402

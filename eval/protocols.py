@@ -15,10 +15,10 @@ import numpy as np
 from omegaconf import DictConfig
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import Spec
 from jaxcollab.io.plots import heatmap_panels
 from jaxcollab.io.run import env_selection, hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 
 
 def table(results: dict[str, dict], key) -> tuple[list[str], np.ndarray]:

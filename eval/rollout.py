@@ -53,9 +53,10 @@ from omegaconf import DictConfig, OmegaConf
 from rich.progress import Progress
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import Family, Spec
 from jaxcollab.io.run import env_selection, hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError, Rollout
+from jaxcollab.io.schema import Rollout
 from jaxcollab.scale import preempt
 
 #: Keys every family reads; the rest belong to one family's config block.

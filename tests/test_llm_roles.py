@@ -13,8 +13,8 @@ import pytest
 
 from eval.otherplay import assignments, parse_args, summarize
 from eval.otherplay import run as otherplay
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.run import RunCollision
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
 from jaxcollab.llm.roles import TeamClient, role_configs
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path

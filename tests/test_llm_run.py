@@ -209,7 +209,7 @@ def test_ctrl_c_stops_the_cli(server, tmp_path):
 def test_unreachable_endpoint_is_one_error_line_from_the_cli(tmp_path):
     """The README's LLM command against a port nobody listens on: exit status 1 and the
     endpoint error on one line, no traceback (an outside service's failure is the user's to
-    fix: :class:`jaxcollab.io.schema.EndpointError`)."""
+    fix: :class:`jaxcollab.core.errors.EndpointError`)."""
     done = subprocess.run(
         [sys.executable, str(Path(__file__).parents[1] / "eval" / "rollout.py"),
          "env=bomb/base-1", "agent=llm", "llm.base_url=http://127.0.0.1:9/v1",

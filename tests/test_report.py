@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from llm_server import LLMServer
 
-from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.llm.client import LLMConfig
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 from jaxcollab.report import NotARunError, write_report

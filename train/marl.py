@@ -34,9 +34,9 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.plots import learning_curve_plot, protocol_plot
 from jaxcollab.io.run import hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.protocol import protocol_tables
 from jaxcollab.marl.team import save_team, team_policy

@@ -23,7 +23,7 @@ def check_learned(env_names: Sequence[str], options: Mapping) -> None:
 
     Raises:
         ConfigValueError: naming ``checkpoint`` or ``env``."""
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     if options.get("agent") != "learned":
         return

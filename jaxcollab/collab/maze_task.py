@@ -83,7 +83,7 @@ def check_sampler(cfg: Mapping) -> None:
     Raises:
         ConfigValueError: ``task.wall_prob``, with the candidates accepted and the rounds needed.
     """
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     shape, chunk = _shape(cfg), 1 << 14  # text.make_mazes's rounds
     _, accept = jax.device_get(generator.draw_and_check(jax.random.PRNGKey(0), chunk,

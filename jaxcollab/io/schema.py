@@ -23,67 +23,8 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-
-class ConfigValueError(ValueError):
-    """A config value outside its range: the message names the key, the value and the range."""
-
-    def __init__(self, key: str, value: Any, expected: str):
-        super().__init__(f"{key}={value!r} is invalid; expected {expected}")
-        self.key, self.value = key, value
-
-
-class EndpointError(RuntimeError):
-    """An outside service the run needs (an LLM endpoint) cannot serve it: unreachable, an
-    unknown model, a refused key. A user's error to fix, not a bug: entry points print its
-    message (which never holds a secret) on one line."""
-
-
-def bounded(default: Any = MISSING, *, ge: float | None = None, gt: float | None = None,
-            le: float | None = None, lt: float | None = None, why: str = "") -> Any:
-    """A dataclass field whose value must lie in the given bounds (checked by ``validate``);
-    ``why``, where given, says where a bound comes from (the error quotes it)."""
-    bounds = {k: v for k, v in dict(ge=ge, gt=gt, le=le, lt=lt).items() if v is not None}
-    return field(default=default, metadata={"bounds": bounds, "why": why})
-
-
-def count(default: Any = MISSING, minimum: int = 1) -> Any:
-    """An integer field that must be at least ``minimum`` (sizes, steps, episodes)."""
-    return bounded(default, ge=minimum)
-
-
-#: Seeds are 32-bit: with 64-bit types off (JAX's default) ``PRNGKey(2**32)`` is ``PRNGKey(0)``.
-SEED_LIMIT = 2**32
-
-
-def seed_field(default: int = 0) -> Any:
-    """A random seed: an integer in ``0 .. 2**32 - 1`` (:data:`SEED_LIMIT`)."""
-    return bounded(default, ge=0, lt=SEED_LIMIT)
-
-
-#: Episode counts are 31-bit: with 64-bit types off, episode indices reach JAX as int32 (episode
-#: ``2**31`` would wrap to ``-2**31``), one per key of ``episode_keys(seed, episodes)``.
-EPISODE_LIMIT = 2**31
-
-
-def episodes_field(default: int) -> Any:
-    """A number of episodes (instances): an integer in ``1 .. 2**31 - 1``
-    (:data:`EPISODE_LIMIT`)."""
-    return bounded(default, ge=1, lt=EPISODE_LIMIT,
-                   why="episode indices are int32 in JAX, with 64-bit types off")
-
-
-def check_episode_count(key: str, n: int, times_key: str, times: int) -> None:
-    """Refuse ``n`` instances played ``times`` times each when their ``n * times`` episodes
-    overrun :data:`EPISODE_LIMIT` (every play is an episode index).
-
-    Raises:
-        ConfigValueError: naming ``key`` and its largest valid value with ``times_key``.
-    """
-    if n * times >= EPISODE_LIMIT:
-        raise ConfigValueError(key, n, f"at most {(EPISODE_LIMIT - 1) // times} with "
-                               f"{times_key}={times} ({n} x {times} episodes; episode indices "
-                               "are int32 in JAX, below 2**31)")
-
+from jaxcollab.core.config import bounded, check_episode_count, count, episodes_field, seed_field
+from jaxcollab.core.errors import ConfigValueError
 
 # -- choices ---------------------------------------------------------------------------------
 

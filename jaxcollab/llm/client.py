@@ -45,7 +45,7 @@ from pathlib import Path
 
 import httpx
 
-from jaxcollab.io.schema import EndpointError
+from jaxcollab.core.errors import EndpointError
 from jaxcollab.llm import jsonl, signals
 
 log = logging.getLogger(__name__)

@@ -29,8 +29,8 @@ import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.rollout import split_episode_key
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.view import NOBODY, BombView, make_view
 from jaxcollab.scale.mesh import DATA, data_mesh

@@ -225,7 +225,7 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     try:
         parse_turn_order(options.get("turn_order", CYCLE))
@@ -247,7 +247,7 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
 def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
     """``solo`` (bank runs only): a team, or an earlier bank run's results.json under the same
     protocol; ``repeats`` likewise belongs to the bank protocol."""
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     solo, bank_run = options.get("solo"), bool(options.get("bank"))
     for key, default in (("solo", None), ("repeats", REPEATS)):

@@ -21,13 +21,13 @@ import numpy as np
 
 from jaxcollab.agents.bomb.traces import labelled, traced
 from jaxcollab.analysis.replay import replay, rollout_config
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.registry import resolve
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bounds import order_name
 from jaxcollab.envs.bomb.env import BombEnv
 from jaxcollab.envs.bomb.flags import FLAGS, episode_flags, fact_owners, shares
 from jaxcollab.envs.bomb.params import TURN_ORDERS
-from jaxcollab.io.schema import ConfigValueError
 
 
 def _config(results: Mapping, run_dir: Path) -> dict:

@@ -276,7 +276,7 @@ def _communication(record: dict) -> tuple[int, int]:
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     block = options.get("ktane", {})
     for key, valid, default in (("mode", ("sync", "async"), "sync"),

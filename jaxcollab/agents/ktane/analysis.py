@@ -24,12 +24,12 @@ from rich.progress import track
 
 from jaxcollab.analysis.behaviour import behaviour, episode_steps
 from jaxcollab.analysis.replay import replay, rollout_config
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.registry import make, resolve
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane.modules.base import MESSAGE
 from jaxcollab.envs.ktane.ruleset import make_ruleset
-from jaxcollab.io.schema import ConfigValueError
 
 
 def _config(results: Mapping, run_dir: Path) -> dict:

@@ -149,7 +149,8 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
-    from jaxcollab.io.schema import ConfigValueError, check_episode_count
+    from jaxcollab.core.config import check_episode_count
+    from jaxcollab.core.errors import ConfigValueError
 
     for name in env_names:
         if not isinstance(make(name), MazeEnv):
