@@ -23,7 +23,14 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from jaxcollab.core.config import bounded, check_episode_count, count, episodes_field, seed_field
+from jaxcollab.core.config import (
+    bounded,
+    check_episode_count,
+    check_fields,
+    count,
+    episodes_field,
+    seed_field,
+)
 from jaxcollab.core.errors import ConfigValueError
 
 # -- choices ---------------------------------------------------------------------------------
@@ -379,14 +386,50 @@ class MarlAlgo(StrEnum):
 
 
 @dataclass
-class MarlPPO:
-    """The trainer's settings (:class:`jaxcollab.marl.ppo.PPOConfig`, same names)."""
+class PPOConfig:
+    """The multi-agent PPO trainer's settings (:class:`jaxcollab.marl.ppo.Trainer`; the
+    ``ppo`` block of ``train/marl.py``), checked on construction (:func:`check_fields`).
 
-    env: str = "${env}"
-    algo: MarlAlgo = MarlAlgo.ippo  # ippo | mappo (centralised critic)
-    shared: bool = True            # one actor for every role (the role in its view), or per role
-    episodes: int = count(1024)    # parallel episodes per seed
-    steps: int = count(32)         # turns per episode per update (auto-reset)
+    Attributes:
+        env: bomb variant or Keep-Talking module name; algo: ``ippo`` or ``mappo``
+            (centralised critic); shared: one set of actor parameters for every role (the role
+            is in the observation) or one per role.
+        episodes: parallel episodes per seed; steps: turns per episode per update (auto-reset
+            within); epochs, minibatches: PPO passes over each batch; the rest PPO/GAE/optimiser
+            settings. wrong_penalty: the training reward of a wrong action is this times the
+            environment's -1 (1: the environment's reward; 0: a guess costs no more than a
+            time-out, so exploring cuts is not punished; success is always the env's ending).
+            hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
+            seeds: independent runs vmapped in one program.
+        dial: differentiable communication in the update: each heard symbol's embedding
+            gets a straight-through gradient to the sender's message probabilities (DIAL;
+            Foerster et al. 2016, "Learning to Communicate with Deep Multi-Agent Reinforcement
+            Learning", sec. 5), so a listener's loss trains the speaker across agents and
+            turns; acting and evaluation stay discrete and decentralised.
+        aux_coef: weight of an auxiliary loss: each acting agent predicts, from its GRU
+            state, what the task needs now (``view.answer``: for a bomb the position to act
+            on and the manual's answer; read from the hidden state, as a centralised critic
+            reads it: training only, never an input). With ``dial`` its gradient reaches the
+            speakers, so each hop of a relay is trained by what the next agent can tell from
+            it, before any reward arrives.
+        turn_order: ``"cycle"``: every training episode draws its turn order from the six
+            (uniformly, at each reset) and the in-training evaluation plays
+            ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
+            ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
+        anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
+            many updates (as PPO's Atari runs anneal the step size, Schulman et al. 2017,
+            App. A), so the last updates settle the policy instead of moving it.
+
+    Raises:
+        ConfigValueError: a value out of range, ``algo`` not ippo/mappo, or ``episodes`` not a
+            multiple of ``minibatches`` (named as ``ppo.<key>``).
+    """
+
+    env: str = "bomb/base-1"
+    algo: MarlAlgo = MarlAlgo.ippo
+    shared: bool = True
+    episodes: int = count(1024)
+    steps: int = count(32)
     epochs: int = count(2)
     minibatches: int = count(2)
     lr: float = bounded(1e-3, gt=0.0)
@@ -396,18 +439,23 @@ class MarlPPO:
     ent_coef: float = bounded(0.01, ge=0.0)
     vf_coef: float = bounded(0.5, ge=0.0)
     max_grad_norm: float = bounded(0.5, gt=0.0)
-    wrong_penalty: float = bounded(1.0, ge=0.0)  # a wrong action is rewarded this x the env -1
+    wrong_penalty: float = bounded(1.0, ge=0.0)
     hidden: int = count(64)
     embed: int = count(4)
-    symbols: int = bounded(1, ge=1, le=4)     # symbols per message
-    alphabet: int = bounded(8, ge=2, le=42)   # distinct symbols
+    symbols: int = bounded(1, ge=1, le=4)
+    alphabet: int = bounded(8, ge=2, le=42)
     seeds: int = count(1)
-    dial: bool = False             # gradients through the channel in the update (DIAL)
-    aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
-    turn_order: str = "cycle"      # each episode draws one of the six, or one: deaf,mute,blind
-    anneal_updates: int = bounded(0, ge=0)  # lr decays linearly to 0 over these updates (0: off)
+    dial: bool = False
+    aux_coef: float = bounded(0.0, ge=0.0)
+    turn_order: str = "cycle"
+    anneal_updates: int = bounded(0, ge=0)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "ppo.")
 
     def check(self) -> None:
+        if self.algo not in tuple(MarlAlgo):
+            raise ConfigValueError("ppo.algo", _plain(self.algo), "'ippo' or 'mappo'")
         if self.episodes % self.minibatches:
             raise ConfigValueError("ppo.episodes", self.episodes,
                                    f"a multiple of ppo.minibatches={self.minibatches}")
@@ -424,7 +472,7 @@ class Marl:
     chunk: int = count(20)         # updates per compiled call (a checkpoint and a curve point)
     eval_episodes: int = count(1024)
     eval_seed: int = seed_field(1_000_003)  # held-out episodes: another seed than training's
-    ppo: MarlPPO = field(default_factory=MarlPPO)
+    ppo: PPOConfig = field(default_factory=lambda: PPOConfig(env="${env}"))
     out_dir: str = MISSING
 
 
@@ -439,8 +487,8 @@ LEARNED_ENVS = ["bomb/base-1", "bomb/carving-1", "bomb/flashing-1", "bomb/flashb
 
 
 @dataclass
-class LearnedPPO(MarlPPO):
-    """:class:`MarlPPO` of a sweep: every environment's trainer settings, ``env`` aside."""
+class LearnedPPO(PPOConfig):
+    """:class:`PPOConfig` of a sweep: every environment's trainer settings, ``env`` aside."""
 
     env: str = EACH_ENV
 
