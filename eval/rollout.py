@@ -101,11 +101,11 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.agent not in teams(family):
         raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {teams(family)}")
     defaults = OmegaConf.to_container(OmegaConf.structured(Rollout))
-    for key in sorted(set(cfg) - set(COMMON) - set(family.config)):
+    for key in sorted(set(cfg) - set(COMMON) - set(family.keys())):
         value = OmegaConf.to_container(cfg[key]) if OmegaConf.is_config(cfg[key]) else cfg[key]
         if value != defaults[key]:
             raise ConfigValueError(key, value, f"{defaults[key]!r}: {cfg.env} does not read "
-                                   f"{key!r} (its family's keys: {sorted(family.config)})")
+                                   f"{key!r} (its family's keys: {sorted(family.keys())})")
     family.check(names, OmegaConf.to_container(cfg))
     if cfg.agent == "llm":
         from jaxcollab.llm.run import team_configs

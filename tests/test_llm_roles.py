@@ -34,9 +34,10 @@ def test_each_role_plays_its_own_model(server, tmp_path):
     """The Expert plays the GPT-5-style model (token limit learned as max_completion_tokens,
     thinking fields dropped), the Defuser the base model with Keep Talking's defaults (1,000
     tokens, thinking off: GPTNT §4); one shared cache replays both on a rerun."""
-    rc = RunConfig(env="ktane/wires", episodes=1, roles={"expert": {"model": "gpt5"}})
+    rc = RunConfig(env="ktane/wires", episodes=1)
     n = len(server.requests)
-    results = evaluate(cfg(server, max_tokens=1000, thinking_budget=0), rc, tmp_path)
+    results = evaluate(cfg(server, max_tokens=1000, thinking_budget=0,
+                           roles={"expert": {"model": "gpt5"}}), rc, tmp_path)
     sent = [b for b in server.requests[n:] if b["model"] in ("good", "gpt5")]
     by_role = {(b["model"], _role_of(b)) for b in sent}
     assert by_role == {("good", "defuser"), ("gpt5", "expert")}
@@ -61,7 +62,7 @@ def test_each_role_plays_its_own_model(server, tmp_path):
 
 
 def test_roles_fall_back_and_share_clients(server):
-    base = cfg(server)
+    base = cfg(server, temperature=0.6)
     roles = role_configs(base, {"deaf": {"model": "slow"}, "mute": {"model": None},
                                 "blind": {"model": "slow"}}, ("deaf", "mute", "blind"))
     assert roles["mute"] == base and roles["deaf"].model == "slow"

@@ -50,8 +50,8 @@ def test_ktane_context_limit_is_a_counted_event_and_old_views_leave(server, tmp_
     """The ``context`` model refuses prompts over 3,000 words; the Expert's manual alone is
     longer, so each Expert turn is a counted ``context_length`` wait, the run goes on, and the
     episode is written. The Defuser's history keeps only the previous view (GPTNT)."""
-    results = evaluate(cfg(server, "context"), RunConfig(env="ktane/wires", episodes=1,
-                                                         reflection=False), tmp_path)
+    results = evaluate(cfg(server, "context"), RunConfig(env="ktane/wires", episodes=1, options={
+        "ktane": {"reflection": False}}), tmp_path)
     (rec,) = records(tmp_path, "ktane/wires")
     assert rec["parse_errors"]["context_length"] == len(rec["agents"]["expert"]) > 0
     assert results["parse_errors"]["context_length"] == rec["parse_errors"]["context_length"]
@@ -71,7 +71,8 @@ def test_tokens_count_every_request(server, tmp_path):
 
 
 def test_long_replies_are_clipped_in_later_prompts(server, tmp_path):
-    evaluate(cfg(server, "long"), RunConfig(env="ktane/wires", episodes=1, reflection=False),
+    evaluate(cfg(server, "long"), RunConfig(env="ktane/wires", episodes=1,
+                                          options={"ktane": {"reflection": False}}),
              tmp_path)
     rec = records(tmp_path, "ktane/wires")[0]
     turns = [t for turns in rec["agents"].values() for t in turns]
@@ -127,7 +128,8 @@ def test_progress_moves_every_agent_turn(server, tmp_path):
         done = (calls[-1][0] if calls else 0) + n
         calls.append((done, postfix))
 
-    evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1, reflection=False), tmp_path,
+    evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1,
+                                          options={"ktane": {"reflection": False}}), tmp_path,
              progress=progress)
     assert calls[-1][0] == 1 and set(calls[-1][1]) == {"requests", "tokens"}  # its finish
     during = [kw for done, kw in calls if done == 0]  # before the episode finished

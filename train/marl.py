@@ -73,7 +73,8 @@ def heldout(cfg: DictConfig, team_dir) -> dict:
     from jaxcollab.core.registry import family
 
     plugin = family(cfg.env)
-    options = {**plugin.config, "checkpoint": str(team_dir), "turn_order": cfg.ppo.turn_order}
+    options = {**plugin.defaults(), "checkpoint": str(team_dir),
+               "turn_order": cfg.ppo.turn_order}
     team = plugin.teams["learned"](options)
     out = plugin.evaluate([cfg.env], team, Spec(cfg.eval_episodes, cfg.eval_seed,
                                                 options=options))

@@ -31,7 +31,7 @@ from jaxcollab.core.config import SEED_LIMIT, bounded, count, seed_field
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze.reference import MAX_UNSEEN
 from jaxcollab.envs.parity import n_test_examples
-from jaxcollab.io.schema import Bias, Logger
+from jaxcollab.io.schema import Bias, Calibration, Logger
 from jaxcollab.models.gpt import GPTConfig
 
 
@@ -146,14 +146,6 @@ class BiasConditions(Bias):
     every condition in ``conditions`` (name -> β, γ)."""
 
     conditions: dict[str, BiasCondition] | None = None
-
-
-@dataclass
-class Calibration:
-    """The calibration experiment's calibrator fits (:mod:`jaxcollab.collab.conversations`)."""
-
-    n_bins: int = count(10)
-    newton_steps: int = count(30)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import typing
 from typing import Any
 
 from omegaconf import MISSING
@@ -107,3 +108,60 @@ def check_fields(obj: Any, prefix: str = "") -> None:
             raise ConfigValueError(key, value, f"{kind} {expected}")
     if hasattr(obj, "check"):
         obj.check()
+
+
+def typed(cls: type, options: Any) -> Any:
+    """A config dataclass ``cls`` read from a run's config mapping (or already one): each
+    field from ``options[name]`` where ``options`` has the key (a nested config dataclass from
+    its sub-mapping, recursively), else the field's own default, which is so stated once, in
+    ``cls``; keys ``cls`` lacks are ignored (a run's config holds every family's keys, a
+    finished run's recorded config may be older). Families read their options this way, as
+    attributes.
+
+    Args:
+        cls: a dataclass whose fields all have defaults.
+        options: a mapping (a plain dict, an omegaconf ``DictConfig``), an instance of
+            ``cls``, or None (every default).
+
+    Raises:
+        ConfigValueError: a value out of range, where ``cls`` checks on construction.
+    """
+    if options is None:
+        return cls()
+    if isinstance(options, cls):
+        return options
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in options:
+            continue
+        value, sub = options[f.name], hints[f.name]
+        if dataclasses.is_dataclass(sub) and not dataclasses.is_dataclass(value):
+            value = typed(sub, value)
+        values[f.name] = value
+    return cls(**values)
+
+
+def config_fields(classes: Any) -> list[tuple[str, Any, Any]]:
+    """The fields of config dataclasses as :func:`dataclasses.make_dataclass` takes them,
+    ``(name, type, field)``, each name once, in order (a field two classes share, as the
+    ``checkpoint`` of every family with a learned team, is one inherited field).
+
+    Raises:
+        ValueError: two classes declare one name with different defaults.
+    """
+    out: dict[str, tuple[str, Any, Any]] = {}
+    seen: dict[str, dataclasses.Field] = {}
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name in seen:
+                if (seen[f.name].default, seen[f.name].default_factory) != (
+                        f.default, f.default_factory):
+                    raise ValueError(f"config key {f.name!r} is declared twice with different "
+                                     f"defaults ({cls.__name__} and an earlier class)")
+                continue
+            seen[f.name] = f
+            out[f.name] = (f.name, hints[f.name], dataclasses.field(
+                default=f.default, default_factory=f.default_factory, metadata=f.metadata))
+    return list(out.values())

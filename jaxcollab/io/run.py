@@ -26,7 +26,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from jaxcollab.core.config import check_fields
 from jaxcollab.core.errors import ConfigValueError, EndpointError
-from jaxcollab.io import schema  # noqa: F401  (registers the entry points' schemas with Hydra)
+from jaxcollab.io import schema  # registers the entry points' schemas with Hydra
 from jaxcollab.io.logging import RunLogger
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.scale.distributed import initialize, is_main, run_info, same_on_every_process
@@ -462,8 +462,9 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
     config = OmegaConf.to_container(plain)
     guard_results(results, config, frozen, free)
     results.update({"config": config, "run": run_info()})
-    log = plain.get("logger") or {}
-    mode = log.get("mode", "disabled") if is_main() else "disabled"  # process 0 logs
-    logger = RunLogger(mode, log.get("project", "jaxcollab"),
-                       plain.get("experiment_name"), config, str(path.parent))
+    # a run without a logger block logs as the block's defaults do (disabled)
+    log = plain.logger if "logger" in plain else schema.Logger()
+    mode = str(log.mode) if is_main() else "disabled"  # process 0 logs
+    logger = RunLogger(mode, log.project, plain.get("experiment_name"), config,
+                       str(path.parent))
     return Run(plain, path.parent, results, logger)

@@ -16,56 +16,25 @@ from __future__ import annotations
 
 import datetime
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from enum import Enum, StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from jaxcollab.core.config import (
     bounded,
-    check_episode_count,
     check_fields,
+    config_fields,
     count,
     episodes_field,
     seed_field,
 )
 from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.llm.client import LLMConfig
 
 # -- choices ---------------------------------------------------------------------------------
-
-class RulesetName(StrEnum):
-    vanilla = "vanilla"  # the vanilla KTANE manual
-    random = "random"    # every rule table redrawn from ruleset_seed (ours)
-
-
-class LLMTools(StrEnum):
-    text = "text"      # <thoughts>/<action> replies
-    native = "native"  # bomb calls as OpenAI tool definitions
-
-
-class BombHint(StrEnum):
-    none = "none"
-    weak = "weak"
-    strong = "strong"
-    playbook = "playbook"
-
-
-class MazeSetting(StrEnum):
-    full = "full"
-    action = "action"
-    verbalized = "verbalized"
-    verbalized_calibrated = "verbalized_calibrated"
-    verbalized_naive = "verbalized_naive"
-    sampled = "sampled"
-    solo = "solo"
-
-
-class MazeAdvance(StrEnum):
-    team = "team"      # the team's move is applied; a wrong one ends the maze
-    path = "path"      # walked along the unique path: every round of every step is scored
-
 
 class TaskName(StrEnum):
     parity = "parity"
@@ -174,6 +143,15 @@ class Bias:
     gamma: float = 0.5
 
 
+@dataclass
+class Calibration:
+    """The calibration experiment's calibrator fits (:mod:`jaxcollab.collab.conversations`;
+    ``eval/calibration.py`` fits the same way)."""
+
+    n_bins: int = count(10)
+    newton_steps: int = count(30)
+
+
 # -- evaluations -----------------------------------------------------------------------------
 
 @dataclass
@@ -187,8 +165,8 @@ class CalibrationEval:
     n_eval: int = count(200_000)
     seed: int = seed_field()
     n_rounds: int = count("${task.n_rounds}")
-    n_bins: int = count(10)
-    newton_steps: int = count(30)
+    n_bins: int = count(Calibration.n_bins)
+    newton_steps: int = count(Calibration.newton_steps)
     bias: Bias = field(default_factory=Bias)
     out_dir: str = MISSING
 
@@ -219,73 +197,10 @@ class Bench:
 
 
 @dataclass
-class LLMBlock:
-    """The ``llm`` block: an OpenAI-compatible endpoint and its sampling (``agent=llm``)."""
-
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "model"
-    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key (never written)
-    # null: the family default (bomb/ktane 0.6 as GPTNT app. H, maze 1.0 as the paper)
-    temperature: float | None = None
-    # null: the family default (ktane 1000, GPTNT §4; maze 2048, the collaboration-gap paper §6;
-    # bomb 2048, ours); sent as max_completion_tokens where the endpoint asks for it
-    max_tokens: int | None = bounded(None, ge=1)
-    reasoning_effort: str | None = None  # e.g. minimal|low|medium|high, passed through
-    # null: the family default (ktane 0 = off, GPTNT §4; else not sent); e.g. 4096; -1: not sent
-    thinking_budget: int | None = None
-    timeout_s: float = bounded(120.0, gt=0)  # with no reply to any request of its batch
-    context_tokens: int | None = None    # model context; null: the server's reported one (if any)
-    concurrency: int = count(16)         # requests (episodes) in flight at once, server-paced
-    max_retries: int = count(6, 0)
-    backoff_s: float = bounded(1.0, ge=0)
-    tools: LLMTools = LLMTools.text      # text (<thoughts>/<action>) | native (bomb tool calls)
-    cache: str | None = None             # request cache file; null: out_dir/cache.jsonl
-    # a mixed team: role -> its own settings, each falling back to llm.* (e.g.
-    # +llm.roles.expert.model=B; jaxcollab.llm.roles checks the keys)
-    roles: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class BombBlock:
-    """The bomb's LLM prompt options."""
-
-    hint: BombHint = BombHint.weak       # none | weak | strong | playbook (SANZARU hint levels)
-    solo_player: bool = False            # one agent holds every view (plays without hints)
-    speech_bytes: int | None = None      # speech cap; null: 1024 for agent=llm, else 256
-    gesture_symbols: int | None = None   # gesture cap; null: 256 for agent=llm (SANZARU
-    #                                      Fig. 11 sends 138), else 32
-
-
-@dataclass
-class KtaneBlock:
-    """Keep Talking's LLM options."""
-
-    mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
-    reflection: bool = True              # end-of-game reflection request (ours: no paper's)
-    # gptnt (GPTNT's Defuser channel: frames, grid, no outcome field) | full (the env's text)
-    view: str = "gptnt"
-    solo: str | None = None              # null (Defuser + Expert) | with_manual | no_manual
-
-
-@dataclass
-class MazeBlock:
-    """The maze's LLM protocol (collaboration-gap paper §6)."""
-
-    # full | action | verbalized | verbalized_calibrated | verbalized_naive | sampled | solo
-    setting: MazeSetting = MazeSetting.action
-    rounds: int = count(4)               # K rounds of conversation per maze step
-    samples: int = count(5)              # M responses per round (sampled)
-    calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
-    # team (its move; a wrong one ends the maze) | path (walked along the path: every round
-    # scored)
-    advance: MazeAdvance = MazeAdvance.team
-    rollouts: int = count(1)             # rollouts per maze: episode e is maze e // rollouts
-    tell_partner: bool = False           # full: also ask for a message to the partner (R7)
-
-
-@dataclass
-class Rollout:
-    """``configs/rollout.yaml``: ``eval/rollout.py`` (a team on an env or group)."""
+class RolloutKeys:
+    """``configs/rollout.yaml``: ``eval/rollout.py`` (a team on an env or group): the keys
+    every family reads. The schema, :data:`Rollout`, adds each registered family's own
+    (:attr:`jaxcollab.core.family.Family.config`)."""
 
     env: str = "bomb/base-1"    # an environment name or group
     agent: str = "oracle"       # a team of the env's family, or llm (any OpenAI-compatible model)
@@ -293,33 +208,21 @@ class Rollout:
     episodes: int = episodes_field(1024)
     seed: int = seed_field()
     chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
-    bank: bool = False          # the SANZARU instance-bank protocol (bomb): 3 instances x repeats
-    repeats: int = count(3)     # repeats of each bank instance
-    # bomb: "cycle" (episode e plays TURN_ORDERS[e % 6]) or one permutation, e.g. [mute,deaf,blind]
-    turn_order: Any = "cycle"
-    solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
-    # ktane: vanilla | random (every rule table redrawn from ruleset_seed)
-    ruleset: RulesetName = RulesetName.vanilla
-    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
     # agent=llm: the endpoint (rerunning with another model, url or option is refused)
-    llm: LLMBlock = field(default_factory=LLMBlock)
-    bomb: BombBlock = field(default_factory=BombBlock)
-    ktane: KtaneBlock = field(default_factory=KtaneBlock)
-    maze: MazeBlock = field(default_factory=MazeBlock)
-    checkpoint: str | None = None  # agent=learned: a train/marl.py out_dir (or its team/)
+    llm: LLMConfig = field(default_factory=LLMConfig)
     out_dir: str = MISSING
 
 
 @dataclass
-class Export:
-    """``configs/export.yaml``: ``eval/export.py`` (instances of an env or group as JSONL)."""
+class ExportKeys:
+    """``configs/export.yaml``: ``eval/export.py`` (instances of an env or group as JSONL):
+    the keys of every exporter. The schema, :data:`Export`, adds each registered family's
+    exporter keys (:attr:`jaxcollab.core.family.Family.export_config`)."""
 
     env: str = "maze/split-6x6"    # an environment name or group
     n: int = episodes_field(10)    # instances per environment (instance i = rollout episode i)
     seed: int = seed_field()
     out: str = "instances.jsonl"
-    ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
-    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
 
 
 @dataclass
@@ -353,22 +256,16 @@ class Bounds:
 
 
 @dataclass
-class JudgeBlock:
+class JudgeBlock(LLMConfig):
     """The ``judge`` block of ``eval/analyze.py``: the judge model that codes lost episodes
-    (any OpenAI-compatible endpoint; ``model: null`` codes nothing)."""
+    (any OpenAI-compatible endpoint, :class:`~jaxcollab.llm.client.LLMConfig`; ``model: null``
+    codes nothing; ``cache`` null: ``run/judge_cache.jsonl``, so a rerun sends nothing)."""
 
+    key_prefix: ClassVar[str] = "judge."
     model: str | None = None             # the judge model; null: no failure-mode coding
-    base_url: str = "http://127.0.0.1:8000/v1"
-    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
     temperature: float = bounded(0.0, ge=0.0)
     max_tokens: int = count(1000)
-    reasoning_effort: str | None = None
-    timeout_s: float = bounded(120.0, gt=0)
-    context_tokens: int | None = None
     concurrency: int = count(8)
-    max_retries: int = count(6, 0)
-    backoff_s: float = bounded(1.0, ge=0)
-    cache: str | None = None  # request cache; null: run/judge_cache.jsonl (a rerun sends nothing)
 
 
 @dataclass
@@ -506,10 +403,10 @@ class Learned:
 
     envs: list[str] = field(default_factory=lambda: list(LEARNED_ENVS))  # names or groups
     seed: int = seed_field()
-    updates: int = count(300)
-    chunk: int = count(20)
-    eval_episodes: int = count(1024)        # held-out episodes per env, every team alike
-    eval_seed: int = seed_field(1_000_003)
+    updates: int = count(Marl.updates)
+    chunk: int = count(Marl.chunk)
+    eval_episodes: int = count(Marl.eval_episodes)  # held-out episodes per env, every team alike
+    eval_seed: int = seed_field(Marl.eval_seed)
     ppo: LearnedPPO = field(default_factory=LearnedPPO)
     teams: list[str] | None = None          # scripted teams; null: each family's, but learned
     repeats: int = count(3)                 # bank protocol (families with one): repeats
@@ -544,72 +441,39 @@ class Report:
             raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
 
 
-class CollabgapPlot(StrEnum):
-    maze_success = "maze_success"          # by round, 90 % intervals (Figs. 7a, 8, 9, 11)
-    step_accuracy = "step_accuracy"        # by round
-    calibration_loss = "calibration_loss"  # by round, 90 % intervals (Fig. 7b)
-    confidence = "confidence"              # top-probability histograms (Fig. 10)
+def _families() -> list:
+    """Every registered family's plug-in, loaded through the registry (this module imports
+    none)."""
+    from jaxcollab.core.registry import PLUGINS, family
+
+    return [family(name) for name in PLUGINS]
 
 
-@dataclass
-class CollabgapStep:
-    """One run of a collaboration-gap experiment: ``eval/rollout.py agent=llm`` into
-    ``out_dir/<name>/``."""
+def with_families(base: type, slot: str) -> type:
+    """``base`` with the config keys of every registered family
+    (:attr:`jaxcollab.core.family.Family.config` or ``export_config``, named by ``slot``),
+    each declared once, by its family.
 
-    name: str = MISSING
-    setting: MazeSetting = MazeSetting.action
-    held_out: bool = False           # play the calibration mazes (calibration_seed), not plotted
-    calibration: str | None = None   # verbalized_calibrated: the held-out step it is fitted on
+    Raises:
+        ValueError: two families declare one key with different defaults.
+    """
+    configs = [c for f in _families() if (c := getattr(f, slot)) is not None]
+    name = base.__name__.removesuffix("Keys")
+    return make_dataclass(name, config_fields([base, *configs]),
+                          namespace={"__doc__": base.__doc__, "__module__": base.__module__})
 
 
-@dataclass
-class Collabgap:
-    """``configs/collabgap/collabgap.yaml``: ``eval/collabgap.py`` (the collaboration-gap
-    paper's LLM experiments, one ``experiment=`` each)."""
-
-    experiment: str = MISSING
-    steps: list[CollabgapStep] = MISSING
-    plots: list[CollabgapPlot] = field(default_factory=lambda: [CollabgapPlot.maze_success])
-    env: str = "maze/split-6x6"
-    mazes: int = count(30)                # test mazes (the paper's 30)
-    rollouts: int = count(10)             # rollouts per maze (the paper's 10)
-    seed: int = count(0, 0)               # seed of the test mazes
-    calibration_mazes: int = count(30)    # held-out mazes the calibrator is fitted on
-    calibration_seed: int = count(1, 0)   # their seed (must differ from seed)
-    rounds: int = count(4)
-    samples: int = count(5)
-    advance: MazeAdvance = MazeAdvance.path
-    tell_partner: bool = False            # full steps: ask for a message to the partner (R7)
-    chunk: int = count(10)                # episodes per kept chunk of each run
-    llm: LLMBlock = field(default_factory=LLMBlock)
-    out_dir: str = MISSING
-
-    def check(self) -> None:
-        check_episode_count("mazes", self.mazes, "rollouts", self.rollouts)
-        check_episode_count("calibration_mazes", self.calibration_mazes, "rollouts",
-                            self.rollouts)
-        if self.seed == self.calibration_seed:
-            raise ConfigValueError("calibration_seed", self.calibration_seed,
-                                   f"a seed other than seed={self.seed} (the calibrator is "
-                                   "fitted on other mazes)")
-        names = [s.name for s in self.steps]
-        for s in self.steps:
-            if not s.name or "/" in s.name or names.count(s.name) > 1:
-                raise ConfigValueError("steps.name", s.name, "a unique name without '/'")
-            fitted = s.setting == MazeSetting.verbalized_calibrated
-            if fitted != (s.calibration is not None):
-                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
-                                       "the name of a held-out verbalized step, given exactly "
-                                       "for verbalized_calibrated")
-            if fitted and s.calibration not in names[: names.index(s.name)]:
-                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
-                                       f"an earlier step of {names}")
-
+#: ``eval/rollout.py``'s schema: :class:`RolloutKeys` and every family's keys.
+Rollout = with_families(RolloutKeys, "config")
+#: ``eval/export.py``'s schema: :class:`ExportKeys` and every family's exporter keys.
+Export = with_families(ExportKeys, "export_config")
 
 SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
            "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl,
-           "learned": Learned, "collabgap": Collabgap}
+           "learned": Learned}
+# the entry points' schemas a family owns (the maze's eval/collabgap.py)
+SCHEMAS |= {name: node for f in _families() for name, node in f.schemas.items()}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

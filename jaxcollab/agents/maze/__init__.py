@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.maze.config import Collabgap, MazeConfig
+from jaxcollab.core.config import typed
 from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import privileged_policy
@@ -69,7 +71,7 @@ def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
         same keys) when several environments are given.
     """
     keys = np.asarray(spec.keys())
-    rollouts = int(spec.options.get("maze", {}).get("rollouts", 1))
+    rollouts = int(typed(MazeConfig, spec.options).maze.rollouts)
     episodes = np.arange(spec.episodes * rollouts)
     finals = {}
     for name in env_names:
@@ -95,12 +97,11 @@ def _llm_game(env_name: str, env, params, options: Mapping):
     ``maze.calibration_dir``)."""
     from jaxcollab.llm.maze import MazeGame
 
-    block = options.get("maze", {})
-    cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4)) \
-        if block.get("setting") == "verbalized_calibrated" else None
-    return MazeGame(env, block.get("setting", "action"), block.get("rounds", 4),
-                    block.get("samples", 5), cal, block.get("advance", "team"),
-                    block.get("tell_partner", False))
+    block = typed(MazeConfig, options).maze
+    cal = _calibrator(env_name, block.calibration_dir, block.rounds) \
+        if block.setting == "verbalized_calibrated" else None
+    return MazeGame(env, str(block.setting), block.rounds, block.samples, cal,
+                    str(block.advance), block.tell_partner)
 
 
 @functools.lru_cache(maxsize=4)
@@ -133,10 +134,10 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     are those of its last-round decisions (the first wrong one ends the maze), not the walk's."""
     from jaxcollab.llm.maze_results import by_round
 
-    block = options.get("maze", {})
-    setting, advance = block.get("setting", "action"), block.get("advance", "team")
-    n_rounds = 1 if setting == "solo" else int(block.get("rounds", 4))
-    curves = by_round(records, n_rounds, int(block.get("rollouts", 1)), advance)
+    block = typed(MazeConfig, options).maze
+    setting, advance = str(block.setting), str(block.advance)
+    n_rounds = 1 if setting == "solo" else int(block.rounds)
+    curves = by_round(records, n_rounds, int(block.rollouts), advance)
     out = {"protocols": {setting: curves}}
     rate = curves["maze_success"][-1]
     if advance == "path" and rate is not None:
@@ -155,12 +156,11 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     for name in env_names:
         if not isinstance(make(name), MazeEnv):
             raise ConfigValueError("env", name, "a maze environment")
-    block = options.get("maze", {})
-    check_episode_count("episodes", options.get("episodes", 1), "maze.rollouts",
-                        block.get("rollouts", 1))
-    if block.get("tell_partner") and block.get("setting") != "full":
+    block = typed(MazeConfig, options).maze
+    check_episode_count("episodes", options["episodes"], "maze.rollouts", block.rollouts)
+    if block.tell_partner and block.setting != "full":
         raise ConfigValueError("maze.tell_partner", True, "false unless maze.setting=full "
-                               f"(the setting is {block.get('setting')!r})")
+                               f"(the setting is {str(block.setting)!r})")
 
 
 #: The maze family's plug-in (:mod:`jaxcollab.core.family`).
@@ -172,8 +172,8 @@ FAMILY = Family(
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
                 max_tokens=2048,  # §6: "reasoning (up to 2048 tokens)"
                 roles=("agent0", "agent1"), data=_data, summary=_llm_summary),
-    config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None,
-                     "advance": "team", "rollouts": 1, "tell_partner": False}},
+    config=MazeConfig,
+    schemas={"collabgap": Collabgap},
     check=_check,
 )
 register_family(FAMILY)
