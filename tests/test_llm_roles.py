@@ -36,8 +36,8 @@ def test_each_role_plays_its_own_model(server, tmp_path):
     tokens, thinking off: GPTNT §4); one shared cache replays both on a rerun."""
     rc = RunConfig(env="ktane/wires", episodes=1)
     n = len(server.requests)
-    results = evaluate(cfg(server, max_tokens=1000, thinking_budget=0,
-                           roles={"expert": {"model": "gpt5"}}), rc, tmp_path)
+    llm = cfg(server, max_tokens=1000, thinking_budget=0, roles={"expert": {"model": "gpt5"}})
+    results = evaluate(llm, rc, tmp_path)
     sent = [b for b in server.requests[n:] if b["model"] in ("good", "gpt5")]
     by_role = {(b["model"], _role_of(b)) for b in sent}
     assert by_role == {("good", "defuser"), ("gpt5", "expert")}
@@ -56,7 +56,7 @@ def test_each_role_plays_its_own_model(server, tmp_path):
     rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
     assert set(rec["data"]["reflection"]) == {"defuser", "expert"}  # one batch, two clients
     n = len(server.requests)
-    again = evaluate(cfg(server, max_tokens=1000, thinking_budget=0), rc, tmp_path / "b",
+    again = evaluate(llm, rc, tmp_path / "b",
                      cache_path=tmp_path / "cache.jsonl")
     assert len(server.requests) == n and again["success_rate"] == results["success_rate"]
 
