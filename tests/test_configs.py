@@ -206,3 +206,20 @@ def test_literal_fallback_scan_finds_one():
               "    b = getattr(spec.options, 'rounds', 4)\n"
               "    return rows.get('hint', 'weak'), options.get('hint'), a, b\n")
     assert sorted(line for line, _ in _fallbacks(source, {"bomb", "hint", "rounds"})) == [2, 3]
+
+
+def test_typed_reads_a_mapping_as_the_family_config():
+    """A family's options as attributes: given keys kept, missing ones at the dataclass's
+    defaults (nested blocks too), other families' keys ignored, bounds checked."""
+    from jaxcollab.agents.bomb.config import BombConfig
+    from jaxcollab.agents.maze.config import MazeConfig
+    from jaxcollab.core.config import typed
+    from jaxcollab.core.errors import ConfigValueError
+    from jaxcollab.llm.client import LLMConfig
+
+    o = typed(BombConfig, {"bank": True, "bomb": {"hint": "strong"}, "maze": {"rounds": 2}})
+    assert (o.bank, o.repeats, o.turn_order, o.bomb.hint, o.bomb.solo_player) == (
+        True, 3, "cycle", "strong", False)
+    assert typed(MazeConfig, {"seed": 5}).maze.rounds == 4 and typed(MazeConfig, None).maze
+    with pytest.raises(ConfigValueError, match=r"llm.concurrency=0 is invalid"):
+        typed(LLMConfig, {"concurrency": 0})
