@@ -23,8 +23,8 @@ from omegaconf import DictConfig
 
 import jaxcollab
 from jaxcollab.analysis import judge
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.run import env_selection, hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm.client import ChatClient, LLMConfig
 from jaxcollab.llm.run import read_transcripts, transcript_path
 
@@ -83,8 +83,8 @@ def judged(analysis: dict, run_dir: Path, rubric: judge.Rubric, block: dict) -> 
         raise ConfigValueError("judge.model", block["model"], f"a run with transcripts of its "
                                f"lost episodes (agent=llm); none for {missing[0]['env']} "
                                f"episode {missing[0]['episode']}")
-    settings = {k: v for k, v in block.items() if k != "cache"}
-    client = ChatClient(LLMConfig(**settings), block.get("cache") or run_dir / "judge_cache.jsonl")
+    settings = LLMConfig(**block)
+    client = ChatClient(settings, settings.cache or run_dir / "judge_cache.jsonl")
     coded = judge.code_lost(client, rubric, lost, records)
     return {**analysis, "lost_episodes": coded,
             "judge": {"model": block["model"], "base_url": block["base_url"],

@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 from eval import benchmarks
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 
 
 def available() -> list[str]:

@@ -21,9 +21,9 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.plots import bounds_plot
 from jaxcollab.io.run import env_selection, hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 
 
 def _family(env: str):

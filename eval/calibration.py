@@ -41,6 +41,7 @@ from omegaconf import DictConfig
 from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
 from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
 from jaxcollab.collab.metrics import round_metrics
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io.plots import (
     plot_conversation_cells,
@@ -48,7 +49,6 @@ from jaxcollab.io.plots import (
     plot_reliability,
 )
 from jaxcollab.io.run import hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 
 #: Spec §4 reference table (seed α, ideal decoders), rounds 1..5, as printed.
 REFERENCE = {

@@ -13,19 +13,19 @@ first record has the same ``env`` and ``seed``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.results import check_finite
 from jaxcollab.io.run import RunCollision, check_output, env_selection, hydra_main, validate
-from jaxcollab.io.schema import ConfigValueError
-
-#: Export config keys that belong to one family (their defaults elsewhere).
-FAMILY_KEYS = {"ruleset": "vanilla", "ruleset_seed": 0}
+from jaxcollab.io.schema import Export, ExportKeys
 
 
 def exporter(name: str):
@@ -73,27 +73,31 @@ def guard_export(out: Path, env: str, seed: int) -> None:
                            "choose a new out")
 
 
-def export(env: str, n: int, seed: int, out: str | Path, ruleset: str = "vanilla",
-           ruleset_seed: int = 0) -> Path:
+def export(env: str, n: int, seed: int, out: str | Path, **options: Any) -> Path:
     """Write ``n`` instances of each environment ``env`` names to ``out`` (JSONL); the path.
-    ``ruleset`` / ``ruleset_seed`` pick the Keep-Talking rule tables (families with rulesets).
+    ``options``: the exporters' keys (each family's ``export_config``, e.g. Keep Talking's
+    ``ruleset`` / ``ruleset_seed`` rule tables), those not given at their defaults.
 
     Raises:
-        ConfigValueError: unknown env or group, a family without an exporter, or
-            ``ruleset=random`` for a family without rulesets.
+        ConfigValueError: unknown env or group, a family without an exporter, or a non-default
+            key its family does not read (``ruleset=random`` for a family without rulesets).
         RunCollision: ``out`` holds something other than this export.
     """
     names = env_selection("env", env)
     out = check_output(out, "out", is_dir=False)
     guard_export(out, names[0], seed)
-    options = {"ruleset": str(ruleset), "ruleset_seed": ruleset_seed}
+    defaults = OmegaConf.to_container(OmegaConf.structured(Export), enum_to_str=True)
+    common = {f.name for f in dataclasses.fields(ExportKeys)}
+    options = {k: v for k, v in defaults.items() if k not in common} | options
     records = []
     for name in names:
         family = exporter(name)
-        for key, default in FAMILY_KEYS.items():
-            if key not in family.config and options[key] != default:
-                raise ConfigValueError(key, options[key], f"{default!r}: {name} does not read "
-                                       f"{key!r}")
+        own = () if family.export_config is None else {
+            f.name for f in dataclasses.fields(family.export_config)}
+        for key in sorted(set(options) - set(own)):
+            if options[key] != defaults[key]:
+                raise ConfigValueError(key, options[key], f"{defaults[key]!r}: {name} does "
+                                       f"not read {key!r}")
         records += family.export(name, n, seed, options)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
@@ -109,7 +113,9 @@ def run(cfg: DictConfig) -> Path:
     """Check the config and ``out``, export, and return the path written."""
     cfg = validate(cfg)
     check_config(cfg)
-    path = export(cfg.env, cfg.n, cfg.seed, cfg.out, cfg.ruleset, cfg.ruleset_seed)
+    common = {f.name for f in dataclasses.fields(ExportKeys)}
+    path = export(cfg.env, cfg.n, cfg.seed, cfg.out,
+                  **{k: v for k, v in cfg.items() if k not in common})
     print(f"wrote {cfg.n} instances of each of {cfg.env} to {path}")
     return path
 

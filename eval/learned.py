@@ -52,6 +52,7 @@ from omegaconf import DictConfig, OmegaConf
 # run as a script, Python puts eval/ on the path, not the repository root that holds train/
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jaxcollab  # noqa: E402
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import Family, Spec, Team  # noqa: E402
 from jaxcollab.io.plots import learned_plot  # noqa: E402
 from jaxcollab.io.results import ResultsFile  # noqa: E402
@@ -62,7 +63,7 @@ from jaxcollab.io.run import (  # noqa: E402
     start_run,
     validate,
 )
-from jaxcollab.io.schema import ConfigValueError, Marl  # noqa: E402
+from jaxcollab.io.schema import Marl  # noqa: E402
 from jaxcollab.marl.ppo import any_view  # noqa: E402
 from jaxcollab.marl.team import as_team  # noqa: E402
 from train import marl as trainer  # noqa: E402
@@ -155,9 +156,9 @@ def play(cfg: DictConfig, family: Family, env: str, team: Team, save: Path) -> d
     protocol: ``success_rate``, ``episodes`` (and ``bank_success_rate``, ``bank_episodes``), and
     under ``results.heldout`` (``.bank``) the family evaluation's own keys (its endings or
     outcomes, rounds, strikes, ...; timing aside: it is not a property of the episodes)."""
-    options = {**family.config, "turn_order": cfg.ppo.turn_order}
+    options = {**family.defaults(), "turn_order": cfg.ppo.turn_order}
     specs = {"heldout": options}
-    if "bank" in family.config:
+    if "bank" in family.keys():
         specs["bank"] = {**options, "bank": True, "repeats": cfg.repeats}
     results = {}
     for name, opts in specs.items():
@@ -193,7 +194,7 @@ def env_results(cfg: DictConfig, env: str, kept: dict) -> dict:
     teams = {}
     for name in scripted_teams(cfg, family):
         teams[name] = kept.get("teams", {}).get(name) or play(
-            cfg, family, env, family.team(name, family.config), out / name)
+            cfg, family, env, family.team(name, family.defaults()), out / name)
         print(f"{env} {name}: success {teams[name]['success_rate']:.3f}")
     return {"family": family.name, "run_dir": str(run_dir(cfg.out_dir, env)),
             "learned": learned, "teams": teams}

@@ -49,7 +49,7 @@ def parse_args(argv: list[str]) -> tuple[list[str], str, list[str]]:
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     models, out_dir, rest = None, None, []
     for arg in argv:
@@ -179,9 +179,9 @@ def run(argv: list[str]) -> dict:
 
     from eval.rollout import plug_in
     from eval.rollout import run as rollout
+    from jaxcollab.core.errors import ConfigValueError
     from jaxcollab.io.results import ResultsFile
     from jaxcollab.io.run import guard_results, validate
-    from jaxcollab.io.schema import ConfigValueError
     from jaxcollab.llm.play import reserve_callback_threads
     from jaxcollab.scale.distributed import run_info
 

@@ -15,10 +15,10 @@ import numpy as np
 from omegaconf import DictConfig
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import Spec
 from jaxcollab.io.plots import heatmap_panels
 from jaxcollab.io.run import env_selection, hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 
 
 def table(results: dict[str, dict], key) -> tuple[list[str], np.ndarray]:
@@ -73,7 +73,7 @@ def run(cfg: DictConfig) -> dict:
     cfg, out = job.cfg, job.out
     names = env_selection("env", cfg.env)
     bomb = jaxcollab.family("bomb")
-    spec = Spec(cfg.episodes, cfg.seed, options={"turn_order": "cycle"})
+    spec = Spec(cfg.episodes, cfg.seed, options=bomb.defaults())  # turn order: cycle
     job.results.update({"env": cfg.env, "episodes_per_variant": cfg.episodes, "seed": cfg.seed})
     results: dict[str, dict] = {}
     for name in cfg.teams:

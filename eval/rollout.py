@@ -53,9 +53,10 @@ from omegaconf import DictConfig, OmegaConf
 from rich.progress import Progress
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import Family, Spec
 from jaxcollab.io.run import env_selection, hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError, Rollout
+from jaxcollab.io.schema import Rollout
 from jaxcollab.scale import preempt
 
 #: Keys every family reads; the rest belong to one family's config block.
@@ -100,11 +101,11 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.agent not in teams(family):
         raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {teams(family)}")
     defaults = OmegaConf.to_container(OmegaConf.structured(Rollout))
-    for key in sorted(set(cfg) - set(COMMON) - set(family.config)):
+    for key in sorted(set(cfg) - set(COMMON) - set(family.keys())):
         value = OmegaConf.to_container(cfg[key]) if OmegaConf.is_config(cfg[key]) else cfg[key]
         if value != defaults[key]:
             raise ConfigValueError(key, value, f"{defaults[key]!r}: {cfg.env} does not read "
-                                   f"{key!r} (its family's keys: {sorted(family.config)})")
+                                   f"{key!r} (its family's keys: {sorted(family.keys())})")
     family.check(names, OmegaConf.to_container(cfg))
     if cfg.agent == "llm":
         from jaxcollab.llm.run import team_configs

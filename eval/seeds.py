@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.plots import seeds_plot
 from jaxcollab.io.run import hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.io.seeds import summarise
 
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io.plots import theory_plot
 from jaxcollab.io.run import hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 
 METHODS = {"closed_form": parity_curves, "enumeration": parity_curves_enumerated}
 

@@ -369,7 +369,7 @@ def test_the_command_exits_1_and_prints_the_named_error(tmp_path, script, overri
 SCRIPT = """
 from hydra.core.hydra_config import HydraConfig
 from jaxcollab.io.run import hydra_main
-from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.core.errors import ConfigValueError
 
 def run(cfg):
     print("job", HydraConfig.get().job.name)

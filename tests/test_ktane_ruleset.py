@@ -367,7 +367,7 @@ def test_rollout_cli_random_ruleset(tmp_path, cli, composed):
 def test_export_records_carry_the_ruleset(tmp_path):
     from eval.export import export
 
-    path = export("ktane/memory", 40, 3, tmp_path / "m.jsonl", "random", SEED)
+    path = export("ktane/memory", 40, 3, tmp_path / "m.jsonl", ruleset="random", ruleset_seed=SEED)
     records = [json.loads(line) for line in path.read_text().splitlines()]
     for rec in records:
         assert rec["ruleset"] == {"name": "random", "seed": SEED}

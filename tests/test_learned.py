@@ -10,8 +10,8 @@ import sys
 import pytest
 from hydra import compose, initialize_config_dir
 
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.run import validate
-from jaxcollab.io.schema import ConfigValueError
 
 TINY = ("preset=tiny", "updates=1", "chunk=1", "ppo.episodes=8", "ppo.steps=4",
         "ppo.minibatches=1", "ppo.seeds=1", "eval_episodes=6")

@@ -252,8 +252,8 @@ def test_bomb_refusals_and_garbage_continue(server, tmp_path):
 
 
 def test_bomb_native_tools(server, tmp_path):
-    results = evaluate(cfg(server), RunConfig(env="bomb/base-1", episodes=2, batch=2,
-                                              tools="native"), tmp_path)
+    results = evaluate(cfg(server, tools="native"),
+                       RunConfig(env="bomb/base-1", episodes=2, batch=2), tmp_path)
     rec = json.loads(transcript_path(tmp_path, "bomb/base-1").read_text().splitlines()[0])
     assert rec["agents"]["blind"][0]["tool_calls"][0]["function"]["name"] == "act"
     assert rec["agents"]["blind"][0]["action"] == [{"call": "act", "op": "cut", "position": 1}]
@@ -262,7 +262,8 @@ def test_bomb_native_tools(server, tmp_path):
 
 def test_bomb_solo(server, tmp_path):
     results = evaluate(cfg(server), RunConfig(env="bomb/base-1", episodes=2, batch=2,
-                                              solo=True), tmp_path)
+                                              options={"bomb": {"solo_player": True}}),
+                       tmp_path)
     rec = json.loads(transcript_path(tmp_path, "bomb/base-1").read_text().splitlines()[0])
     assert list(rec["agents"]) == ["solo"] and rec["agents"]["solo"][0]["step"] == 2
     seen = rec["agents"]["solo"][0]["prompt"][-1]["content"]
@@ -284,7 +285,8 @@ def test_ktane_end_to_end(server, tmp_path):
 
 
 def test_maze_end_to_end(server, tmp_path):
-    rc = RunConfig(env="maze/split-6x6", episodes=2, rounds=2, setting="verbalized")
+    rc = RunConfig(env="maze/split-6x6", episodes=2,
+                   options={"maze": {"rounds": 2, "setting": "verbalized"}})
     results = evaluate(cfg(server), rc, tmp_path)
     recs = [json.loads(x) for x in transcript_path(tmp_path, "maze/split-6x6")
             .read_text().splitlines()]
@@ -303,8 +305,8 @@ def test_maze_end_to_end(server, tmp_path):
     assert results["maze_success"] == results["success_rate"]
     assert len(by_round["step_accuracy"]) == 2
     # calibrators fitted on that run (held-out in real use: another seed), then applied
-    calibrated = dataclasses.replace(rc, setting="verbalized_calibrated",
-                                     calibration_dir=str(tmp_path))
+    calibrated = dataclasses.replace(rc, options={"maze": {
+        "rounds": 2, "setting": "verbalized_calibrated", "calibration_dir": str(tmp_path)}})
     evaluate(cfg(server), calibrated, tmp_path / "cal")
     rec = json.loads(transcript_path(tmp_path / "cal", "maze/split-6x6").read_text()
                      .splitlines()[0])
@@ -316,7 +318,8 @@ def test_maze_end_to_end(server, tmp_path):
 
 
 def test_maze_sampled_setting(server, tmp_path):
-    rc = RunConfig(env="maze/split-6x6", episodes=1, rounds=2, setting="sampled", samples=3)
+    rc = RunConfig(env="maze/split-6x6", episodes=1,
+                   options={"maze": {"rounds": 2, "setting": "sampled", "samples": 3}})
     evaluate(cfg(server), rc, tmp_path)
     rec = json.loads(transcript_path(tmp_path, "maze/split-6x6").read_text().splitlines()[0])
     assert rec["data"]["rounds"][0]["probs"] == [1.0, 0.0, 0.0, 0.0]  # 3 samples, all "~d"
@@ -328,11 +331,13 @@ def test_maze_sampled_setting(server, tmp_path):
 
 def test_bad_options_name_the_value(server, tmp_path):
     with pytest.raises(ValueError, match="'loud'"):
-        evaluate(cfg(server), RunConfig(env="bomb/base-1", episodes=1, hint="loud"), tmp_path)
+        evaluate(cfg(server), RunConfig(env="bomb/base-1", episodes=1,
+                                                  options={"bomb": {"hint": "loud"}}), tmp_path)
     with pytest.raises(ValueError, match="maze.calibration_dir"):
-        evaluate(cfg(server), RunConfig(env="maze/split-6x6", episodes=1,
-                                        setting="verbalized_calibrated"), tmp_path)
+        evaluate(cfg(server), RunConfig(env="maze/split-6x6", episodes=1, options={
+            "maze": {"setting": "verbalized_calibrated"}}), tmp_path)
     with pytest.raises(ValueError, match="'chatty'"):
-        evaluate(cfg(server), RunConfig(env="maze/split-6x6", episodes=1, setting="chatty"),
+        evaluate(cfg(server), RunConfig(env="maze/split-6x6", episodes=1,
+                                                  options={"maze": {"setting": "chatty"}}),
                  tmp_path)
     assert set(ERROR_CLASSES) >= set(PARSE_CASES)

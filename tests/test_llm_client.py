@@ -186,7 +186,8 @@ def test_gpt5_style_endpoint_gets_max_completion_tokens(server, tmp_path):
     limit under the other key and without them, remembered for later requests, and the cache
     key stays that of the configured request (a rerun replays it, whichever keys were sent)."""
     path = tmp_path / "c.jsonl"
-    client = ChatClient(cfg(server.url, "gpt5", max_tokens=321, thinking_budget=0), path)
+    settings = cfg(server.url, "gpt5", temperature=0.6, max_tokens=321, thinking_budget=0)
+    client = ChatClient(settings, path)
     n = len(server.requests)
     (reply,) = client.complete_many(reqs(1, extra="gpt5"))
     assert reply.text.startswith("I move down") and client.retries == {}
@@ -203,7 +204,7 @@ def test_gpt5_style_endpoint_gets_max_completion_tokens(server, tmp_path):
     one = ChatClient(cfg(server.url, "gpt5", temperature=1.0))  # its default: kept
     one.complete_many(reqs(1, extra="gpt5 at 1"))
     assert one.adapted["dropped"] == [] and server.requests[-1]["temperature"] == 1.0
-    replay = ChatClient(cfg(server.url, "gpt5", max_tokens=321, thinking_budget=0), path)
+    replay = ChatClient(settings, path)
     assert replay.complete_many(reqs(1, extra="gpt5")) == [reply] and not replay.checked
 
 

@@ -201,8 +201,9 @@ def test_async_run_against_a_late_server(late, tmp_path):
     exactly that game time; messages per Defuser cycle are the host's count of queued
     messages; the progress bar counts every request, the reflections included."""
     calls = []
-    results = llm_evaluate(cfg(late), RunConfig(env="ktane/wires", seed=SOLVED_BY_B,
-                                                episodes=1, mode="async"), tmp_path,
+    rc = RunConfig(env="ktane/wires", seed=SOLVED_BY_B, episodes=1,
+                   options={"ktane": {"mode": "async"}})
+    results = llm_evaluate(cfg(late), rc, tmp_path,
                            progress=lambda n, **kw: calls.append((n, kw)))
     (rec,) = jsonl.read(transcript_path(tmp_path, "ktane/wires"))
     d, e = rec["agents"]["defuser"], rec["agents"]["expert"]

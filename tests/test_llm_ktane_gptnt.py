@@ -18,6 +18,7 @@ from llm_server import LLMServer
 
 import jaxcollab
 from jaxcollab.agents.ktane import evaluate as ktane_evaluate
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
@@ -25,7 +26,6 @@ from jaxcollab.envs.ktane.channel import FRAMES, defuser_text, morse_frames
 from jaxcollab.envs.ktane.mission import EXPERT
 from jaxcollab.envs.ktane.render import manual_text
 from jaxcollab.envs.ktane.state import FEEDBACK
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import Episode, estimate_tokens
 from jaxcollab.llm.client import LLMConfig, Reply

@@ -253,7 +253,7 @@ def test_r5_sampled_against_verbalized_and_calibrated(server, tmp_path):
 
 
 def test_bad_experiment_options_are_refused_before_any_request(server, tmp_path):
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     sent = len(server.requests)
     with pytest.raises(ConfigValueError, match="calibration_seed"):

@@ -79,5 +79,5 @@ def _check_run(url, rc, out) -> dict:
 
 def test_maze_verbalized_episode(real_server, tmp_path):
     """The maze's verbalized setting: the issue's crash case (a vector ending a sentence)."""
-    _check_run(real_server, RunConfig(env="maze/split-6x6", episodes=1, rounds=2,
-                                      setting="verbalized"), tmp_path)
+    _check_run(real_server, RunConfig(env="maze/split-6x6", episodes=1, options={
+        "maze": {"rounds": 2, "setting": "verbalized"}}), tmp_path)

@@ -13,8 +13,8 @@ import pytest
 
 from eval.otherplay import assignments, parse_args, summarize
 from eval.otherplay import run as otherplay
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.run import RunCollision
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
 from jaxcollab.llm.roles import TeamClient, role_configs
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
@@ -34,9 +34,10 @@ def test_each_role_plays_its_own_model(server, tmp_path):
     """The Expert plays the GPT-5-style model (token limit learned as max_completion_tokens,
     thinking fields dropped), the Defuser the base model with Keep Talking's defaults (1,000
     tokens, thinking off: GPTNT §4); one shared cache replays both on a rerun."""
-    rc = RunConfig(env="ktane/wires", episodes=1, roles={"expert": {"model": "gpt5"}})
+    rc = RunConfig(env="ktane/wires", episodes=1)
     n = len(server.requests)
-    results = evaluate(cfg(server, max_tokens=1000, thinking_budget=0), rc, tmp_path)
+    llm = cfg(server, max_tokens=1000, thinking_budget=0, roles={"expert": {"model": "gpt5"}})
+    results = evaluate(llm, rc, tmp_path)
     sent = [b for b in server.requests[n:] if b["model"] in ("good", "gpt5")]
     by_role = {(b["model"], _role_of(b)) for b in sent}
     assert by_role == {("good", "defuser"), ("gpt5", "expert")}
@@ -55,13 +56,13 @@ def test_each_role_plays_its_own_model(server, tmp_path):
     rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
     assert set(rec["data"]["reflection"]) == {"defuser", "expert"}  # one batch, two clients
     n = len(server.requests)
-    again = evaluate(cfg(server, max_tokens=1000, thinking_budget=0), rc, tmp_path / "b",
+    again = evaluate(llm, rc, tmp_path / "b",
                      cache_path=tmp_path / "cache.jsonl")
     assert len(server.requests) == n and again["success_rate"] == results["success_rate"]
 
 
 def test_roles_fall_back_and_share_clients(server):
-    base = cfg(server)
+    base = cfg(server, temperature=0.6)
     roles = role_configs(base, {"deaf": {"model": "slow"}, "mute": {"model": None},
                                 "blind": {"model": "slow"}}, ("deaf", "mute", "blind"))
     assert roles["mute"] == base and roles["deaf"].model == "slow"

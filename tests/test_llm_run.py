@@ -51,8 +51,8 @@ def test_ktane_context_limit_is_a_counted_event_and_old_views_leave(server, tmp_
     """The ``context`` model refuses prompts over 3,000 words; the Expert's manual alone is
     longer, so each Expert turn is a counted ``context_length`` wait, the run goes on, and the
     episode is written. The Defuser's history keeps only the previous view (GPTNT)."""
-    results = evaluate(cfg(server, "context"), RunConfig(env="ktane/wires", episodes=1,
-                                                         reflection=False), tmp_path)
+    results = evaluate(cfg(server, "context"), RunConfig(env="ktane/wires", episodes=1, options={
+        "ktane": {"reflection": False}}), tmp_path)
     (rec,) = records(tmp_path, "ktane/wires")
     assert rec["parse_errors"]["context_length"] == len(rec["agents"]["expert"]) > 0
     assert results["parse_errors"]["context_length"] == rec["parse_errors"]["context_length"]
@@ -72,7 +72,8 @@ def test_tokens_count_every_request(server, tmp_path):
 
 
 def test_long_replies_are_clipped_in_later_prompts(server, tmp_path):
-    evaluate(cfg(server, "long"), RunConfig(env="ktane/wires", episodes=1, reflection=False),
+    evaluate(cfg(server, "long"), RunConfig(env="ktane/wires", episodes=1,
+                                          options={"ktane": {"reflection": False}}),
              tmp_path)
     rec = records(tmp_path, "ktane/wires")[0]
     turns = [t for turns in rec["agents"].values() for t in turns]
@@ -149,7 +150,8 @@ def test_progress_moves_every_agent_turn(server, tmp_path):
         done = (calls[-1][0] if calls else 0) + n
         calls.append((done, postfix))
 
-    evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1, reflection=False), tmp_path,
+    evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1,
+                                          options={"ktane": {"reflection": False}}), tmp_path,
              progress=progress)
     assert calls[-1][0] == 1 and set(calls[-1][1]) == {"requests", "tokens"}  # its finish
     during = [kw for done, kw in calls if done == 0]  # before the episode finished
@@ -231,7 +233,7 @@ def test_ctrl_c_stops_the_cli(server, tmp_path):
 def test_unreachable_endpoint_is_one_error_line_from_the_cli(tmp_path):
     """The README's LLM command against a port nobody listens on: exit status 1 and the
     endpoint error on one line, no traceback (an outside service's failure is the user's to
-    fix: :class:`jaxcollab.io.schema.EndpointError`)."""
+    fix: :class:`jaxcollab.core.errors.EndpointError`)."""
     done = subprocess.run(
         [sys.executable, str(Path(__file__).parents[1] / "eval" / "rollout.py"),
          "env=bomb/base-1", "agent=llm", "llm.base_url=http://127.0.0.1:9/v1",

@@ -141,7 +141,7 @@ def test_an_unknown_variant_is_refused():
     names the key and the valid variants."""
     from omegaconf import OmegaConf
 
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
     from train.marl import check_config
 
     cfg = OmegaConf.create({"env": "bomb/nope", "ppo": {"turn_order": "cycle", "dial": False}})
@@ -155,7 +155,8 @@ def test_the_trainer_check_covers_each_family_through_its_view():
     turn order it has no episodes for, and ``dial`` without a symbol inbox."""
     from omegaconf import OmegaConf
 
-    from jaxcollab.io.schema import ConfigValueError, Marl
+    from jaxcollab.core.errors import ConfigValueError
+    from jaxcollab.io.schema import Marl
     from train.marl import check_config
 
     def cfg(env, **ppo):

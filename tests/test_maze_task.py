@@ -9,9 +9,9 @@ import pytest
 from jaxcollab.collab.data import build_prefix
 from jaxcollab.collab.maze_task import collab_task, maze_split
 from jaxcollab.collab.tasks import check_task
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze import text
 from jaxcollab.io.plots import maze_success_plot
-from jaxcollab.io.schema import ConfigValueError
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from llm_server import LLMServer
 
-from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.llm.client import LLMConfig
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 from jaxcollab.report import NotARunError, write_report
@@ -347,8 +347,8 @@ def test_llm_ktane_and_maze_reports(tmp_path):
     with LLMServer() as server:
         llm = LLMConfig(base_url=server.url, model="good", backoff_s=0.01)
         evaluate(llm, RunConfig(env="ktane/wires", episodes=1), tmp_path / "ktane")
-        maze = evaluate(llm, RunConfig(env="maze/split-6x6", episodes=1, rollouts=2,
-                                       rounds=2, setting="verbalized"), tmp_path / "maze")
+        maze = evaluate(llm, RunConfig(env="maze/split-6x6", episodes=1, options={
+            "maze": {"rollouts": 2, "rounds": 2, "setting": "verbalized"}}), tmp_path / "maze")
     (record,) = [json.loads(x) for x in transcript_path(tmp_path / "ktane", "ktane/wires")
                  .read_text().splitlines()]
     dom, _ = _report(tmp_path / "ktane", tmp_path, fragment="ep-ktane-wires-0-s2-defuser")

@@ -110,7 +110,7 @@ def test_one_driver_under_every_name():
 def test_experiment_blocks_are_checked_by_the_schema(overrides, key):
     """Each experiment block's rules live in the schema (jaxcollab.collab.config.Collab), so a
     bad combination fails while validating, naming the key, before any data is built."""
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     with pytest.raises(ConfigValueError, match="^" + re.escape(key) + "="):
         validate(_cfg("preset=cpu", "out_dir=x", *overrides))

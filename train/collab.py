@@ -85,12 +85,12 @@ from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.maze_task import collab_task, maze_scores
 from jaxcollab.collab.tasks import check_task
 from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze import reference, text
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.io.seeds import spread
 from jaxcollab.scale import preempt
 from jaxcollab.scale.distributed import is_main

@@ -34,9 +34,9 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.plots import learning_curve_plot, protocol_plot
 from jaxcollab.io.run import hydra_main, start_run
-from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.protocol import protocol_tables
 from jaxcollab.marl.team import save_team, team_policy
@@ -73,7 +73,8 @@ def heldout(cfg: DictConfig, team_dir) -> dict:
     from jaxcollab.core.registry import family
 
     plugin = family(cfg.env)
-    options = {**plugin.config, "checkpoint": str(team_dir), "turn_order": cfg.ppo.turn_order}
+    options = {**plugin.defaults(), "checkpoint": str(team_dir),
+               "turn_order": cfg.ppo.turn_order}
     team = plugin.teams["learned"](options)
     out = plugin.evaluate([cfg.env], team, Spec(cfg.eval_episodes, cfg.eval_seed,
                                                 options=options))

@@ -111,14 +111,14 @@ def _measure(spec: str, episodes: int) -> dict:
     with served(spec) as url, tempfile.TemporaryDirectory() as tmp:
         cfg = LLMConfig(base_url=url, model="good", concurrency=CONCURRENCY,
                         backoff_s=0.01)
-        options = RunConfig(env="bomb/base-1", episodes=episodes).options(cfg)
+        options = RunConfig(env="bomb/base-1", episodes=episodes).config(cfg, tmp)
         family = jaxcollab.family("bomb")
         team = LLMTeam(family, options, tmp)
         start = time.perf_counter()
         family.evaluate(["bomb/base-1"], team, Spec(episodes, 0, options=options))
         wall = time.perf_counter() - start
         records = read_transcripts(transcript_path(tmp, "bomb/base-1"))
-        per_ep = chains(records, ChatClient(cfg), latency)
+        per_ep = chains(records, ChatClient(team.cfg), latency)
         played = team.host.play_s
     ideal = ideal_async([sum(c) for c in per_ep], CONCURRENCY)
     return {"value": played / ideal,

@@ -4,9 +4,18 @@ team ``train/marl.py`` trained, and the check of its options."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from jaxcollab.core.family import ScriptedTeam
+
+
+@dataclass
+class LearnedConfig:
+    """The run-config key of the ``learned`` team, in the config of every family that offers
+    it."""
+
+    checkpoint: str | None = None  # agent=learned: a train/marl.py out_dir (or its team/)
 
 
 def learned(options: Mapping) -> ScriptedTeam:
@@ -23,11 +32,11 @@ def check_learned(env_names: Sequence[str], options: Mapping) -> None:
 
     Raises:
         ConfigValueError: naming ``checkpoint`` or ``env``."""
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     if options.get("agent") != "learned":
         return
-    checkpoint = options.get("checkpoint")
+    checkpoint = options["checkpoint"]
     if checkpoint is None or not Path(checkpoint).is_dir():
         raise ConfigValueError("checkpoint", checkpoint, "the out_dir (or its team/) of a "
                                "train/marl.py run, for agent=learned")

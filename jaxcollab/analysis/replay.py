@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.rollout import rollout, stateless
 from jaxcollab.core.wrappers import Wrapper
-from jaxcollab.io.schema import ConfigValueError
 
 
 def rollout_config(results: Mapping, run_dir: Path, teams: Iterable[str]) -> dict:

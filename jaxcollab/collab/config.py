@@ -27,17 +27,11 @@ from jaxcollab.collab.conversations import check_conditions
 from jaxcollab.collab.data import round_chunks
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.messages import KINDS
+from jaxcollab.core.config import SEED_LIMIT, bounded, count, seed_field
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze.reference import MAX_UNSEEN
 from jaxcollab.envs.parity import n_test_examples
-from jaxcollab.io.schema import (
-    SEED_LIMIT,
-    Bias,
-    ConfigValueError,
-    Logger,
-    bounded,
-    count,
-    seed_field,
-)
+from jaxcollab.io.schema import Bias, Calibration, Logger
 from jaxcollab.models.gpt import GPTConfig
 
 
@@ -152,14 +146,6 @@ class BiasConditions(Bias):
     every condition in ``conditions`` (name -> β, γ)."""
 
     conditions: dict[str, BiasCondition] | None = None
-
-
-@dataclass
-class Calibration:
-    """The calibration experiment's calibrator fits (:mod:`jaxcollab.collab.conversations`)."""
-
-    n_bins: int = count(10)
-    newton_steps: int = count(30)
 
 
 @dataclass

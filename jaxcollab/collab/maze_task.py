@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxcollab.collab.data import CollabTask, TaskSplit
 from jaxcollab.collab.messages import decide
+from jaxcollab.core.config import typed
 from jaxcollab.envs.maze import generator, text
 from jaxcollab.envs.maze.success import success_from_steps
 
@@ -56,19 +57,27 @@ def maze_split(cfg: Mapping, key: jax.Array) -> tuple[text.MazeSet, text.MazeSet
     Raises:
         ValueError: an unknown view or bad sizes (from the dataset builder).
     """
-    view = cfg.get("view", "masked")
+    view = _task(cfg).view
     if view not in MAZE_VIEWS:
         raise ValueError(f"unknown maze view {view!r}; expected one of {MAZE_VIEWS}")
-    return text.build_dataset(key, int(cfg["n_examples"]), float(cfg.get("test_fraction", 0.1)),
+    return text.build_dataset(key, int(cfg["n_examples"]), float(_task(cfg).test_fraction),
                               _wall_prob(cfg), _shape(cfg))
 
 
+def _task(cfg: Mapping):
+    """The task's keys as attributes, each missing one at its schema default
+    (:class:`jaxcollab.io.schema.MazeTask`)."""
+    from jaxcollab.io.schema import MazeTask
+
+    return typed(MazeTask, cfg)
+
+
 def _shape(cfg: Mapping) -> tuple[int, int]:
-    return int(cfg.get("height", 6)), int(cfg.get("width", 6))
+    return int(_task(cfg).height), int(_task(cfg).width)
 
 
 def _wall_prob(cfg: Mapping) -> float:
-    return float(cfg.get("wall_prob", generator.WALL_PROB))
+    return float(_task(cfg).wall_prob)
 
 
 #: Rejection rounds of :func:`jaxcollab.envs.maze.generator.sample_mazes` a run may need (ours).
@@ -83,7 +92,7 @@ def check_sampler(cfg: Mapping) -> None:
     Raises:
         ConfigValueError: ``task.wall_prob``, with the candidates accepted and the rounds needed.
     """
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
     shape, chunk = _shape(cfg), 1 << 14  # text.make_mazes's rounds
     _, accept = jax.device_get(generator.draw_and_check(jax.random.PRNGKey(0), chunk,

@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxcollab.collab.data import CollabTask, TaskSplit
 from jaxcollab.collab.maze_task import check_sampler, maze_task
+from jaxcollab.core.config import typed
 from jaxcollab.envs import parity
 
 PARITY_VIEWS = ("masked", "own")
@@ -47,14 +48,16 @@ def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     Raises:
         ValueError: unknown view or split, or invalid coefficients.
     """
-    view = cfg.get("view", "masked")
+    from jaxcollab.io.schema import ParityTask
+
+    task = typed(ParityTask, cfg)  # a missing key at the schema's default
+    view, split = task.view, task.split
     if view not in PARITY_VIEWS:
         raise ValueError(f"unknown parity view {view!r}; expected one of {PARITY_VIEWS}")
     alphas = parity.make_alphas(cfg["alphas"], cfg["n_bits"], cfg.get("alpha_sum"))
-    masks = parity.split_masks(cfg["n_bits"], cfg.get("split", "alternate"))
-    train, test = parity.build_dataset(
-        key, cfg["n_examples"], alphas, cfg.get("split", "alternate"), cfg["test_fraction"]
-    )
+    masks = parity.split_masks(cfg["n_bits"], split)
+    train, test = parity.build_dataset(key, cfg["n_examples"], alphas, split,
+                                       cfg["test_fraction"])
     return CollabTask(
         name="parity",
         vocab=parity.VOCAB,

@@ -164,8 +164,15 @@ class Family:
         export: ``export(env_name, n, seed, options) -> list[dict]`` JSON-ready instances
             ``0..n-1`` (records start as :func:`jaxcollab.core.export.record`); ``None``: none.
         llm: the LLM game, or ``None`` when language models cannot play this family.
-        config: the run-config keys this family reads, with their defaults (its config block;
-            a run on another family refuses a non-default value of one of them).
+        config: the dataclass of the run-config keys this family reads beside the common
+            ones, with their defaults (e.g. the bomb's ``bank`` and ``bomb`` block); a run's
+            schema holds every family's (:func:`jaxcollab.io.schema.with_families`), a run on
+            another family refuses a non-default value of one of them, and the family reads
+            them as attributes (:func:`jaxcollab.core.config.typed`). ``None``: none.
+        export_config: likewise, the keys its exporter reads (``eval/export.py``).
+        schemas: the config schemas of the entry points this family owns, by config name
+            (registered as ``<name>_schema``, :mod:`jaxcollab.io.schema`; the maze's
+            ``collabgap``).
         check: ``check(env_names, options)`` raising ``ConfigValueError`` on a bad option.
         analysis: the trace analysis of its finished runs, or ``None``.
         bounds: its information bounds, or ``None``.
@@ -177,10 +184,20 @@ class Family:
     evaluate: Callable[[Sequence[str], Team, Spec], dict] | None = None
     export: Callable[[str, int, int, Mapping[str, Any]], list[dict]] | None = None
     llm: LLMGame | None = None
-    config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    config: type | None = None
+    export_config: type | None = None
+    schemas: Mapping[str, type] = dataclasses.field(default_factory=dict)
     check: Callable[[Sequence[str], Mapping[str, Any]], None] = lambda names, options: None
     analysis: Analysis | None = None
     bounds: Bounds | None = None
+
+    def keys(self) -> list[str]:
+        """The names of the run-config keys this family reads beside the common ones."""
+        return [] if self.config is None else [f.name for f in dataclasses.fields(self.config)]
+
+    def defaults(self) -> dict[str, Any]:
+        """Those keys at their defaults, as a plain mapping (nested blocks as dicts)."""
+        return {} if self.config is None else dataclasses.asdict(self.config())
 
     def team(self, name: str, options: Mapping[str, Any]) -> Team:
         """The scripted team ``name`` under ``options``.

@@ -15,7 +15,6 @@ import functools
 import inspect
 import itertools
 import logging
-import math
 import os
 import re
 import sys
@@ -27,17 +26,12 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ValidationError
 
+from jaxcollab.core.config import check_fields
+from jaxcollab.core.errors import ConfigValueError, EndpointError
+from jaxcollab.io import schema  # registers the entry points' schemas with Hydra
 from jaxcollab.io.logging import RunLogger
 from jaxcollab.io.results import ResultsFile
-from jaxcollab.io.schema import ConfigValueError, EndpointError
 from jaxcollab.scale.distributed import initialize, is_main, run_info, same_on_every_process
-
-_COMPARISONS = {
-    "ge": (lambda v, b: v >= b, ">="),
-    "gt": (lambda v, b: v > b, ">"),
-    "le": (lambda v, b: v <= b, "<="),
-    "lt": (lambda v, b: v < b, "<"),
-}
 
 
 def env_selection(key: str, selector: str) -> list[str]:
@@ -55,10 +49,6 @@ def env_selection(key: str, selector: str) -> list[str]:
             from None
 
 
-#: Integers a run may hold: NumPy's and JAX's int64 (beyond it, a value overflows mid-run).
-INT64 = 2**63
-
-
 class RunCollision(ValueError):
     """The output already holds the results of a run with a different config."""
 
@@ -72,37 +62,6 @@ USER_ERRORS = (ConfigValueError, RunCollision, EndpointError)
 #: Loggers of the HTTP stack that log every request at INFO (``HTTP Request: POST ...``),
 #: quieted to WARNING in every entry point (our progress output stays).
 QUIET_LOGGERS = ("httpx", "httpcore", "openai")
-
-
-def _check_fields(obj: Any, prefix: str = "") -> None:
-    """Bounds from each field's metadata and finiteness of every float, recursively; then the
-    schema's own cross-field ``check`` (which may assume every field is in range)."""
-    for f in dataclasses.fields(obj):
-        key, value = f"{prefix}{f.name}", getattr(obj, f.name)
-        if dataclasses.is_dataclass(value):
-            _check_fields(value, f"{key}.")
-            continue
-        if isinstance(value, dict):  # a mapping of schemas, e.g. bias.conditions
-            for name, item in value.items():
-                if dataclasses.is_dataclass(item):
-                    _check_fields(item, f"{key}.{name}.")
-            continue
-        values = value if isinstance(value, list) else [value]
-        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
-            raise ConfigValueError(key, value, "finite numbers")
-        if any(isinstance(v, int) and not -INT64 <= v < INT64 for v in values):
-            raise ConfigValueError(key, value, "integers in int64's range (-2**63 .. 2**63 - 1)")
-        bounds = f.metadata.get("bounds", {})
-        if value is None or not bounds:
-            continue
-        if not all(_COMPARISONS[name][0](value, bound) for name, bound in bounds.items()):
-            kind = "an integer" if isinstance(value, int) else "a number"
-            expected = " and ".join(f"{_COMPARISONS[n][1]} {b}" for n, b in bounds.items())
-            if why := f.metadata.get("why"):
-                expected += f" ({why})"
-            raise ConfigValueError(key, value, f"{kind} {expected}")
-    if hasattr(obj, "check"):
-        obj.check()
 
 
 def _check_keys(node: DictConfig, obj: Any, prefix: str = "") -> None:
@@ -375,7 +334,7 @@ def validate(cfg: DictConfig) -> DictConfig:
     obj = OmegaConf.to_object(cfg)
     if dataclasses.is_dataclass(obj):
         _check_keys(cfg, obj)
-        _check_fields(obj)
+        check_fields(obj)
     return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
 
 
@@ -518,8 +477,9 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
     config = OmegaConf.to_container(plain)
     guard_results(results, config, frozen, free)
     results.update({"config": config, "run": run_info()})
-    log = plain.get("logger") or {}
-    mode = log.get("mode", "disabled") if is_main() else "disabled"  # process 0 logs
-    logger = RunLogger(mode, log.get("project", "jaxcollab"),
-                       plain.get("experiment_name"), config, str(path.parent))
+    # a run without a logger block logs as the block's defaults do (disabled)
+    log = plain.logger if "logger" in plain else schema.Logger()
+    mode = str(log.mode) if is_main() else "disabled"  # process 0 logs
+    logger = RunLogger(mode, log.project, plain.get("experiment_name"), config,
+                       str(path.parent))
     return Run(plain, path.parent, results, logger)

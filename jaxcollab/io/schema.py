@@ -16,110 +16,25 @@ from __future__ import annotations
 
 import datetime
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from enum import Enum, StrEnum
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, ClassVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-
-class ConfigValueError(ValueError):
-    """A config value outside its range: the message names the key, the value and the range."""
-
-    def __init__(self, key: str, value: Any, expected: str):
-        super().__init__(f"{key}={value!r} is invalid; expected {expected}")
-        self.key, self.value = key, value
-
-
-class EndpointError(RuntimeError):
-    """An outside service the run needs (an LLM endpoint) cannot serve it: unreachable, an
-    unknown model, a refused key. A user's error to fix, not a bug: entry points print its
-    message (which never holds a secret) on one line."""
-
-
-def bounded(default: Any = MISSING, *, ge: float | None = None, gt: float | None = None,
-            le: float | None = None, lt: float | None = None, why: str = "") -> Any:
-    """A dataclass field whose value must lie in the given bounds (checked by ``validate``);
-    ``why``, where given, says where a bound comes from (the error quotes it)."""
-    bounds = {k: v for k, v in dict(ge=ge, gt=gt, le=le, lt=lt).items() if v is not None}
-    return field(default=default, metadata={"bounds": bounds, "why": why})
-
-
-def count(default: Any = MISSING, minimum: int = 1) -> Any:
-    """An integer field that must be at least ``minimum`` (sizes, steps, episodes)."""
-    return bounded(default, ge=minimum)
-
-
-#: Seeds are 32-bit: with 64-bit types off (JAX's default) ``PRNGKey(2**32)`` is ``PRNGKey(0)``.
-SEED_LIMIT = 2**32
-
-
-def seed_field(default: int = 0) -> Any:
-    """A random seed: an integer in ``0 .. 2**32 - 1`` (:data:`SEED_LIMIT`)."""
-    return bounded(default, ge=0, lt=SEED_LIMIT)
-
-
-#: Episode counts are 31-bit: with 64-bit types off, episode indices reach JAX as int32 (episode
-#: ``2**31`` would wrap to ``-2**31``), one per key of ``episode_keys(seed, episodes)``.
-EPISODE_LIMIT = 2**31
-
-
-def episodes_field(default: int) -> Any:
-    """A number of episodes (instances): an integer in ``1 .. 2**31 - 1``
-    (:data:`EPISODE_LIMIT`)."""
-    return bounded(default, ge=1, lt=EPISODE_LIMIT,
-                   why="episode indices are int32 in JAX, with 64-bit types off")
-
-
-def check_episode_count(key: str, n: int, times_key: str, times: int) -> None:
-    """Refuse ``n`` instances played ``times`` times each when their ``n * times`` episodes
-    overrun :data:`EPISODE_LIMIT` (every play is an episode index).
-
-    Raises:
-        ConfigValueError: naming ``key`` and its largest valid value with ``times_key``.
-    """
-    if n * times >= EPISODE_LIMIT:
-        raise ConfigValueError(key, n, f"at most {(EPISODE_LIMIT - 1) // times} with "
-                               f"{times_key}={times} ({n} x {times} episodes; episode indices "
-                               "are int32 in JAX, below 2**31)")
-
+from jaxcollab.core.config import (
+    bounded,
+    check_fields,
+    config_fields,
+    count,
+    episodes_field,
+    seed_field,
+)
+from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.llm.client import LLMConfig
 
 # -- choices ---------------------------------------------------------------------------------
-
-class RulesetName(StrEnum):
-    vanilla = "vanilla"  # the vanilla KTANE manual
-    random = "random"    # every rule table redrawn from ruleset_seed (ours)
-
-
-class LLMTools(StrEnum):
-    text = "text"      # <thoughts>/<action> replies
-    native = "native"  # bomb calls as OpenAI tool definitions
-
-
-class BombHint(StrEnum):
-    none = "none"
-    weak = "weak"
-    strong = "strong"
-    playbook = "playbook"
-
-
-class MazeSetting(StrEnum):
-    full = "full"
-    action = "action"
-    verbalized = "verbalized"
-    verbalized_calibrated = "verbalized_calibrated"
-    verbalized_naive = "verbalized_naive"
-    sampled = "sampled"
-    solo = "solo"
-
-
-class MazeAdvance(StrEnum):
-    team = "team"      # the team's move is applied; a wrong one ends the maze
-    path = "path"      # walked along the unique path: every round of every step is scored
-
 
 class TaskName(StrEnum):
     parity = "parity"
@@ -228,6 +143,15 @@ class Bias:
     gamma: float = 0.5
 
 
+@dataclass
+class Calibration:
+    """The calibration experiment's calibrator fits (:mod:`jaxcollab.collab.conversations`;
+    ``eval/calibration.py`` fits the same way)."""
+
+    n_bins: int = count(10)
+    newton_steps: int = count(30)
+
+
 # -- evaluations -----------------------------------------------------------------------------
 
 @dataclass
@@ -241,8 +165,8 @@ class CalibrationEval:
     n_eval: int = count(200_000)
     seed: int = seed_field()
     n_rounds: int = count("${task.n_rounds}")
-    n_bins: int = count(10)
-    newton_steps: int = count(30)
+    n_bins: int = count(Calibration.n_bins)
+    newton_steps: int = count(Calibration.newton_steps)
     bias: Bias = field(default_factory=Bias)
     out_dir: str = MISSING
 
@@ -273,117 +197,10 @@ class Bench:
 
 
 @dataclass
-class LLMBlock:
-    """The ``llm`` block: an OpenAI-compatible endpoint and its sampling (``agent=llm``)."""
-
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "model"
-    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key (never written)
-    # null: the family default (bomb/ktane 0.6 as GPTNT app. H, maze 1.0 as the paper)
-    temperature: float | None = None
-    # null: the family default (ktane 1000, GPTNT §4; maze 2048, the collaboration-gap paper §6;
-    # bomb 2048, ours); sent as max_completion_tokens where the endpoint asks for it
-    max_tokens: int | None = bounded(None, ge=1)
-    reasoning_effort: str | None = None  # e.g. minimal|low|medium|high, passed through
-    # null: the family default (ktane 0 = off, GPTNT §4; else not sent); e.g. 4096; -1: not sent
-    thinking_budget: int | None = None
-    timeout_s: float = bounded(120.0, gt=0)  # with no reply to any request of its batch
-    context_tokens: int | None = None    # model context; null: the server's reported one (if any)
-    concurrency: int = count(16)         # requests (episodes) in flight at once, server-paced
-    max_retries: int = count(6, 0)
-    backoff_s: float = bounded(1.0, ge=0)
-    tools: LLMTools = LLMTools.text      # text (<thoughts>/<action>) | native (bomb tool calls)
-    cache: str | None = None             # request cache file; null: out_dir/cache.jsonl
-    # a mixed team: role -> its own settings, each falling back to llm.* (e.g.
-    # +llm.roles.expert.model=B; jaxcollab.llm.roles checks the keys)
-    roles: dict[str, Any] = field(default_factory=dict)
-
-    def check(self) -> None:
-        check_llm_values(vars(self), "llm")
-
-
-#: The most requests one client keeps in flight (``llm.concurrency``): 16 times the batch a
-#: vLLM server schedules by default (``max_num_seqs`` 256, vLLM's engine arguments); every
-#: request in flight holds a socket, and its episode's state, in this process.
-MAX_CONCURRENCY = 4096
-
-
-def check_llm_values(values: Mapping[str, Any], prefix: str = "llm") -> None:
-    """Refuse LLM endpoint settings no server can serve, naming ``<prefix>.<key>``: the one
-    check of these values (the ``llm`` and ``judge`` blocks, each ``llm.roles.<role>`` block
-    and :class:`jaxcollab.llm.client.LLMConfig`). Keys absent or null are not checked (null:
-    the family's default or the server's).
-
-    Raises:
-        ConfigValueError: ``base_url`` not an ``http(s)://host…`` URL; ``temperature`` outside
-            0..2 (the OpenAI chat API's range); ``max_tokens`` < 1; ``context_tokens`` < 1 or
-            leaving no room for a prompt beside ``max_tokens``; ``concurrency`` outside
-            1..:data:`MAX_CONCURRENCY`; ``max_retries`` < 0.
-    """
-    url = values.get("base_url")
-    if url is not None:
-        parts = urlsplit(str(url))
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigValueError(f"{prefix}.base_url", url, "an http:// or https:// URL of "
-                                   "the OpenAI-compatible root, e.g. http://127.0.0.1:8000/v1")
-    ranges = {"temperature": (0, 2, "a number in 0..2 (the OpenAI chat API's range)"),
-              "max_tokens": (1, None, "a positive number of tokens"),
-              "context_tokens": (1, None, "null (the server's reported context) or a positive "
-                                          "number of tokens"),
-              "concurrency": (1, MAX_CONCURRENCY, f"an integer in 1..{MAX_CONCURRENCY} "
-                                                  "(requests in flight at once)"),
-              "max_retries": (0, None, "an integer >= 0")}
-    for key, (low, high, expected) in ranges.items():
-        value = values.get(key)
-        if value is not None and not (low <= value and (high is None or value <= high)):
-            raise ConfigValueError(f"{prefix}.{key}", value, expected)
-    context, limit = values.get("context_tokens"), values.get("max_tokens")
-    if context is not None and limit is not None and context <= limit:
-        raise ConfigValueError(f"{prefix}.context_tokens", context, f"more than "
-                               f"{prefix}.max_tokens={limit}: room for a prompt beside the reply")
-
-
-@dataclass
-class BombBlock:
-    """The bomb's LLM prompt options."""
-
-    hint: BombHint = BombHint.weak       # none | weak | strong | playbook (SANZARU hint levels)
-    solo_player: bool = False            # one agent holds every view (plays without hints)
-    speech_bytes: int | None = None      # speech cap; null: 1024 for agent=llm, else 256
-    gesture_symbols: int | None = None   # gesture cap; null: 256 for agent=llm (SANZARU
-    #                                      Fig. 11 sends 138), else 32
-
-
-@dataclass
-class KtaneBlock:
-    """Keep Talking's LLM options."""
-
-    mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
-    reflection: bool = True              # end-of-game reflection request (ours: no paper's)
-    # gptnt (GPTNT's Defuser channel: frames, grid, no outcome field) | full (the env's text)
-    view: str = "gptnt"
-    solo: str | None = None              # null (Defuser + Expert) | with_manual | no_manual
-
-
-@dataclass
-class MazeBlock:
-    """The maze's LLM protocol (collaboration-gap paper §6)."""
-
-    # full | action | verbalized | verbalized_calibrated | verbalized_naive | sampled | solo
-    setting: MazeSetting = MazeSetting.action
-    rounds: int = count(4)               # K rounds of conversation per maze step
-    samples: int = count(5)              # M responses per round (sampled)
-    calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
-    # team (its move; a wrong one ends the maze) | path (walked along the path: every round
-    # scored)
-    advance: MazeAdvance = MazeAdvance.team
-    rollouts: int = count(1)             # rollouts per maze: episode e is maze e // rollouts
-    tell_partner: bool = False           # full: also ask for a message to the partner (R7)
-
-
-@dataclass
-class Rollout:
-    """``configs/rollout.yaml``: ``eval/rollout.py`` (a team on an env or group)."""
+class RolloutKeys:
+    """``configs/rollout.yaml``: ``eval/rollout.py`` (a team on an env or group): the keys
+    every family reads. The schema, :data:`Rollout`, adds each registered family's own
+    (:attr:`jaxcollab.core.family.Family.config`)."""
 
     env: str = "bomb/base-1"    # an environment name or group
     agent: str = "oracle"       # a team of the env's family, or llm (any OpenAI-compatible model)
@@ -391,33 +208,21 @@ class Rollout:
     episodes: int = episodes_field(1024)
     seed: int = seed_field()
     chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
-    bank: bool = False          # the SANZARU instance-bank protocol (bomb): 3 instances x repeats
-    repeats: int = count(3)     # repeats of each bank instance
-    # bomb: "cycle" (episode e plays TURN_ORDERS[e % 6]) or one permutation, e.g. [mute,deaf,blind]
-    turn_order: Any = "cycle"
-    solo: str | None = None     # a team, or an earlier bank run's results.json: summary.gap
-    # ktane: vanilla | random (every rule table redrawn from ruleset_seed)
-    ruleset: RulesetName = RulesetName.vanilla
-    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
     # agent=llm: the endpoint (rerunning with another model, url or option is refused)
-    llm: LLMBlock = field(default_factory=LLMBlock)
-    bomb: BombBlock = field(default_factory=BombBlock)
-    ktane: KtaneBlock = field(default_factory=KtaneBlock)
-    maze: MazeBlock = field(default_factory=MazeBlock)
-    checkpoint: str | None = None  # agent=learned: a train/marl.py out_dir (or its team/)
+    llm: LLMConfig = field(default_factory=LLMConfig)
     out_dir: str = MISSING
 
 
 @dataclass
-class Export:
-    """``configs/export.yaml``: ``eval/export.py`` (instances of an env or group as JSONL)."""
+class ExportKeys:
+    """``configs/export.yaml``: ``eval/export.py`` (instances of an env or group as JSONL):
+    the keys of every exporter. The schema, :data:`Export`, adds each registered family's
+    exporter keys (:attr:`jaxcollab.core.family.Family.export_config`)."""
 
     env: str = "maze/split-6x6"    # an environment name or group
     n: int = episodes_field(10)    # instances per environment (instance i = rollout episode i)
     seed: int = seed_field()
     out: str = "instances.jsonl"
-    ruleset: RulesetName = RulesetName.vanilla  # Keep-Talking rule tables (ktane only)
-    ruleset_seed: int = bounded(0, ge=0, lt=2**31)  # seed of ruleset=random (an int32 param)
 
 
 @dataclass
@@ -451,25 +256,16 @@ class Bounds:
 
 
 @dataclass
-class JudgeBlock:
+class JudgeBlock(LLMConfig):
     """The ``judge`` block of ``eval/analyze.py``: the judge model that codes lost episodes
-    (any OpenAI-compatible endpoint; ``model: null`` codes nothing)."""
+    (any OpenAI-compatible endpoint, :class:`~jaxcollab.llm.client.LLMConfig`; ``model: null``
+    codes nothing; ``cache`` null: ``run/judge_cache.jsonl``, so a rerun sends nothing)."""
 
+    key_prefix: ClassVar[str] = "judge."
     model: str | None = None             # the judge model; null: no failure-mode coding
-    base_url: str = "http://127.0.0.1:8000/v1"
-    api_key_env: str = "OPENAI_API_KEY"  # the NAME of the variable holding the key
     temperature: float = bounded(0.0, ge=0.0)
     max_tokens: int = count(1000)
-    reasoning_effort: str | None = None
-    timeout_s: float = bounded(120.0, gt=0)
-    context_tokens: int | None = None
     concurrency: int = count(8)
-    max_retries: int = count(6, 0)
-    backoff_s: float = bounded(1.0, ge=0)
-    cache: str | None = None  # request cache; null: run/judge_cache.jsonl (a rerun sends nothing)
-
-    def check(self) -> None:
-        check_llm_values(vars(self), "judge")
 
 
 @dataclass
@@ -487,14 +283,50 @@ class MarlAlgo(StrEnum):
 
 
 @dataclass
-class MarlPPO:
-    """The trainer's settings (:class:`jaxcollab.marl.ppo.PPOConfig`, same names)."""
+class PPOConfig:
+    """The multi-agent PPO trainer's settings (:class:`jaxcollab.marl.ppo.Trainer`; the
+    ``ppo`` block of ``train/marl.py``), checked on construction (:func:`check_fields`).
 
-    env: str = "${env}"
-    algo: MarlAlgo = MarlAlgo.ippo  # ippo | mappo (centralised critic)
-    shared: bool = True            # one actor for every role (the role in its view), or per role
-    episodes: int = count(1024)    # parallel episodes per seed
-    steps: int = count(32)         # turns per episode per update (auto-reset)
+    Attributes:
+        env: bomb variant or Keep-Talking module name; algo: ``ippo`` or ``mappo``
+            (centralised critic); shared: one set of actor parameters for every role (the role
+            is in the observation) or one per role.
+        episodes: parallel episodes per seed; steps: turns per episode per update (auto-reset
+            within); epochs, minibatches: PPO passes over each batch; the rest PPO/GAE/optimiser
+            settings. wrong_penalty: the training reward of a wrong action is this times the
+            environment's -1 (1: the environment's reward; 0: a guess costs no more than a
+            time-out, so exploring cuts is not punished; success is always the env's ending).
+            hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
+            seeds: independent runs vmapped in one program.
+        dial: differentiable communication in the update: each heard symbol's embedding
+            gets a straight-through gradient to the sender's message probabilities (DIAL;
+            Foerster et al. 2016, "Learning to Communicate with Deep Multi-Agent Reinforcement
+            Learning", sec. 5), so a listener's loss trains the speaker across agents and
+            turns; acting and evaluation stay discrete and decentralised.
+        aux_coef: weight of an auxiliary loss: each acting agent predicts, from its GRU
+            state, what the task needs now (``view.answer``: for a bomb the position to act
+            on and the manual's answer; read from the hidden state, as a centralised critic
+            reads it: training only, never an input). With ``dial`` its gradient reaches the
+            speakers, so each hop of a relay is trained by what the next agent can tell from
+            it, before any reward arrives.
+        turn_order: ``"cycle"``: every training episode draws its turn order from the six
+            (uniformly, at each reset) and the in-training evaluation plays
+            ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
+            ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
+        anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
+            many updates (as PPO's Atari runs anneal the step size, Schulman et al. 2017,
+            App. A), so the last updates settle the policy instead of moving it.
+
+    Raises:
+        ConfigValueError: a value out of range, ``algo`` not ippo/mappo, or ``episodes`` not a
+            multiple of ``minibatches`` (named as ``ppo.<key>``).
+    """
+
+    env: str = "bomb/base-1"
+    algo: MarlAlgo = MarlAlgo.ippo
+    shared: bool = True
+    episodes: int = count(1024)
+    steps: int = count(32)
     epochs: int = count(2)
     minibatches: int = count(2)
     lr: float = bounded(1e-3, gt=0.0)
@@ -504,18 +336,23 @@ class MarlPPO:
     ent_coef: float = bounded(0.01, ge=0.0)
     vf_coef: float = bounded(0.5, ge=0.0)
     max_grad_norm: float = bounded(0.5, gt=0.0)
-    wrong_penalty: float = bounded(1.0, ge=0.0)  # a wrong action is rewarded this x the env -1
+    wrong_penalty: float = bounded(1.0, ge=0.0)
     hidden: int = count(64)
     embed: int = count(4)
-    symbols: int = bounded(1, ge=1, le=4)     # symbols per message
-    alphabet: int = bounded(8, ge=2, le=42)   # distinct symbols
+    symbols: int = bounded(1, ge=1, le=4)
+    alphabet: int = bounded(8, ge=2, le=42)
     seeds: int = count(1)
-    dial: bool = False             # gradients through the channel in the update (DIAL)
-    aux_coef: float = bounded(0.0, ge=0.0)  # auxiliary answer-prediction loss weight
-    turn_order: str = "cycle"      # each episode draws one of the six, or one: deaf,mute,blind
-    anneal_updates: int = bounded(0, ge=0)  # lr decays linearly to 0 over these updates (0: off)
+    dial: bool = False
+    aux_coef: float = bounded(0.0, ge=0.0)
+    turn_order: str = "cycle"
+    anneal_updates: int = bounded(0, ge=0)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "ppo.")
 
     def check(self) -> None:
+        if self.algo not in tuple(MarlAlgo):
+            raise ConfigValueError("ppo.algo", _plain(self.algo), "'ippo' or 'mappo'")
         if self.episodes % self.minibatches:
             raise ConfigValueError("ppo.episodes", self.episodes,
                                    f"a multiple of ppo.minibatches={self.minibatches}")
@@ -532,7 +369,7 @@ class Marl:
     chunk: int = count(20)         # updates per compiled call (a checkpoint and a curve point)
     eval_episodes: int = count(1024)
     eval_seed: int = seed_field(1_000_003)  # held-out episodes: another seed than training's
-    ppo: MarlPPO = field(default_factory=MarlPPO)
+    ppo: PPOConfig = field(default_factory=lambda: PPOConfig(env="${env}"))
     out_dir: str = MISSING
 
 
@@ -547,8 +384,8 @@ LEARNED_ENVS = ["bomb/base-1", "bomb/carving-1", "bomb/flashing-1", "bomb/flashb
 
 
 @dataclass
-class LearnedPPO(MarlPPO):
-    """:class:`MarlPPO` of a sweep: every environment's trainer settings, ``env`` aside."""
+class LearnedPPO(PPOConfig):
+    """:class:`PPOConfig` of a sweep: every environment's trainer settings, ``env`` aside."""
 
     env: str = EACH_ENV
 
@@ -566,10 +403,10 @@ class Learned:
 
     envs: list[str] = field(default_factory=lambda: list(LEARNED_ENVS))  # names or groups
     seed: int = seed_field()
-    updates: int = count(300)
-    chunk: int = count(20)
-    eval_episodes: int = count(1024)        # held-out episodes per env, every team alike
-    eval_seed: int = seed_field(1_000_003)
+    updates: int = count(Marl.updates)
+    chunk: int = count(Marl.chunk)
+    eval_episodes: int = count(Marl.eval_episodes)  # held-out episodes per env, every team alike
+    eval_seed: int = seed_field(Marl.eval_seed)
     ppo: LearnedPPO = field(default_factory=LearnedPPO)
     teams: list[str] | None = None          # scripted teams; null: each family's, but learned
     repeats: int = count(3)                 # bank protocol (families with one): repeats
@@ -604,72 +441,39 @@ class Report:
             raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
 
 
-class CollabgapPlot(StrEnum):
-    maze_success = "maze_success"          # by round, 90 % intervals (Figs. 7a, 8, 9, 11)
-    step_accuracy = "step_accuracy"        # by round
-    calibration_loss = "calibration_loss"  # by round, 90 % intervals (Fig. 7b)
-    confidence = "confidence"              # top-probability histograms (Fig. 10)
+def _families() -> list:
+    """Every registered family's plug-in, loaded through the registry (this module imports
+    none)."""
+    from jaxcollab.core.registry import PLUGINS, family
+
+    return [family(name) for name in PLUGINS]
 
 
-@dataclass
-class CollabgapStep:
-    """One run of a collaboration-gap experiment: ``eval/rollout.py agent=llm`` into
-    ``out_dir/<name>/``."""
+def with_families(base: type, slot: str) -> type:
+    """``base`` with the config keys of every registered family
+    (:attr:`jaxcollab.core.family.Family.config` or ``export_config``, named by ``slot``),
+    each declared once, by its family.
 
-    name: str = MISSING
-    setting: MazeSetting = MazeSetting.action
-    held_out: bool = False           # play the calibration mazes (calibration_seed), not plotted
-    calibration: str | None = None   # verbalized_calibrated: the held-out step it is fitted on
+    Raises:
+        ValueError: two families declare one key with different defaults.
+    """
+    configs = [c for f in _families() if (c := getattr(f, slot)) is not None]
+    name = base.__name__.removesuffix("Keys")
+    return make_dataclass(name, config_fields([base, *configs]),
+                          namespace={"__doc__": base.__doc__, "__module__": base.__module__})
 
 
-@dataclass
-class Collabgap:
-    """``configs/collabgap/collabgap.yaml``: ``eval/collabgap.py`` (the collaboration-gap
-    paper's LLM experiments, one ``experiment=`` each)."""
-
-    experiment: str = MISSING
-    steps: list[CollabgapStep] = MISSING
-    plots: list[CollabgapPlot] = field(default_factory=lambda: [CollabgapPlot.maze_success])
-    env: str = "maze/split-6x6"
-    mazes: int = count(30)                # test mazes (the paper's 30)
-    rollouts: int = count(10)             # rollouts per maze (the paper's 10)
-    seed: int = count(0, 0)               # seed of the test mazes
-    calibration_mazes: int = count(30)    # held-out mazes the calibrator is fitted on
-    calibration_seed: int = count(1, 0)   # their seed (must differ from seed)
-    rounds: int = count(4)
-    samples: int = count(5)
-    advance: MazeAdvance = MazeAdvance.path
-    tell_partner: bool = False            # full steps: ask for a message to the partner (R7)
-    chunk: int = count(10)                # episodes per kept chunk of each run
-    llm: LLMBlock = field(default_factory=LLMBlock)
-    out_dir: str = MISSING
-
-    def check(self) -> None:
-        check_episode_count("mazes", self.mazes, "rollouts", self.rollouts)
-        check_episode_count("calibration_mazes", self.calibration_mazes, "rollouts",
-                            self.rollouts)
-        if self.seed == self.calibration_seed:
-            raise ConfigValueError("calibration_seed", self.calibration_seed,
-                                   f"a seed other than seed={self.seed} (the calibrator is "
-                                   "fitted on other mazes)")
-        names = [s.name for s in self.steps]
-        for s in self.steps:
-            if not s.name or "/" in s.name or names.count(s.name) > 1:
-                raise ConfigValueError("steps.name", s.name, "a unique name without '/'")
-            fitted = s.setting == MazeSetting.verbalized_calibrated
-            if fitted != (s.calibration is not None):
-                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
-                                       "the name of a held-out verbalized step, given exactly "
-                                       "for verbalized_calibrated")
-            if fitted and s.calibration not in names[: names.index(s.name)]:
-                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
-                                       f"an earlier step of {names}")
-
+#: ``eval/rollout.py``'s schema: :class:`RolloutKeys` and every family's keys.
+Rollout = with_families(RolloutKeys, "config")
+#: ``eval/export.py``'s schema: :class:`ExportKeys` and every family's exporter keys.
+Export = with_families(ExportKeys, "export_config")
 
 SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
            "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl,
-           "learned": Learned, "collabgap": Collabgap}
+           "learned": Learned}
+# the entry points' schemas a family owns (the maze's eval/collabgap.py)
+SCHEMAS |= {name: node for f in _families() for name, node in f.schemas.items()}
 TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
 
 

@@ -41,11 +41,16 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import httpx
 
-from jaxcollab.io.schema import EndpointError, check_llm_values
+from jaxcollab.core.config import bounded, check_fields, count
+from jaxcollab.core.errors import ConfigValueError, EndpointError
 from jaxcollab.llm import jsonl, signals
 
 log = logging.getLogger(__name__)
@@ -70,50 +75,121 @@ class LLMError(EndpointError):
     """The endpoint cannot serve this run (unreachable, unknown model, bad key, bad request)."""
 
 
-@dataclasses.dataclass(frozen=True)
+class LLMTools(StrEnum):
+    text = "text"      # <thoughts>/<action> replies
+    native = "native"  # bomb calls as OpenAI tool definitions
+
+
+#: The most requests one client keeps in flight (``llm.concurrency``): 16 times the batch a
+#: vLLM server schedules by default (``max_num_seqs`` 256, vLLM's engine arguments); every
+#: request in flight holds a socket, and its episode's state, in this process.
+MAX_CONCURRENCY = 4096
+
+
+def check_llm_values(values: Mapping[str, Any], prefix: str = "llm") -> None:
+    """Refuse LLM endpoint settings no server can serve, naming ``<prefix>.<key>``: the one
+    check of these values (the ``llm`` and ``judge`` blocks, each ``llm.roles.<role>`` block
+    and :class:`jaxcollab.llm.client.LLMConfig`). Keys absent or null are not checked (null:
+    the family's default or the server's).
+
+    Raises:
+        ConfigValueError: ``base_url`` not an ``http(s)://host…`` URL; ``temperature`` outside
+            0..2 (the OpenAI chat API's range); ``max_tokens`` < 1; ``context_tokens`` < 1 or
+            leaving no room for a prompt beside ``max_tokens``; ``concurrency`` outside
+            1..:data:`MAX_CONCURRENCY`; ``max_retries`` < 0.
+    """
+    url = values.get("base_url")
+    if url is not None:
+        parts = urlsplit(str(url))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigValueError(f"{prefix}.base_url", url, "an http:// or https:// URL of "
+                                   "the OpenAI-compatible root, e.g. http://127.0.0.1:8000/v1")
+    ranges = {"temperature": (0, 2, "a number in 0..2 (the OpenAI chat API's range)"),
+              "max_tokens": (1, None, "a positive number of tokens"),
+              "context_tokens": (1, None, "null (the server's reported context) or a positive "
+                                          "number of tokens"),
+              "concurrency": (1, MAX_CONCURRENCY, f"an integer in 1..{MAX_CONCURRENCY} "
+                                                  "(requests in flight at once)"),
+              "max_retries": (0, None, "an integer >= 0")}
+    for key, (low, high, expected) in ranges.items():
+        value = values.get(key)
+        if value is not None and not (low <= value and (high is None or value <= high)):
+            raise ConfigValueError(f"{prefix}.{key}", value, expected)
+    context, limit = values.get("context_tokens"), values.get("max_tokens")
+    if context is not None and limit is not None and context <= limit:
+        raise ConfigValueError(f"{prefix}.context_tokens", context, f"more than "
+                               f"{prefix}.max_tokens={limit}: room for a prompt beside the reply")
+
+
+@dataclasses.dataclass
 class LLMConfig:
-    """Endpoint and sampling settings (``configs/llm.yaml``, group ``llm``).
+    """An OpenAI-compatible endpoint and its sampling: the ``llm`` block of ``eval/rollout.py``
+    (``agent=llm``) and of ``eval/collabgap.py``, and every :class:`ChatClient`'s settings.
+    Checked on construction (:func:`~jaxcollab.core.config.check_fields`).
 
     Attributes:
         base_url: the OpenAI-compatible root, e.g. ``http://localhost:8000/v1``.
         model: the served model name.
-        api_key_env: name of the environment variable holding the key ("" or unset: no key).
-        temperature: sampling temperature.
-        max_tokens: completion token cap per reply.
-        reasoning_effort: passed through as ``reasoning_effort`` when set (hosted reasoning models).
+        api_key_env: the NAME of the environment variable holding the key ("" or unset: no
+            key; the key itself is never written).
+        temperature: sampling temperature. None: the family's default in a run
+            (:class:`~jaxcollab.core.family.LLMGame`: bomb and Keep Talking 0.6 as GPTNT
+            app. H, the maze 1.0 as the collaboration-gap paper §6); a client without a
+            family sends none (the server's default).
+        max_tokens: completion token cap per reply, sent as ``max_completion_tokens`` where
+            the endpoint asks for it. None: the family's default (Keep Talking 1000, GPTNT §4;
+            maze 2048, the collaboration-gap paper §6; bomb 2048, ours); a client without a
+            family sends none (the server's cap).
+        reasoning_effort: passed through as ``reasoning_effort`` when set (hosted reasoning
+            models), e.g. minimal, low, medium, high.
         thinking_budget: passed through as ``thinking_budget`` (with ``chat_template_kwargs``
             ``enable_thinking``) when set (vLLM / Qwen-style servers); 0 disables thinking;
-            None or a negative value sends neither (the server's default).
+            a negative value sends neither. None: the family's default (Keep Talking 0 = off,
+            GPTNT §4; else not sent).
         timeout_s: seconds a request may go unanswered while the server answers none of the
             batch's requests either (waiting in a serial server's queue is not timed out).
-        concurrency: the most requests in flight at once (the client adapts below it).
-        max_retries: retries after the first attempt on 429/5xx/timeouts.
-        backoff_s: base of the exponential backoff in seconds (full jitter).
-        extra_body: further JSON fields merged into every request.
         context_tokens: the model's context length in tokens (None: the server's reported
             one, if any); prompts are kept within it less ``max_tokens``.
+        concurrency: the most requests (episodes) in flight at once (the client adapts below
+            it, server-paced).
+        max_retries: retries after the first attempt on 429/5xx/timeouts.
+        backoff_s: base of the exponential backoff in seconds (full jitter).
+        tools: ``text`` (<thoughts>/<action> replies) or ``native`` (bomb calls as OpenAI tool
+            definitions); read by the LLM run, not the client.
+        cache: the request cache file; None: ``out_dir/cache.jsonl`` (the LLM run's).
+        roles: a mixed team: role -> its own settings, each falling back to ``llm.*`` (e.g.
+            ``+llm.roles.expert.model=B``; :func:`jaxcollab.llm.roles.role_configs` checks the
+            keys).
 
     Raises:
-        ConfigValueError: a value no server serves, named as ``llm.<key>``
-            (:func:`~jaxcollab.io.schema.check_llm_values`).
+        ConfigValueError: a value out of range or no server serves, named as ``llm.<key>``
+            (:func:`check_llm_values`).
     """
 
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = "model"
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.6
-    max_tokens: int = 1000
+    temperature: float | None = None
+    max_tokens: int | None = bounded(None, ge=1)
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
-    timeout_s: float = 120.0
-    concurrency: int = 16
-    max_retries: int = 6
-    backoff_s: float = 1.0
-    extra_body: dict = dataclasses.field(default_factory=dict)
+    timeout_s: float = bounded(120.0, gt=0)
     context_tokens: int | None = None
+    concurrency: int = count(16)
+    max_retries: int = count(6, 0)
+    backoff_s: float = bounded(1.0, ge=0)
+    tools: LLMTools = LLMTools.text
+    cache: str | None = None
+    roles: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the block's key in a run config (errors name ``llm.<key>``)
+    key_prefix: ClassVar[str] = "llm."
 
-    def __post_init__(self):
-        check_llm_values(dataclasses.asdict(self))
+    def __post_init__(self) -> None:
+        check_fields(self, self.key_prefix)
+        self.check()
+
+    def check(self) -> None:
+        check_llm_values(vars(self), self.key_prefix.rstrip("."))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,9 +325,10 @@ class ChatClient:
     def prompt_budget(self) -> int | None:
         """Prompt tokens one request may use: the smaller of ``cfg.context_tokens`` and the
         server's reported context (:attr:`served_context`), less ``cfg.max_tokens``; None when
-        neither is known."""
+        neither is known (no ``max_tokens``: nothing is kept for the reply)."""
         limits = [c for c in (self.cfg.context_tokens, self.served_context) if c]
-        return max(min(limits) - int(self.cfg.max_tokens), 1) if limits else None
+        reply = 0 if self.cfg.max_tokens is None else int(self.cfg.max_tokens)
+        return max(min(limits) - reply, 1) if limits else None
 
     # --- request building ------------------------------------------------------------------
 
@@ -261,9 +338,12 @@ class ChatClient:
         body = {
             "model": cfg.model,
             "messages": list(req.messages),
-            "temperature": cfg.temperature if req.temperature is None else req.temperature,
-            "max_tokens": int(cfg.max_tokens),
         }
+        temperature = cfg.temperature if req.temperature is None else req.temperature
+        if temperature is not None:  # None: the server's default
+            body["temperature"] = temperature
+        if cfg.max_tokens is not None:  # None: the server's cap
+            body["max_tokens"] = int(cfg.max_tokens)
         if req.tools:
             body["tools"] = list(req.tools)
         if cfg.reasoning_effort:
@@ -271,7 +351,7 @@ class ChatClient:
         if cfg.thinking_budget is not None and int(cfg.thinking_budget) >= 0:
             body["thinking_budget"] = int(cfg.thinking_budget)
             body["chat_template_kwargs"] = {"enable_thinking": int(cfg.thinking_budget) > 0}
-        return body | dict(cfg.extra_body)
+        return body
 
     def key(self, req: Request) -> str:
         """SHA-256 hex of the request's content (configured body, nonce, base URL, salt; the

@@ -17,8 +17,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from jaxcollab.io.schema import check_llm_values
-from jaxcollab.llm.client import ChatClient, LLMConfig, Reply, ReplyCache, Request, Usage
+from jaxcollab.llm.client import (
+    ChatClient,
+    LLMConfig,
+    Reply,
+    ReplyCache,
+    Request,
+    Usage,
+    check_llm_values,
+)
 
 #: What a role may set for itself (the model and its sampling; pacing is team-wide).
 ROLE_KEYS = ("base_url", "model", "api_key_env", "temperature", "max_tokens",

@@ -46,6 +46,7 @@ import jax
 import numpy as np
 
 import jaxcollab
+from jaxcollab.core.config import check_fields, typed
 from jaxcollab.core.family import Family, Spec
 from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.client import LLMConfig
@@ -54,8 +55,6 @@ from jaxcollab.llm.play import Host, Played, play_pool, reserve_callback_threads
 from jaxcollab.llm.roles import TeamClient, role_configs
 from jaxcollab.scale import preempt
 
-#: ``llm`` block keys that are not client settings.
-_RUN_KEYS = ("tools", "cache", "roles")
 #: ``llm`` keys whose null means the family's default (:class:`~jaxcollab.core.family.LLMGame`).
 _FAMILY_DEFAULTS = ("temperature", "max_tokens", "thinking_budget")
 
@@ -71,11 +70,9 @@ def llm_config(family: Family, options: Mapping[str, Any]) -> LLMConfig:
     """
     if family.llm is None:
         raise ValueError(f"family {family.name!r} has no LLM game")
-    block = {k: v for k, v in dict(options.get("llm", {})).items() if k not in _RUN_KEYS}
-    for key in _FAMILY_DEFAULTS:
-        if block.get(key) is None:
-            block[key] = getattr(family.llm, key)
-    return LLMConfig(**block)
+    cfg = typed(LLMConfig, options["llm"])
+    return dataclasses.replace(cfg, **{key: getattr(family.llm, key) for key in _FAMILY_DEFAULTS
+                                       if getattr(cfg, key) is None})
 
 
 def team_configs(family: Family, options: Mapping[str, Any]) -> dict[str, LLMConfig]:
@@ -85,8 +82,8 @@ def team_configs(family: Family, options: Mapping[str, Any]) -> dict[str, LLMCon
     Raises:
         ValueError: a role the family's games do not have, or a bad key (names it).
     """
-    roles = dict(options.get("llm", {})).get("roles") or {}
-    return role_configs(llm_config(family, options), roles, family.llm.roles)
+    base = llm_config(family, options)
+    return role_configs(base, base.roles, family.llm.roles)
 
 
 def transcript_path(out_dir, env_name: str) -> Path:
@@ -115,22 +112,19 @@ class LLMTeam:
     Raises:
         LLMError (from :meth:`play`): unreachable endpoint or unknown model (before any
             episode is written).
-        ValueError: bad ``llm`` settings, ``llm.tools`` not ``text`` / ``native``.
+        ConfigValueError: bad ``llm`` settings (:class:`~jaxcollab.llm.client.LLMConfig`).
     """
 
     name = "llm"
 
     def __init__(self, family: Family, options: Mapping[str, Any], out_dir, progress=None):
-        tools = options.get("llm", {}).get("tools", "text")
-        if tools not in ("text", "native"):
-            raise ValueError(f"llm.tools must be 'text' or 'native', got {tools!r}")
         self.family, self.options, self.out = family, options, Path(out_dir)
         self.cfg = llm_config(family, options)
         reserve_callback_threads(self.cfg.concurrency)
         self.roles = team_configs(family, options)
-        cache = options.get("llm", {}).get("cache") or self.out / "cache.jsonl"
+        cache = self.cfg.cache or self.out / "cache.jsonl"
         # each client checks its endpoint at its first request; the seed salts the cache keys
-        self.client = TeamClient(self.cfg, self.roles, cache, salt=f"seed {options.get('seed', 0)}")
+        self.client = TeamClient(self.cfg, self.roles, cache, salt=f"seed {options['seed']}")
         self.host = Host(self.client, None if progress is None else self._turn)
         self.progress = progress
         self._lock = threading.Lock()
@@ -323,56 +317,44 @@ def _write_results(path: Path, results: dict) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    """A library-level LLM run (what ``eval/rollout.py agent=llm`` configures from the command
-    line); see ``configs/rollout.yaml`` for every option and its default. ``batch`` is the
-    chunk (episodes kept per finished chunk); ``turn_order`` a permutation of the roles or
-    ``"cycle"``; ``roles`` the ``llm.roles`` block (role → its own model settings)."""
+    """A library-level LLM run: what ``eval/rollout.py agent=llm`` configures from the command
+    line. ``batch`` is the chunk (episodes kept per finished chunk) and ``seed`` the run's seed,
+    None for the schema's (:data:`jaxcollab.io.schema.Rollout`); ``turn_order`` a permutation
+    of the bomb's roles or ``"cycle"`` (a library run plays one order unless told);
+    ``options`` any other key of the run config, a family's block included (e.g.
+    ``{"ktane": {"reflection": False}}``, ``{"maze": {"setting": "sampled", "samples": 3}}``),
+    every key not given at the schema's default. The model and its sampling are
+    :func:`evaluate`'s ``cfg``."""
 
     env: str
-    episodes: int = 9
-    seed: int = 0
-    batch: int = 16_384
-    tools: str = "text"
-    hint: str = "weak"
+    episodes: int
+    seed: int | None = None
+    batch: int | None = None
     turn_order: tuple[str, ...] | str = ("deaf", "mute", "blind")
-    solo: bool = False
-    mode: str = "sync"
-    reflection: bool = True
-    view: str = "gptnt"
-    ktane_solo: str | None = None
-    ruleset: str = "vanilla"
-    ruleset_seed: int = 0
-    setting: str = "action"
-    rounds: int = 4
-    samples: int = 5
-    calibration_dir: str | None = None
-    advance: str = "team"
-    rollouts: int = 1
-    tell_partner: bool = False
-    roles: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-    speech_bytes: int | None = None
-    gesture_symbols: int | None = None
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-    def options(self, llm: LLMConfig, cache_path=None) -> dict:
-        """The run config this stands for (the keys ``eval/rollout.py`` reads)."""
+    def config(self, llm: LLMConfig, out_dir, cache_path=None) -> dict:
+        """The run config this stands for (the keys ``eval/rollout.py`` reads), checked by its
+        schema.
+
+        Raises:
+            ConfigValueError: a value out of range; omegaconf's ``ValidationError``: an
+                unknown key or a value of the wrong type (both name it).
+        """
+        from omegaconf import OmegaConf
+
+        from jaxcollab.io.schema import Rollout  # the schema of every family's keys
+
         order = self.turn_order if isinstance(self.turn_order, str) else list(self.turn_order)
-        block = dataclasses.asdict(llm)
-        block.pop("extra_body")
-        return {"env": self.env, "agent": "llm", "episodes": self.episodes, "seed": self.seed,
-                "chunk": self.batch, "bank": False, "turn_order": order,
-                "ruleset": self.ruleset, "ruleset_seed": self.ruleset_seed,
-                "llm": block | {"tools": self.tools, "roles": {r: dict(v) for r, v in
-                                                               self.roles.items()},
-                                "cache": None if cache_path is None else str(cache_path)},
-                "bomb": {"hint": self.hint, "solo_player": self.solo,
-                         "speech_bytes": self.speech_bytes,
-                         "gesture_symbols": self.gesture_symbols},
-                "ktane": {"mode": self.mode, "reflection": self.reflection,
-                          "view": self.view, "solo": self.ktane_solo},
-                "maze": {"setting": self.setting, "rounds": self.rounds,
-                         "samples": self.samples, "calibration_dir": self.calibration_dir,
-                         "advance": self.advance, "rollouts": self.rollouts,
-                         "tell_partner": self.tell_partner}}
+        block = dataclasses.asdict(llm) | ({} if cache_path is None else
+                                           {"cache": str(cache_path)})
+        given = {"seed": self.seed, "chunk": self.batch}
+        cfg = OmegaConf.merge(OmegaConf.structured(Rollout), dict(self.options), {
+            "env": self.env, "agent": "llm", "episodes": self.episodes, "turn_order": order,
+            "llm": block, "out_dir": str(out_dir),
+            **{k: v for k, v in given.items() if v is not None}})
+        check_fields(OmegaConf.to_object(cfg))
+        return OmegaConf.to_container(cfg, enum_to_str=True)
 
 
 def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=None) -> dict:
@@ -387,8 +369,8 @@ def evaluate(cfg: LLMConfig, rc: RunConfig, out_dir, cache_path=None, progress=N
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    options = rc.options(cfg, cache_path)
-    spec = Spec(rc.episodes, rc.seed, rc.batch, out / "episodes", options)
+    options = rc.config(cfg, out, cache_path)
+    spec = Spec(options["episodes"], options["seed"], options["chunk"], out / "episodes", options)
     family = jaxcollab.family(rc.env)
     family.check(jaxcollab.resolve(rc.env), options)
     results = {"env": rc.env, **run_team(rc.env, options, spec, out, progress)}

@@ -18,7 +18,6 @@ Multi-Agent Games".
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -29,80 +28,12 @@ import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.rollout import split_episode_key
-from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.io.schema import PPOConfig
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.view import NOBODY, BombView, make_view
 from jaxcollab.scale.mesh import DATA, data_mesh
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOConfig:
-    """Trainer settings (all static).
-
-    Attributes:
-        env: bomb variant name; algo: ``"ippo"`` or ``"mappo"``; shared: one set of actor
-            parameters for every role (the role is in the observation) or one per role.
-        episodes: parallel episodes per seed; steps: turns per episode per update (auto-reset
-            within); epochs, minibatches: PPO passes over each batch; the rest PPO/GAE/optimiser
-            settings. wrong_penalty: the training reward of a wrong action is this times the
-            environment's -1 (1: the environment's reward; 0: a guess costs no more than a
-            time-out, so exploring cuts is not punished; success is always the env's ending).
-            hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
-            seeds: independent runs vmapped in one program.
-        dial: differentiable communication in the update: each heard symbol's embedding
-            gets a straight-through gradient to the sender's message probabilities (DIAL;
-            Foerster et al. 2016, "Learning to Communicate with Deep Multi-Agent Reinforcement
-            Learning", sec. 5), so a listener's loss trains the speaker across agents and
-            turns; acting and evaluation stay discrete and decentralised.
-        aux_coef: weight of an auxiliary loss: each acting agent predicts, from its GRU
-            state, what the task needs now (``view.answer``: for a bomb the position to act
-            on and the manual's answer; read from the hidden state, as a
-            centralised critic reads it: training only, never an input). With ``dial`` its
-            gradient reaches the speakers, so each hop of a relay is trained by what the next
-            agent can tell from it, before any reward arrives.
-        turn_order: ``"cycle"``: every training episode draws its turn order from the six
-            (uniformly, at each reset) and the in-training evaluation plays
-            ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
-            ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
-        anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
-            many updates (as PPO's Atari runs anneal the step size, Schulman et al. 2017,
-            App. A), so the last updates settle the policy instead of moving it.
-    """
-
-    env: str = "bomb/base-1"
-    algo: str = "ippo"
-    shared: bool = True
-    episodes: int = 256
-    steps: int = 32
-    epochs: int = 2
-    minibatches: int = 2
-    lr: float = 1e-3
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    clip: float = 0.2
-    ent_coef: float = 0.01
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    wrong_penalty: float = 1.0
-    hidden: int = 64
-    embed: int = 4
-    symbols: int = 1
-    alphabet: int = 8
-    seeds: int = 1
-    dial: bool = False
-    aux_coef: float = 0.0
-    turn_order: str = "cycle"
-    anneal_updates: int = 0
-
-    def __post_init__(self):
-        if self.algo not in ("ippo", "mappo"):
-            raise ValueError(f"algo={self.algo!r} must be 'ippo' or 'mappo'")
-        if self.episodes % self.minibatches:
-            raise ValueError(f"episodes={self.episodes} must be a multiple of "
-                             f"minibatches={self.minibatches}")
-        if self.anneal_updates < 0:
-            raise ValueError(f"anneal_updates={self.anneal_updates} must be >= 0")
 
 
 @chex.dataclass

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxcollab.io.schema import ConfigValueError
+from jaxcollab.core.errors import ConfigValueError
 
 
 class NotARunError(ConfigValueError):

@@ -27,9 +27,11 @@ from jaxcollab.agents.bomb.bank import (
     check_solo,
     rollout_bank,
 )
+from jaxcollab.agents.bomb.config import BombConfig, BombHint
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
 from jaxcollab.agents.learned import check_learned, learned
 from jaxcollab.analysis.sanzaru import RUBRIC
+from jaxcollab.core.config import typed
 from jaxcollab.core.family import (
     Analysis,
     Bounds,
@@ -43,7 +45,7 @@ from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import Policy, episode_keys, rollout
 from jaxcollab.envs.bomb import export_instances
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.envs.bomb.bank import CYCLE, REPEATS, parse_turn_order
+from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
 from jaxcollab.envs.bomb.env import BombEnv, ending_counts
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.state import BombState
@@ -60,11 +62,10 @@ LLM_CAPS = (1024, 256)
 def message_caps(options: Mapping) -> tuple[int, int]:
     """``(speech bytes, gesture symbols)`` of a run: the bomb block's values, else
     :data:`LLM_CAPS` for ``agent=llm`` and the env's defaults for every other team."""
-    block = options.get("bomb", {})
+    block = typed(BombConfig, options).bomb
     default = LLM_CAPS if options.get("agent") == "llm" else (T.DEFAULT_SPEECH_BYTES,
                                                                T.DEFAULT_GESTURE_SYMBOLS)
-    return (int(block.get("speech_bytes") or default[0]),
-            int(block.get("gesture_symbols") or default[1]))
+    return (int(block.speech_bytes or default[0]), int(block.gesture_symbols or default[1]))
 
 
 def turn_orders(episodes: int, turn_order="cycle") -> np.ndarray:
@@ -211,32 +212,31 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
     """The family's evaluation: :func:`evaluate`, or with ``bank=true`` the bank protocol
     (:func:`~jaxcollab.agents.bomb.bank.rollout_bank`; ``solo`` a team name or the results
     dict of an earlier bank run)."""
-    o = spec.options
-    if o.get("bank"):
-        solo = o.get("solo")
+    o = typed(BombConfig, spec.options)
+    if o.bank:
+        solo = o.solo
         if solo is not None and solo not in TEAMS:
             solo = json.loads(Path(solo).read_text())  # an earlier bank run's results
-        return rollout_bank(env_names, player, o.get("repeats", 3),
-                            turn_order=o.get("turn_order", CYCLE), seed=spec.seed,
-                            solo=solo, chunk=spec.chunk, save_dir=spec.save_dir,
-                            team_of=scripted, caps=message_caps(o))
+        return rollout_bank(env_names, player, o.repeats, turn_order=o.turn_order,
+                            seed=spec.seed, solo=solo, chunk=spec.chunk, save_dir=spec.save_dir,
+                            team_of=scripted, caps=message_caps(spec.options))
     return evaluate(env_names, player, spec.episodes, spec.seed, spec.chunk, spec.save_dir,
-                    o.get("turn_order", CYCLE), message_caps(o))
+                    o.turn_order, message_caps(spec.options))
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
+    o = typed(BombConfig, options)
     try:
-        parse_turn_order(options.get("turn_order", CYCLE))
+        parse_turn_order(o.turn_order)
     except ValueError as e:
-        raise ConfigValueError("turn_order", options.get("turn_order"),
+        raise ConfigValueError("turn_order", o.turn_order,
                                "'cycle' or a permutation of deaf, mute, blind") from e
     _check_solo(env_names, options)
     check_learned(env_names, options)
-    hint = options.get("bomb", {}).get("hint", "weak")
-    if hint not in ("none", "weak", "strong", "playbook"):
-        raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")
+    if o.bomb.hint not in tuple(BombHint):
+        raise ConfigValueError("bomb.hint", o.bomb.hint, "one of none, weak, strong, playbook")
     for key, cap in zip(("speech_bytes", "gesture_symbols"), message_caps(options),
                         strict=True):
         if not 4 <= cap <= 4096 or cap % 4:
@@ -247,13 +247,15 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
 def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
     """``solo`` (bank runs only): a team, or an earlier bank run's results.json under the same
     protocol; ``repeats`` likewise belongs to the bank protocol."""
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
-    solo, bank_run = options.get("solo"), bool(options.get("bank"))
-    for key, default in (("solo", None), ("repeats", REPEATS)):
-        if not bank_run and options.get(key, default) != default:
-            raise ConfigValueError(key, options[key], f"{default or 'null'} without bank=true "
-                                   "(it belongs to the bank protocol)")
+    o, defaults = typed(BombConfig, options), BombConfig()
+    solo = o.solo
+    for key in ("solo", "repeats"):
+        default = getattr(defaults, key)
+        if not o.bank and getattr(o, key) != default:
+            raise ConfigValueError(key, getattr(o, key), f"{default or 'null'} without "
+                                   "bank=true (it belongs to the bank protocol)")
     if solo is None or solo in TEAMS:
         return
     expected = f"a team ({', '.join(TEAMS)}) or an earlier bank run's results.json"
@@ -263,9 +265,8 @@ def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
         raise ConfigValueError("solo", solo, f"{expected}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ConfigValueError("solo", solo, f"{expected}: not a JSON file ({e})") from None
-    protocol = bank_protocol(env_names, options.get("repeats", REPEATS),
-                             turn_order=options.get("turn_order", CYCLE),
-                             seed=options.get("seed", 0))
+    protocol = bank_protocol(env_names, o.repeats, turn_order=o.turn_order,
+                             seed=options["seed"])
     try:
         check_solo(results, protocol)
     except ValueError as e:
@@ -279,12 +280,10 @@ def _llm_game(env_name: str, env, params, options: Mapping):
     from jaxcollab.llm.bomb import BombGame
 
     params = params.params if isinstance(params, PinnedParams) else params
-    block = options.get("bomb", {})
+    block = typed(BombConfig, options).bomb
     order = tuple(int(r) for r in np.asarray(params.turn_order))
-    return BombGame(BombEnv(env_name, *message_caps(options)), block.get("hint", "weak"),
-                    order,
-                    block.get("solo_player", False),
-                    options.get("llm", {}).get("tools", "text") == "native")
+    return BombGame(BombEnv(env_name, *message_caps(options)), block.hint, order,
+                    block.solo_player, options["llm"]["tools"] == "native")
 
 
 def _communication(record: dict) -> tuple[int, int]:
@@ -313,9 +312,7 @@ FAMILY = Family(
     # for the 138-gesture message of its Fig. 11 and the thoughts around it
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=2048,
                 roles=T.ROLE_NAMES, communication=_communication),
-    config={"bank": False, "repeats": 3, "turn_order": CYCLE, "solo": None, "checkpoint": None,
-            "bomb": {"hint": "weak", "solo_player": False, "speech_bytes": None,
-                     "gesture_symbols": None}},
+    config=BombConfig,
     check=_check,
     analysis=Analysis(analysis.analyze, judge=RUBRIC),  # SANZARU Tables 5, 6
     bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),

@@ -19,15 +19,17 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from jaxcollab.agents.bomb.config import BombConfig
 from jaxcollab.agents.bomb.traces import labelled, traced
 from jaxcollab.analysis.replay import replay, rollout_config
+from jaxcollab.core.config import typed
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.registry import resolve
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.bounds import order_name
 from jaxcollab.envs.bomb.env import BombEnv
 from jaxcollab.envs.bomb.flags import FLAGS, episode_flags, fact_owners, shares
 from jaxcollab.envs.bomb.params import TURN_ORDERS
-from jaxcollab.io.schema import ConfigValueError
 
 
 def _config(results: Mapping, run_dir: Path) -> dict:
@@ -74,9 +76,10 @@ def _episodes(names: Sequence[str], cfg: Mapping):
     from jaxcollab.core.rollout import episode_keys
     from jaxcollab.envs.bomb.bank import bank_episodes
 
-    order = cfg.get("turn_order", "cycle")
-    if cfg.get("bank"):
-        plan = bank_episodes(list(names), cfg.get("repeats", 3), turn_order=order)
+    o = typed(BombConfig, cfg)
+    order = o.turn_order
+    if o.bank:
+        plan = bank_episodes(list(names), o.repeats, turn_order=order)
         n = len(plan.variant)
         params = PinnedParams(params=plan.params, reset_key=np.asarray(plan.instance_key))
         idx = np.array([list(names).index(str(v)) for v in plan.variant])
@@ -166,10 +169,11 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
 
     cfg = _config(results, run_dir)
     names = resolve(str(cfg["env"]))
-    order = cfg.get("turn_order", "cycle")
+    o = typed(BombConfig, cfg)
+    order = o.turn_order
     if cfg["agent"] == "llm":
         traces = llm_traces(names, run_dir, cfg, chunk)
-    elif cfg.get("bank"):
+    elif o.bank:
         traces = bank_traces(names, cfg, chunk)
     else:
         traces = episode_traces(names, cfg["agent"], cfg["episodes"], cfg["seed"], chunk,

@@ -14,9 +14,11 @@ import jax
 import numpy as np
 
 from jaxcollab.agents.ktane import analysis
+from jaxcollab.agents.ktane.config import KtaneConfig, RulesetConfig
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
 from jaxcollab.agents.learned import check_learned, learned
+from jaxcollab.core.config import typed
 from jaxcollab.core.family import (
     Analysis,
     Family,
@@ -217,14 +219,19 @@ def _pass_at_1(success: dict[str, float], modules: dict[str, tuple[str, ...]]) -
             "pass_at_1_by_module": {m: float(np.mean(v)) for m, v in sorted(by_module.items())}}
 
 
+def _ruleset_keys(options: Mapping) -> tuple[str, int]:
+    """``(ruleset, ruleset_seed)`` of a run's (or an export's) config."""
+    o = typed(RulesetConfig, options)
+    return str(o.ruleset), o.ruleset_seed
+
+
 def _rules(options: Mapping) -> Ruleset:
-    return make_ruleset(str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0))
+    return make_ruleset(*_ruleset_keys(options))
 
 
 def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
-    o = spec.options
     return evaluate(env_names, player, spec.episodes, spec.seed, spec.chunk, spec.save_dir,
-                    str(o.get("ruleset", "vanilla")), o.get("ruleset_seed", 0))
+                    *_ruleset_keys(spec.options))
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
@@ -232,9 +239,8 @@ def _llm_game(env_name: str, env, params, options: Mapping):
     ``ktane.reflection``, ``ktane.view`` and ``ktane.solo``."""
     from jaxcollab.llm.ktane import KtaneGame
 
-    block = options.get("ktane", {})
-    return KtaneGame(env, block.get("mode", "sync"), block.get("reflection", True),
-                     _rules(options), block.get("view", "gptnt"), block.get("solo"))
+    block = typed(KtaneConfig, options).ktane
+    return KtaneGame(env, block.mode, block.reflection, _rules(options), block.view, block.solo)
 
 
 def _llm_summary(records: list[dict], options: Mapping) -> dict:
@@ -276,14 +282,13 @@ def _communication(record: dict) -> tuple[int, int]:
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
-    from jaxcollab.io.schema import ConfigValueError
+    from jaxcollab.core.errors import ConfigValueError
 
-    block = options.get("ktane", {})
-    for key, valid, default in (("mode", ("sync", "async"), "sync"),
-                                ("view", ("gptnt", "full"), "gptnt"),
-                                ("solo", (None, "with_manual", "no_manual"), None)):
-        if block.get(key, default) not in valid:
-            raise ConfigValueError(f"ktane.{key}", block.get(key),
+    block = typed(KtaneConfig, options).ktane
+    for key, valid in (("mode", ("sync", "async")), ("view", ("gptnt", "full")),
+                       ("solo", (None, "with_manual", "no_manual"))):
+        if getattr(block, key) not in valid:
+            raise ConfigValueError(f"ktane.{key}", getattr(block, key),
                                    " or ".join("null" if v is None else v for v in valid))
     for name in env_names:
         if not isinstance(make(name), KtaneEnv):
@@ -298,13 +303,13 @@ FAMILY = Family(
                                       name) for name in TEAMS}, "learned": learned},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
-        name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
+        name, n, seed, *_ruleset_keys(options)),
     # GPTNT: temperature 0.6 (app. H), a 1,000-token reply budget and thinking off (§4)
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=0.6, max_tokens=1000,
                 thinking_budget=0, roles=("defuser", "expert"), communication=_communication,
                 summary=_llm_summary),
-    config={"ruleset": "vanilla", "ruleset_seed": 0, "checkpoint": None,
-            "ktane": {"mode": "sync", "reflection": True, "view": "gptnt", "solo": None}},
+    config=KtaneConfig,
+    export_config=RulesetConfig,
     check=_check,
     analysis=Analysis(analysis.analyze),  # GPTNT §8, Table 7
 )

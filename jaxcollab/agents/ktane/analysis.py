@@ -22,14 +22,16 @@ import jax
 import numpy as np
 from rich.progress import track
 
+from jaxcollab.agents.ktane.config import KtaneConfig
 from jaxcollab.analysis.behaviour import behaviour, episode_steps
 from jaxcollab.analysis.replay import replay, rollout_config
+from jaxcollab.core.config import typed
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.registry import make, resolve
 from jaxcollab.core.rollout import episode_keys, rollout
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane.modules.base import MESSAGE
 from jaxcollab.envs.ktane.ruleset import make_ruleset
-from jaxcollab.io.schema import ConfigValueError
 
 
 def _config(results: Mapping, run_dir: Path) -> dict:
@@ -176,7 +178,8 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
         RuntimeError: the replay's outcomes differ from the run's.
     """
     cfg = _config(results, run_dir)
-    rules = make_ruleset(str(cfg.get("ruleset", "vanilla")), cfg.get("ruleset_seed", 0))
+    o = typed(KtaneConfig, cfg)
+    rules = make_ruleset(str(o.ruleset), o.ruleset_seed)
     keys = np.asarray(episode_keys(cfg["seed"], cfg["episodes"]))
     names = resolve(str(cfg["env"]))
     episodes, lost = [], []
@@ -185,7 +188,7 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
         params = env.ruleset_params(rules)
         if cfg["agent"] == "llm":
             final, states, verbs, thinking = _llm(env, name, run_dir, keys, params, chunk,
-                                                  (cfg.get("ktane") or {}).get("mode", "sync"))
+                                                  o.ktane.mode)
         else:
             final, states, actions = _scripted(env, cfg["agent"], rules, keys, params, chunk)
             verbs, thinking = np.asarray(actions)[..., 0], None

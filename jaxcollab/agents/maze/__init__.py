@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.maze.config import Collabgap, MazeConfig
+from jaxcollab.core.config import typed
 from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import privileged_policy
@@ -69,7 +71,7 @@ def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
         same keys) when several environments are given.
     """
     keys = np.asarray(spec.keys())
-    rollouts = int(spec.options.get("maze", {}).get("rollouts", 1))
+    rollouts = int(typed(MazeConfig, spec.options).maze.rollouts)
     episodes = np.arange(spec.episodes * rollouts)
     finals = {}
     for name in env_names:
@@ -95,12 +97,11 @@ def _llm_game(env_name: str, env, params, options: Mapping):
     ``maze.calibration_dir``: none when that run gave nothing to fit, :func:`_calibrator`)."""
     from jaxcollab.llm.maze import MazeGame
 
-    block = options.get("maze", {})
-    cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4))[0] \
-        if block.get("setting") == "verbalized_calibrated" else None
-    return MazeGame(env, block.get("setting", "action"), block.get("rounds", 4),
-                    block.get("samples", 5), cal, block.get("advance", "team"),
-                    block.get("tell_partner", False))
+    block = typed(MazeConfig, options).maze
+    cal = _calibrator(env_name, block.calibration_dir, block.rounds)[0] \
+        if block.setting == "verbalized_calibrated" else None
+    return MazeGame(env, str(block.setting), block.rounds, block.samples, cal,
+                    str(block.advance), block.tell_partner)
 
 
 @functools.lru_cache(maxsize=4)
@@ -147,13 +148,13 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     ``records``, ``vectors``, ``steps``; ``fit_conversation_calibrator``)."""
     from jaxcollab.llm.maze_results import by_round, team_decisions
 
-    block = options.get("maze", {})
-    setting, advance = block.get("setting", "action"), block.get("advance", "team")
-    n_rounds = 1 if setting == "solo" else int(block.get("rounds", 4))
-    curves = by_round(records, n_rounds, int(block.get("rollouts", 1)), advance)
+    block = typed(MazeConfig, options).maze
+    setting, advance = str(block.setting), str(block.advance)
+    n_rounds = 1 if setting == "solo" else int(block.rounds)
+    curves = by_round(records, n_rounds, int(block.rollouts), advance)
     out = {"protocols": {setting: curves}}
     if setting == "verbalized_calibrated":  # what the held-out run gave to fit, per environment
-        out["calibration"] = {name: _calibrator(name, block.get("calibration_dir"), n_rounds)[1]
+        out["calibration"] = {name: _calibrator(name, block.calibration_dir, n_rounds)[1]
                               for name in sorted({r["env"] for r in records})}
     rate = curves["maze_success"][-1]
     if advance == "path" and rate is not None:
@@ -168,17 +169,17 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
-    from jaxcollab.io.schema import ConfigValueError, check_episode_count
+    from jaxcollab.core.config import check_episode_count
+    from jaxcollab.core.errors import ConfigValueError
 
     for name in env_names:
         if not isinstance(make(name), MazeEnv):
             raise ConfigValueError("env", name, "a maze environment")
-    block = options.get("maze", {})
-    check_episode_count("episodes", options.get("episodes", 1), "maze.rollouts",
-                        block.get("rollouts", 1))
-    if block.get("tell_partner") and block.get("setting") != "full":
+    block = typed(MazeConfig, options).maze
+    check_episode_count("episodes", options["episodes"], "maze.rollouts", block.rollouts)
+    if block.tell_partner and block.setting != "full":
         raise ConfigValueError("maze.tell_partner", True, "false unless maze.setting=full "
-                               f"(the setting is {block.get('setting')!r})")
+                               f"(the setting is {str(block.setting)!r})")
 
 
 #: The maze family's plug-in (:mod:`jaxcollab.core.family`).
@@ -190,8 +191,8 @@ FAMILY = Family(
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
                 max_tokens=2048,  # §6: "reasoning (up to 2048 tokens)"
                 roles=("agent0", "agent1"), data=_data, summary=_llm_summary),
-    config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None,
-                     "advance": "team", "rollouts": 1, "tell_partner": False}},
+    config=MazeConfig,
+    schemas={"collabgap": Collabgap},
     check=_check,
 )
 register_family(FAMILY)

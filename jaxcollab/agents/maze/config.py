@@ -1,0 +1,114 @@
+"""The maze family's config: its run-config keys (:attr:`jaxcollab.core.family.Family.config`:
+the ``maze`` block of its LLM protocol, the collaboration-gap paper §6) and the schema of
+``eval/collabgap.py``, that paper's experiments; each default stated here only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from omegaconf import MISSING
+
+from jaxcollab.core.config import check_episode_count, count
+from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.llm.client import LLMConfig
+
+
+class MazeSetting(StrEnum):
+    full = "full"
+    action = "action"
+    verbalized = "verbalized"
+    verbalized_calibrated = "verbalized_calibrated"
+    verbalized_naive = "verbalized_naive"
+    sampled = "sampled"
+    solo = "solo"
+
+
+class MazeAdvance(StrEnum):
+    team = "team"      # the team's move is applied; a wrong one ends the maze
+    path = "path"      # walked along the unique path: every round of every step is scored
+
+
+@dataclass
+class MazeBlock:
+    """The maze's LLM protocol (``maze.*``; collaboration-gap paper §6)."""
+
+    # full | action | verbalized | verbalized_calibrated | verbalized_naive | sampled | solo
+    setting: MazeSetting = MazeSetting.action
+    rounds: int = count(4)               # K rounds of conversation per maze step
+    samples: int = count(5)              # M responses per round (sampled)
+    calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
+    # team (its move; a wrong one ends the maze) | path (walked along the path: every round
+    # scored)
+    advance: MazeAdvance = MazeAdvance.team
+    rollouts: int = count(1)             # rollouts per maze: episode e is maze e // rollouts
+    tell_partner: bool = False           # full: also ask for a message to the partner (R7)
+
+
+@dataclass
+class MazeConfig:
+    """Every run-config key the maze family reads, beside the common ones."""
+
+    maze: MazeBlock = field(default_factory=MazeBlock)
+
+
+class CollabgapPlot(StrEnum):
+    maze_success = "maze_success"          # by round, 90 % intervals (Figs. 7a, 8, 9, 11)
+    step_accuracy = "step_accuracy"        # by round
+    calibration_loss = "calibration_loss"  # by round, 90 % intervals (Fig. 7b)
+    confidence = "confidence"              # top-probability histograms (Fig. 10)
+
+
+@dataclass
+class CollabgapStep:
+    """One run of a collaboration-gap experiment: ``eval/rollout.py agent=llm`` into
+    ``out_dir/<name>/``."""
+
+    name: str = MISSING
+    setting: MazeSetting = MazeSetting.action
+    held_out: bool = False           # play the calibration mazes (calibration_seed), not plotted
+    calibration: str | None = None   # verbalized_calibrated: the held-out step it is fitted on
+
+
+@dataclass
+class Collabgap:
+    """``configs/collabgap/collabgap.yaml``: ``eval/collabgap.py`` (the collaboration-gap
+    paper's LLM experiments, one ``experiment=`` each)."""
+
+    experiment: str = MISSING
+    steps: list[CollabgapStep] = MISSING
+    plots: list[CollabgapPlot] = field(default_factory=lambda: [CollabgapPlot.maze_success])
+    env: str = "maze/split-6x6"
+    mazes: int = count(30)                # test mazes (the paper's 30)
+    rollouts: int = count(10)             # rollouts per maze (the paper's 10)
+    seed: int = count(0, 0)               # seed of the test mazes
+    calibration_mazes: int = count(30)    # held-out mazes the calibrator is fitted on
+    calibration_seed: int = count(1, 0)   # their seed (must differ from seed)
+    rounds: int = count(MazeBlock.rounds)
+    samples: int = count(MazeBlock.samples)
+    advance: MazeAdvance = MazeAdvance.path
+    tell_partner: bool = MazeBlock.tell_partner  # full steps: ask for a message to the partner
+    chunk: int = count(10)                # episodes per kept chunk of each run
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    out_dir: str = MISSING
+
+    def check(self) -> None:
+        check_episode_count("mazes", self.mazes, "rollouts", self.rollouts)
+        check_episode_count("calibration_mazes", self.calibration_mazes, "rollouts",
+                            self.rollouts)
+        if self.seed == self.calibration_seed:
+            raise ConfigValueError("calibration_seed", self.calibration_seed,
+                                   f"a seed other than seed={self.seed} (the calibrator is "
+                                   "fitted on other mazes)")
+        names = [s.name for s in self.steps]
+        for s in self.steps:
+            if not s.name or "/" in s.name or names.count(s.name) > 1:
+                raise ConfigValueError("steps.name", s.name, "a unique name without '/'")
+            fitted = s.setting == MazeSetting.verbalized_calibrated
+            if fitted != (s.calibration is not None):
+                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
+                                       "the name of a held-out verbalized step, given exactly "
+                                       "for verbalized_calibrated")
+            if fitted and s.calibration not in names[: names.index(s.name)]:
+                raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
+                                       f"an earlier step of {names}")
