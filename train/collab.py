@@ -70,7 +70,6 @@ training chunk or round in progress, and the process exits with status 128 + the
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import jax
@@ -88,6 +87,7 @@ from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_contex
 from jaxcollab.envs.maze import reference, text
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
+from jaxcollab.io.phases import Phases, phase
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
@@ -129,7 +129,8 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.model.block_size is None:
         return
     few = OmegaConf.merge(cfg, {"task": {"n_examples": 64}})
-    task, _ = task_data(few, jax.random.PRNGKey(0))
+    with phase("data"):
+        task, _ = task_data(few, jax.random.PRNGKey(0))
     kinds = ["probability"] if cfg.calibration is not None else protocol_names(cfg)
     need = max(required_context(task, messages.MessageCodec(k, task.vocab, task.class_chars,
                                                             cfg.protocol.digits), cfg.n_rounds)
@@ -203,10 +204,11 @@ class Protocols:
         self.logger.log({f"{name}/round": entry["rounds"][-1],
                          **{f"{name}/{k}": v for k, v in means.items()}})
         if is_main():  # one process draws (multi-host)
-            if self.seeds is None:
-                plots.separation_plot(self.results.data, self.out / "separation.png")
-            else:
-                plots.seeds_plot(self.results.data, self.out / "seeds.png")
+            with phase("plots"):
+                if self.seeds is None:
+                    plots.separation_plot(self.results.data, self.out / "separation.png")
+                else:
+                    plots.seeds_plot(self.results.data, self.out / "seeds.png")
         print(f"{name} round {entry['rounds'][-1]}"
               + (f" (mean of {len(self.seeds)} seeds)" if self.seeds else "") + ": "
               + ", ".join(f"{k}={v:.5g}" for k, v in means.items()))
@@ -410,14 +412,24 @@ def experiment(cfg: DictConfig):
 
 def run(cfg: DictConfig) -> dict:
     """The whole job on a composed config; returns the results (also in ``results.json``)."""
-    start = time.perf_counter()
+    with Phases() as spent:  # where the time goes (results.json "timing")
+        results, out = _run(cfg)
+    results.set(("wall_seconds",), spent.wall_seconds)
+    results.set(("timing",), spent.summary())
+    print(spent.line())
+    print(f"wrote {out / 'results.json'}")
+    return results.data
+
+
+def _run(cfg: DictConfig) -> tuple[ResultsFile, Path]:
     job = start_run(cfg, frozen=FROZEN, check=check_config)  # schema, ranges, cross-key
     # checks (task shapes included), resume guard: all before the first file
     cfg, out, results = job.cfg, job.out, job.results
     with preempt.guard():  # SIGTERM / SIGINT: stop at the next safe point, keeping every round
         # data, and what it records up front (on a worker thread: a signal need not wait)
-        exp = preempt.interruptible(experiment(cfg), cfg, out, results, job.logger,
-                                    saved="nothing yet (no round had finished)")
+        with phase("data"):
+            exp = preempt.interruptible(experiment(cfg), cfg, out, results, job.logger,
+                                        saved="nothing yet (no round had finished)")
         conversations = exp.conversations()  # name -> trainer, validated before any training
 
         # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
@@ -430,10 +442,8 @@ def run(cfg: DictConfig) -> dict:
                     preempt.stop(signum, f"every finished round in {out}")
 
         exp.finish()
-    results.set(("wall_seconds",), time.perf_counter() - start)
     job.finish()
-    print(f"wrote {out / 'results.json'}")
-    return results.data
+    return results, out
 
 
 #: ``configs/`` by absolute path: the same under train/maze.py and train/calibration.py.
