@@ -38,7 +38,11 @@ the keys. A signal stops the run at the next safe point, within moments while da
 a training chunk compiles (:func:`jaxcollab.scale.preempt.interruptible`), else after the
 training chunk or round in progress, and the process exits with status 128 + the signal.
 
-``results.json`` (besides ``config``, ``run``, ``wall_seconds``):
+``results.json`` (besides ``config``, ``run``, ``wall_seconds``) holds ``timing_seconds``,
+where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.summary`:
+``wall``, ``cpu``, and per phase — ``data``, ``compile``, ``training steps``, ``evaluation``
+(validation and predictions), ``saving``, ``plots``, ``other`` — its wall seconds under
+``phases`` and its CPU seconds, compiles included, under ``phases_cpu``), and:
 
 * protocols: ``theory`` (exact curves by round k = 0..K,
   :func:`jaxcollab.collab.theory.parity_curves`); ``protocols.<name>``: lists by round —
@@ -412,10 +416,10 @@ def experiment(cfg: DictConfig):
 
 def run(cfg: DictConfig) -> dict:
     """The whole job on a composed config; returns the results (also in ``results.json``)."""
-    with Phases() as spent:  # where the time goes (results.json "timing")
+    with Phases() as spent:  # where the time goes
         results, out = _run(cfg)
     results.set(("wall_seconds",), spent.wall_seconds)
-    results.set(("timing",), spent.summary())
+    results.set(("timing_seconds",), spent.summary())
     print(spent.line())
     print(f"wrote {out / 'results.json'}")
     return results.data

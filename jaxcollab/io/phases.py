@@ -101,13 +101,13 @@ class Phases:
         self.cpu_seconds = self._at[2] - self._start[2]
 
     def summary(self) -> dict:
-        """``{"wall_seconds", "cpu_seconds", "phases", "phase_cpu_seconds"}``, the phases
-        largest first."""
+        """Seconds: ``{"wall", "cpu", "phases": {name: wall}, "phases_cpu": {name: cpu}}``,
+        the phases largest first."""
         def ordered(d: dict) -> dict:
             return dict(sorted(d.items(), key=lambda kv: -kv[1]))
 
-        return {"wall_seconds": self.wall_seconds, "cpu_seconds": self.cpu_seconds,
-                "phases": ordered(self.seconds), "phase_cpu_seconds": ordered(self.cpu)}
+        return {"wall": self.wall_seconds, "cpu": self.cpu_seconds,
+                "phases": ordered(self.seconds), "phases_cpu": ordered(self.cpu)}
 
     def line(self) -> str:
         """One line for the console: the wall and CPU time, then each phase's wall time."""
