@@ -1,10 +1,11 @@
-"""Compile-time guard (issue 23): the unbatched ``reset`` and ``step`` of two bombs holding every
-Keep-Talking module type (six and five: a face holds six) compile in bounded time. The worst
-case seen was one module's unbatched ``reset`` (Passwords: over 15 minutes, where vmapped it took
-3 s): unbatched, XLA CPU fused the hash chain behind a gather's index into every element of a
-loop. Each compile takes 1–2 s of CPU; the bound is generous (a loaded machine must not fail
-it) and the compiles run in a child process with a timeout, so a regression fails instead of
-hanging the suite. Per-program figures: ``python -m eval.bench only=[compile]``."""
+"""Compile guard (issue 23): the unbatched ``reset`` and ``step`` of two bombs holding every
+Keep-Talking module type (six and five: a face holds six) compile. The worst case seen was one
+module's unbatched ``reset`` (Passwords: over 15 minutes, where vmapped it took 3 s):
+unbatched, XLA CPU fused the hash chain behind a gather's index into every element of a loop.
+Each compile takes 1–2 s of CPU; they run in a child process whose timeout (minutes, far beyond
+them even on a loaded machine) turns such a runaway compile into a failure instead of a hung
+suite. No compile is timed here: the per-program seconds and their budget are
+``python -m eval.bench only=[compile]`` (``eval/benchmarks/compile.py``)."""
 
 import json
 import os
@@ -13,13 +14,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BOUND_CPU_S, TIMEOUT_S = 60, 600
+TIMEOUT_S = 600
 
 PROBE = """
-import json, time, jax
+import json, jax
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane.modules import MODULE_TYPES
-out, key = {}, jax.random.key(0)
+compiled, key = [], jax.random.key(0)
 for half in (list(MODULE_TYPES)[:6], list(MODULE_TYPES)[6:]):
     env = KtaneEnv(Mission(tuple(half), time_limit_s=600), "test/" + "+".join(half))
     params = env.default_params
@@ -27,17 +28,16 @@ for half in (list(MODULE_TYPES)[:6], list(MODULE_TYPES)[6:]):
     actions = jax.eval_shape(env.action_space(params).sample, key)
     for name, fn, args in (("reset", env.reset, (key, params)),
                            ("step", env.step, (key, state, actions, params))):
-        cpu = time.process_time()
         jax.jit(fn).lower(*args).compile()
-        out[f"{env.name} {name}"] = time.process_time() - cpu
-print(json.dumps(out))
+        compiled.append(f"{env.name} {name}")
+print(json.dumps(compiled))
 """
 
 
-def test_unbatched_reset_and_step_of_every_module_type_compile_in_bounded_time():
+def test_unbatched_reset_and_step_of_every_module_type_compile():
     env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}  # a real compile
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT_S, check=True)
-    seconds = json.loads(done.stdout.splitlines()[-1])
-    assert len(seconds) == 4
-    assert all(s < BOUND_CPU_S for s in seconds.values()), seconds
+    compiled = json.loads(done.stdout.splitlines()[-1])
+    assert [c.rsplit(" ", 1)[1] for c in compiled] == ["reset", "step"] * 2
+    assert len({c.rsplit(" ", 1)[0] for c in compiled}) == 2  # the two bombs

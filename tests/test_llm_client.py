@@ -57,9 +57,10 @@ def test_serial_server_is_not_flooded(server):
     assert client.retries == {}
     keys = [json.dumps(list(r.messages)) for r in batch]
     assert [server.generated[k] for k in keys] == [1] * 10
-    assert all(SERIAL_S * 0.9 <= r.latency_s < SERIAL_S * 2 for r in replies)
-    waits = sorted(r.queue_s for r in replies)
-    assert waits[-1] >= 8 * SERIAL_S  # the last one served waited behind nine generations
+    assert all(SERIAL_S * 0.9 <= r.latency_s for r in replies)
+    last = max(replies, key=lambda r: r.queue_s)
+    assert last.queue_s >= 8 * SERIAL_S  # the last one served waited behind nine generations
+    assert last.latency_s < last.queue_s  # its latency is its own generation, not the wait
     totals = client.usage_json()
     assert sum(u["latency_s"] for u in totals.values()) == pytest.approx(
         sum(r.latency_s for r in replies))
@@ -170,14 +171,14 @@ def test_a_signal_cancels_requests_on_another_thread(server, default_sigint):
 
     with signals.watch():
         thread = threading.Thread(target=worker)
-        start = time.perf_counter()
         thread.start()
         time.sleep(0.3)
+        signalled = time.perf_counter()  # the stop is timed from the signal
         with pytest.raises(KeyboardInterrupt):  # the main thread's own handler
             os.kill(os.getpid(), signal.SIGINT)
             thread.join()
         thread.join()
-    assert caught and time.perf_counter() - start < LATE_S - 1
+    assert caught and time.perf_counter() - signalled < LATE_S - 1
 
 
 def test_gpt5_style_endpoint_gets_max_completion_tokens(server, tmp_path):

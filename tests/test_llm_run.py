@@ -122,18 +122,20 @@ def test_a_transcript_cut_short_beside_saved_chunks_is_replayed(server, tmp_path
 def test_sigterm_stops_at_the_next_safe_point(server, tmp_path):
     rc = RunConfig(env="bomb/base-1", episodes=6, batch=2)
     path = transcript_path(tmp_path, "bomb/base-1")
+    signalled = []
 
-    def stop_after_first_chunk():
+    def stop_after_first_chunk():  # (its rollout compiled by then; the stop is timed from here)
         while not (path.exists() and path.read_text().count("\n") >= 2):
             time.sleep(0.02)
+        signalled.append(time.perf_counter())
         os.kill(os.getpid(), signal.SIGTERM)
 
     watcher = threading.Thread(target=stop_after_first_chunk, daemon=True)
     watcher.start()
-    start = time.perf_counter()
     with pytest.raises(Preempted) as stop:
         evaluate(cfg(server, "slow"), rc, tmp_path)
-    assert time.perf_counter() - start < 30 and stop.value.code == 128 + signal.SIGTERM
+    # at most the chunk in play (turns of 0.3 s) after the signal, with room for a loaded machine
+    assert time.perf_counter() - signalled[0] < 30 and stop.value.code == 128 + signal.SIGTERM
     kept = records(tmp_path, "bomb/base-1")
     assert len(kept) in (2, 4)  # whole chunks only
     stopped = json.loads((tmp_path / "results.json").read_text())
@@ -165,6 +167,7 @@ class _Interrupted(Game):
 
     roles = ("a",)
     turns = 0
+    slept = False  # whether a turn's wait ran to its end (it must be interrupted)
 
     def action_struct(self):
         return jax.ShapeDtypeStruct((1,), np.int32)
@@ -176,6 +179,7 @@ class _Interrupted(Game):
         type(self).turns += 1
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(5)  # the default handler raises KeyboardInterrupt here
+        type(self).slept = True
         yield []
 
 
@@ -185,9 +189,8 @@ def test_sigint_in_the_host_callback_is_not_swallowed(default_sigint):
     tag, _ = host.open(game, 0)
     struct = game.action_struct()
     obs = np.array([[0, 0, 0, tag]], np.int32)  # one agent's row, then ended=0 and the tag
-    start = time.perf_counter()
     out = host.act(struct, obs, np.int32(0))
-    assert time.perf_counter() - start < 4 and out.tolist() == [0]
+    assert not _Interrupted.slept and out.tolist() == [0]
     assert isinstance(host.error, KeyboardInterrupt)
     host.act(struct, obs, np.int32(1))  # the rest of the rollout: no-ops, no more turns
     assert _Interrupted.turns == 1

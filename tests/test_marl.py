@@ -187,7 +187,7 @@ def test_init_of_several_seeds_and_roles_at_cpu_size_finishes():
             "dial=True, aux_coef=1.0)).init(1); "
             "print(jax.tree.leaves(ts.params)[0].shape[:2])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=600)  # a hang's guard, with room for a loaded machine
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "(2, 3)"  # seeds x roles
 

@@ -26,6 +26,11 @@ from jaxcollab.scale import preempt
 ROOT = Path(__file__).resolve().parent.parent
 #: results keys that time the run (they differ between two runs of the same config)
 TIMING = ("episodes_per_second", "run", "config")
+#: Seconds a stop may take, timed from its signal with everything before it compiled: in
+#: process, to :class:`~jaxcollab.scale.preempt.Preempted` (the flag is polled every
+#: ``POLL_S`` = 0.05 s), and for a child process, to its exit (interpreter teardown included).
+#: Both leave room for a loaded machine; the behaviour they guard against took 30-80 s.
+STOP_S, EXIT_S = 10.0, 20.0
 
 
 def test_a_stop_between_environments_ends_the_run_before_the_next_one(tmp_path):
@@ -47,20 +52,22 @@ def test_a_stop_between_environments_ends_the_run_before_the_next_one(tmp_path):
 def test_a_signal_abandons_the_chunk_in_play_at_once(tmp_path):
     """The chunk runs on a worker thread (as an XLA compile would, holding the main thread):
     the stop does not wait for it, and a worker's own error still reaches the caller."""
-    release, calls = threading.Event(), []
+    release, calls, signalled, finished = threading.Event(), [], [], []
 
     def play(rows):
         calls.append(int(rows[0]))
         if calls == [0, 4]:  # the second chunk: a signal mid-way through a long compile
+            signalled.append(time.perf_counter())
             os.kill(os.getpid(), signal.SIGINT)
-            release.wait(30)
+            release.wait(60)
+            finished.append(int(rows[0]))
         return {"x": rows + 1}
 
-    start = time.perf_counter()
     with pytest.raises(preempt.Preempted, match=r"1 chunks of 4 .*\(the work in progress was "
                                                 r"dropped\)") as stop:
         preempt.resumable_episodes(play, np.arange(8), 4, tmp_path)
-    assert time.perf_counter() - start < 2 and stop.value.code == 128 + signal.SIGINT
+    assert time.perf_counter() - signalled[0] < STOP_S and stop.value.code == 128 + signal.SIGINT
+    assert not finished  # the chunk in play was left blocked, not awaited
     release.set()
     assert [p.name for p in tmp_path.iterdir()] == ["episodes_0.npz"]
     assert preempt.resumable_episodes(play, np.arange(8), 4, tmp_path)["x"].tolist() == \
@@ -122,7 +129,7 @@ def test_sigterm_during_a_compile_stops_within_seconds_and_the_rerun_finishes(tm
     env, out = _env(tmp_path / "xla"), tmp_path / "run"
     code, seconds, log = _stopped([*args, f"out_dir={out}"], "saved in", 1.0, signal.SIGTERM,
                                   env)
-    assert code == 128 + signal.SIGTERM and seconds < 5, log
+    assert code == 128 + signal.SIGTERM and seconds < EXIT_S, log
     assert "(the work in progress was dropped)" in log and "Traceback" not in log
     assert [p.name for p in (out / "episodes").iterdir()] == ["ktane-missions-multi-1"]
     assert "success_rate" not in json.loads((out / "results.json").read_text())
@@ -141,7 +148,7 @@ def test_sigint_between_the_environments_of_a_group_plays_no_more(tmp_path):
     env, out = _env(), tmp_path / "run"
     code, seconds, log = _stopped([*args, f"out_dir={out}"], "2/2 saved in", 0.0, signal.SIGINT,
                                   env)
-    assert code == 128 + signal.SIGINT and seconds < 5, log
+    assert code == 128 + signal.SIGINT and seconds < EXIT_S, log
     after = log.split("SIGINT received")[1]
     assert "saved in" not in after and "stopped by SIGINT" in after  # nothing more was played
     kept = sorted(p.name for p in (out / "episodes").iterdir())
@@ -181,7 +188,7 @@ def test_sigterm_while_training_compiles_stops_within_seconds_and_resumes(tmp_pa
     proc.send_signal(signal.SIGTERM)
     sent = time.perf_counter()
     log, _ = proc.communicate(timeout=300)
-    assert proc.returncode == 128 + signal.SIGTERM and time.perf_counter() - sent < 5, log
+    assert proc.returncode == 128 + signal.SIGTERM and time.perf_counter() - sent < EXIT_S, log
     assert "stopped by SIGTERM" in log and "Traceback" not in log
     assert "protocols" not in json.loads((out / "results.json").read_text())
     subprocess.run([*cmd, f"out_dir={out}"], cwd=ROOT, env=env, check=True, capture_output=True)
@@ -204,7 +211,7 @@ def test_sigterm_between_the_modules_of_an_llm_run_exits_143_and_the_rerun_finis
                 "llm.backoff_s=0.01", "ktane.reflection=false", "episodes=1", "chunk=1",
                 f"out_dir={tmp_path / 'run'}"]
         code, seconds, log = _stopped(args, "saved in", 0.0, signal.SIGTERM, _env())
-        assert code == 128 + signal.SIGTERM and seconds < 5, log
+        assert code == 128 + signal.SIGTERM and seconds < EXIT_S, log
         assert "saved in" not in log.split("SIGTERM received")[1]
         stopped = json.loads((tmp_path / "run" / "results.json").read_text())
         assert stopped["stopped"] is True and 1 <= stopped["episodes"] < 11
@@ -234,4 +241,4 @@ def test_sigint_while_llm_episodes_play_exits_at_once(tmp_path):
         proc.send_signal(signal.SIGINT)
         sent = time.perf_counter()
         proc.wait(timeout=120)
-        assert proc.returncode == 128 + signal.SIGINT and time.perf_counter() - sent < 5
+        assert proc.returncode == 128 + signal.SIGINT and time.perf_counter() - sent < EXIT_S

@@ -38,7 +38,11 @@ the keys. A signal stops the run at the next safe point, within moments while da
 a training chunk compiles (:func:`jaxcollab.scale.preempt.interruptible`), else after the
 training chunk or round in progress, and the process exits with status 128 + the signal.
 
-``results.json`` (besides ``config``, ``run``, ``wall_seconds``):
+``results.json`` (besides ``config``, ``run``, ``wall_seconds``) holds ``timing_seconds``,
+where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.summary`:
+``wall``, ``cpu``, and per phase — ``data``, ``compile``, ``training steps``, ``evaluation``
+(validation and predictions), ``saving``, ``plots``, ``other`` — its wall seconds under
+``phases`` and its CPU seconds, compiles included, under ``phases_cpu``), and:
 
 * protocols: ``theory`` (exact curves by round k = 0..K,
   :func:`jaxcollab.collab.theory.parity_curves`); ``protocols.<name>``: lists by round —
@@ -70,7 +74,6 @@ training chunk or round in progress, and the process exits with status 128 + the
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import jax
@@ -89,6 +92,7 @@ from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze import reference, text
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
+from jaxcollab.io.phases import Phases, phase
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.seeds import spread
@@ -129,7 +133,8 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.model.block_size is None:
         return
     few = OmegaConf.merge(cfg, {"task": {"n_examples": 64}})
-    task, _ = task_data(few, jax.random.PRNGKey(0))
+    with phase("data"):
+        task, _ = task_data(few, jax.random.PRNGKey(0))
     kinds = ["probability"] if cfg.calibration is not None else protocol_names(cfg)
     need = max(required_context(task, messages.MessageCodec(k, task.vocab, task.class_chars,
                                                             cfg.protocol.digits), cfg.n_rounds)
@@ -203,10 +208,11 @@ class Protocols:
         self.logger.log({f"{name}/round": entry["rounds"][-1],
                          **{f"{name}/{k}": v for k, v in means.items()}})
         if is_main():  # one process draws (multi-host)
-            if self.seeds is None:
-                plots.separation_plot(self.results.data, self.out / "separation.png")
-            else:
-                plots.seeds_plot(self.results.data, self.out / "seeds.png")
+            with phase("plots"):
+                if self.seeds is None:
+                    plots.separation_plot(self.results.data, self.out / "separation.png")
+                else:
+                    plots.seeds_plot(self.results.data, self.out / "seeds.png")
         print(f"{name} round {entry['rounds'][-1]}"
               + (f" (mean of {len(self.seeds)} seeds)" if self.seeds else "") + ": "
               + ", ".join(f"{k}={v:.5g}" for k, v in means.items()))
@@ -410,14 +416,24 @@ def experiment(cfg: DictConfig):
 
 def run(cfg: DictConfig) -> dict:
     """The whole job on a composed config; returns the results (also in ``results.json``)."""
-    start = time.perf_counter()
+    with Phases() as spent:  # where the time goes
+        results, out = _run(cfg)
+    results.set(("wall_seconds",), spent.wall_seconds)
+    results.set(("timing_seconds",), spent.summary())
+    print(spent.line())
+    print(f"wrote {out / 'results.json'}")
+    return results.data
+
+
+def _run(cfg: DictConfig) -> tuple[ResultsFile, Path]:
     job = start_run(cfg, frozen=FROZEN, check=check_config)  # schema, ranges, cross-key
     # checks (task shapes included), resume guard: all before the first file
     cfg, out, results = job.cfg, job.out, job.results
     with preempt.guard():  # SIGTERM / SIGINT: stop at the next safe point, keeping every round
         # data, and what it records up front (on a worker thread: a signal need not wait)
-        exp = preempt.interruptible(experiment(cfg), cfg, out, results, job.logger,
-                                    saved="nothing yet (no round had finished)")
+        with phase("data"):
+            exp = preempt.interruptible(experiment(cfg), cfg, out, results, job.logger,
+                                        saved="nothing yet (no round had finished)")
         conversations = exp.conversations()  # name -> trainer, validated before any training
 
         # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
@@ -430,10 +446,8 @@ def run(cfg: DictConfig) -> dict:
                     preempt.stop(signum, f"every finished round in {out}")
 
         exp.finish()
-    results.set(("wall_seconds",), time.perf_counter() - start)
     job.finish()
-    print(f"wrote {out / 'results.json'}")
-    return results.data
+    return results, out
 
 
 #: ``configs/`` by absolute path: the same under train/maze.py and train/calibration.py.

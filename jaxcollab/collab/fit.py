@@ -31,6 +31,7 @@ import numpy as np
 import optax
 from flax import nnx
 
+from jaxcollab.io.phases import phase
 from jaxcollab.models.gpt import GPT, GPTConfig
 from jaxcollab.scale import preempt
 from jaxcollab.scale.mesh import data_sharding, replicate, replicated
@@ -341,12 +342,14 @@ def fit(
             if saved is not None and n not in compiled:
                 _compile_or_stop(chunk_fn, args, n, loop, saved, done, resumed)
                 compiled.add(n)
-            loop["params"], loop["opt_state"], losses = chunk_fn(*args, n_steps=n)
-            losses = np.asarray(losses)
+            with phase("training steps"):
+                loop["params"], loop["opt_state"], losses = chunk_fn(*args, n_steps=n)
+                losses = np.asarray(losses)
             for j, loss in enumerate(losses.reshape(-1, n).mean(0), done + 1):
                 on_step(j, float(loss))
-            val = mean_loss(graphdef, loop["params"], val_tokens, val_targets, tc.eval_batch,
-                            seeds)
+            with phase("evaluation"):
+                val = mean_loss(graphdef, loop["params"], val_tokens, val_targets, tc.eval_batch,
+                                seeds)
             improved = (np.asarray(loop["best_step"]) == 0) | (val < loop["best_val"])
             loop.update(best=_keep_best(jnp.asarray(improved), loop["params"], loop["best"]),
                         best_val=np.where(improved, val, loop["best_val"]),

@@ -68,6 +68,7 @@ from jaxcollab.collab.data import CollabTask, build_prefix, round_chunks
 from jaxcollab.collab.fit import TrainConfig, fit, predict_probs
 from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.io.checkpoints import save_params
+from jaxcollab.io.phases import phase
 from jaxcollab.models.gpt import GPTConfig
 from jaxcollab.scale.distributed import is_main
 from jaxcollab.scale.mesh import check_divisible
@@ -353,12 +354,13 @@ class RoundTrainer:
             "labelled_train_rows": [labelled.start, labelled.stop],
         }
         if is_main():  # every process computed the same round; one writes it
-            (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-            _save_npz(rdir / "round.npz", train_probs=probs["train_probs"],
-                      train_messages=train_messages, val_probs=probs["val_probs"],
-                      test_probs=test_probs, test_messages=test_messages,
-                      test_posterior_messages=posterior, test_labels=test.labels,
-                      test_target=test.target)
+            with phase("saving"):
+                (rdir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+                _save_npz(rdir / "round.npz", train_probs=probs["train_probs"],
+                          train_messages=train_messages, val_probs=probs["val_probs"],
+                          test_probs=test_probs, test_messages=test_messages,
+                          test_posterior_messages=posterior, test_labels=test.labels,
+                          test_target=test.target)
         return RoundOutput(train_messages, test_messages, metrics)
 
 
@@ -379,8 +381,9 @@ def fit_and_predict(trainers: Sequence[RoundTrainer], r: int,
     lead = trainers[0]
     join = np.stack if seeds else (lambda xs: xs[0])
     pick = (lambda x, i: x[i]) if seeds else (lambda x, i: x)
-    rows = [t.fit_rows(r, o) for t, o in zip(trainers, outputs, strict=True)]
-    tokens, targets = join([x[0] for x in rows]), join([x[1] for x in rows])
+    with phase("data"):
+        rows = [t.fit_rows(r, o) for t, o in zip(trainers, outputs, strict=True)]
+        tokens, targets = join([x[0] for x in rows]), join([x[1] for x in rows])
     keys = [jax.random.fold_in(t.key, r) for t in trainers]
     keys = jnp.stack(keys) if seeds else keys[0]
     n_val = lead.train.val_examples
@@ -390,14 +393,18 @@ def fit_and_predict(trainers: Sequence[RoundTrainer], r: int,
         result = fit(lead.model_cfg, lead.train, tokens[..., :-n_val, :], targets[..., :-n_val],
                      tokens[..., -n_val:, :], targets[..., -n_val:], keys, update,
                      checkpoint_dir=state_dir, seeds=seeds)
-    for i, t in enumerate(trainers):
-        save_params(t.round_dir(r) / "checkpoint",
-                    jax.tree.map(lambda p, i=i: pick(p, i), result.params))
+    with phase("saving"):
+        for i, t in enumerate(trainers):
+            save_params(t.round_dir(r) / "checkpoint",
+                        jax.tree.map(lambda p, i=i: pick(p, i), result.params))
 
     def probs(rows: slice | None) -> np.ndarray:
-        tokens = join([t.prefixes(r, rows, o) for t, o in zip(trainers, outputs, strict=True)])
-        return predict_probs(result.graphdef, result.params, tokens, lead.task.class_tokens,
-                             lead.train.eval_batch, seeds)
+        with phase("data"):
+            tokens = join([t.prefixes(r, rows, o) for t, o in zip(trainers, outputs,
+                                                                  strict=True)])
+        with phase("evaluation"):
+            return predict_probs(result.graphdef, result.params, tokens,
+                                 lead.task.class_tokens, lead.train.eval_batch, seeds)
 
     n_train, n_classes = len(lead.task.train), len(lead.task.class_chars)
     train_probs = np.zeros((len(trainers),) * seeds + (n_train, n_classes), np.float32)

@@ -116,6 +116,14 @@ def _linear(cfg: GPTConfig, d_in: int, d_out: int, rngs: nnx.Rngs, std: float = 
     )
 
 
+def _project(linear: nnx.Linear, x: jax.Array, cols: slice) -> jax.Array:
+    """``linear(x)[..., cols]`` computing only those output columns (as ``nnx.Linear`` does:
+    inputs and weights in its dtype, then the bias)."""
+    kernel = linear.kernel[...][:, cols].astype(linear.dtype)
+    y = x.astype(linear.dtype) @ kernel
+    return y if linear.bias is None else y + linear.bias[...][cols].astype(linear.dtype)
+
+
 def _layer_norm(cfg: GPTConfig, rngs: nnx.Rngs) -> nnx.LayerNorm:
     return nnx.LayerNorm(cfg.n_embd, use_bias=cfg.bias, dtype=cfg.compute_dtype, rngs=rngs)
 
@@ -160,8 +168,13 @@ class CausalSelfAttention(nnx.Module):
         b, t, c = x.shape
         cfg = self.cfg
         n_query = t if n_query is None else n_query
-        q, k, v = jnp.split(self.qkv(x).reshape(b, t, 3 * cfg.n_head, c // cfg.n_head), 3, axis=2)
-        q = q[:, t - n_query :]
+        heads = (cfg.n_head, c // cfg.n_head)
+        if n_query == t:
+            q, k, v = jnp.split(self.qkv(x).reshape(b, t, 3 * cfg.n_head, heads[1]), 3, axis=2)
+        else:  # queries of the last positions only: the same weights, a third less work
+            q = _project(self.qkv, x[:, t - n_query :], slice(0, c)).reshape(b, n_query, *heads)
+            k, v = jnp.split(_project(self.qkv, x, slice(c, 3 * c)).reshape(
+                b, t, 2 * cfg.n_head, heads[1]), 2, axis=2)
         mask = _causal_mask(n_query, t)
         if rngs is not None and cfg.dropout > 0:
             out = _attention_with_dropout(q, k, v, mask, cfg.dropout, rngs)
