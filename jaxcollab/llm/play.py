@@ -24,6 +24,7 @@ episode): the host maps the tag to that episode's :class:`~jaxcollab.llm.bridge.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -40,7 +41,7 @@ import numpy as np
 
 from jaxcollab.core.rollout import Policy, rollout
 from jaxcollab.core.wrappers import Wrapper
-from jaxcollab.llm import signals
+from jaxcollab.llm import hostonly, signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import ChatClient
 
@@ -179,8 +180,13 @@ class Host:
 
     def act(self, struct, obs, t):
         """The ``pure_callback`` body for one episode: its joint action (zeros once ended, for
-        an unknown tag, e.g. the compiling warm-up, and once the pool is stopping)."""
-        obs = np.asarray(obs)
+        an unknown tag, e.g. the compiling warm-up, and once the pool is stopping). Plain
+        Python and NumPy only (:mod:`jaxcollab.llm.hostonly`; checked under
+        ``JAXCOLLAB_NO_DISPATCH=1``)."""
+        with hostonly.no_dispatch() if hostonly.enforced() else contextlib.nullcontext():
+            return self._act(struct, np.asarray(obs), t)
+
+    def _act(self, struct, obs, t):
         game, ep = self.live.get(int(obs[0, -1]), (None, None))
         noop = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), struct)
         if game is None or obs[0, -2] or self.stopped():
