@@ -290,6 +290,9 @@ class LLMBlock:
     concurrency: int = count(16)         # requests (episodes) in flight at once, server-paced
     max_retries: int = count(6, 0)
     backoff_s: float = bounded(1.0, ge=0)
+    # no reply, callback or finished episode for this long ends the run with one error naming
+    # what it waited on; null: 3 x timeout_s
+    stall_s: float | None = bounded(None, gt=0)
     tools: LLMTools = LLMTools.text      # text (<thoughts>/<action>) | native (bomb tool calls)
     cache: str | None = None             # request cache file; null: out_dir/cache.jsonl
     # a mixed team: role -> its own settings, each falling back to llm.* (e.g.
