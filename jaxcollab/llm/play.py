@@ -14,7 +14,13 @@ XLA:CPU runs a host callback that waits on a reply on a thread of its client's p
 one thread per core by default: on a 2-core machine at most 2 episodes could wait at once, and
 a 16-episode pool ran ~8x slower than the server allowed. :func:`reserve_callback_threads`
 sizes that pool (``PJRT_NPROC``, read once when the CPU backend starts) for the run's
-concurrency; the LLM team calls it before its first JAX operation.
+concurrency; the LLM team calls it before its first JAX operation. The callback itself runs
+plain Python and NumPy (:mod:`jaxcollab.llm.hostonly`): a JAX operation dispatched there needs
+a pool thread too, and with every thread held by a waiting callback the run would hang.
+
+The workers are daemon threads watched by the calling thread (:func:`play_pool`), so a stop
+signal, an error or a stall (``llm.stall_s``) ends the pool within moments, and a worker stuck
+past :data:`GRACE_S` is left behind instead of holding the process.
 
 Episodes are told apart by a tag the :class:`Tagged` wrapper carries in the params and appends
 to every observation row (with a sticky "game over" flag, so the host never queries an ended
@@ -47,6 +53,7 @@ from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.llm import hostonly, signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import ChatClient, LLMError
+from jaxcollab.scale import preempt
 
 log = logging.getLogger(__name__)
 
@@ -349,7 +356,12 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     host.tick()
     for t in threads:
         t.start()
-    _watch(threads, host, stall_s)
+    try:
+        _watch(threads, host, stall_s)
+    finally:  # the halt, or an abandoned chunk's, ends with this pool's workers
+        signals.resume()
+        if not any(t.is_alive() for t in threads):
+            preempt.settled()
     host.play_s += time.perf_counter() - start
     host.reraise()
     return done

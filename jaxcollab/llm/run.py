@@ -8,16 +8,17 @@ adds the LLM keys (:func:`llm_results`). The team checks the endpoint before its
 answers wholly needs no server), plays episodes server-paced (:mod:`jaxcollab.llm.play`: up to
 ``llm.concurrency`` episodes in flight), caches every request by content hash
 (``out_dir/cache.jsonl``, crash-safe JSON Lines, :mod:`jaxcollab.llm.jsonl`: a rerun replays
-replies exactly and sends nothing) and appends each played chunk's episodes, in episode order,
-to its transcript ``out_dir/<env with / as ->.jsonl`` (a chunk killed half-way, or a torn last
-record, is replayed from the cache).
+replies exactly and sends nothing) and appends each episode as it ends to its transcript
+``out_dir/<env with / as ->.jsonl``, put in episode order when its chunk finishes (a chunk
+killed half-way, or a torn last record, is replayed from the cache).
 
 Stopping: SIGINT / SIGTERM stop the chunk in play at once, even while XLA runs the host callback
 on a thread of its own (:mod:`jaxcollab.llm.signals`; requests in flight are cancelled, arrived
-replies cached); the finished chunks are kept, ``out_dir/results.json`` is updated from their
-transcripts with ``"stopped": true`` (a finished rerun drops it), and the run raises
-:class:`~jaxcollab.scale.preempt.Preempted` (exit status 128 + the signal number), so
-rerunning the same command resumes.
+replies cached; a second signal exits at once); every finished episode is kept,
+``out_dir/results.json`` is updated from their transcripts with ``"stopped": true`` (a
+finished rerun drops it), and the run raises :class:`~jaxcollab.scale.preempt.Preempted`
+(exit status 128 + the signal number), so rerunning the same command resumes. No progress for
+``llm.stall_s`` raises :class:`~jaxcollab.llm.play.Stalled` naming what the episodes wait on.
 
 Transcript records (one JSON object per episode, keys sorted): ``env``, ``episode``, ``success``,
 ``ending``, ``steps``, ``returns``, ``parse_errors`` (class → count), ``tokens`` and
@@ -154,6 +155,7 @@ class LLMTeam:
         played = play_pool(env, keys, params, jobs, self.host, self.cfg.concurrency,
                            lambda p, game, b: self._write([self._finish(names[b], p, game)]),
                            stall_s=self.cfg.stall())
+        self._order({name for name, _ in first})
         rows = [played[first[tuple(i)]].state for i in ids]
         return jax.tree.map(lambda *xs: np.stack(xs), *rows)
 
@@ -195,6 +197,21 @@ class LLMTeam:
                 if new:
                     jsonl.append(path, new, sort_keys=True)
                     _WRITTEN[path.resolve()] = (path.stat().st_size, done)
+
+    def _order(self, env_names) -> None:
+        """Rewrite each transcript of ``env_names`` in episode order (atomically) once its
+        chunk has finished: episodes are appended as they end, in any order."""
+        with _TRANSCRIPTS:
+            for env_name in sorted(env_names):
+                path = transcript_path(self.out, env_name)
+                rows = read_transcripts(path)
+                keys = [r["episode"] for r in rows]
+                if keys != sorted(keys):
+                    rows.sort(key=lambda r: r["episode"])
+                    jsonl.write_atomic(path, "".join(json.dumps(r, sort_keys=True,
+                                                                ensure_ascii=False) + "\n"
+                                                     for r in rows))
+                    _WRITTEN[path.resolve()] = (path.stat().st_size, set(keys))
 
     def results(self, env_names: Sequence[str]) -> dict:
         """The LLM keys of ``results.json`` from the transcripts of ``env_names``

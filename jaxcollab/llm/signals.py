@@ -5,7 +5,9 @@ compiled rollout; Python runs signal handlers only on the main thread, and only 
 bytecodes, so a Ctrl-C would wait for the whole rollout. :func:`watch` registers a pipe with
 ``signal.set_wakeup_fd``: the interpreter's C-level handler writes each signal's number to it at
 once, from whatever thread, and :func:`interrupted` reads it there. The host callback and the
-chat client poll it and stop (no-ops for the rest of the rollout; requests in flight cancelled).
+chat client poll it and stop (no-ops for the rest of the rollout; requests in flight cancelled);
+:func:`halt` does the same without a signal (an LLM pool stopping on an error or a stall), and a
+second signal exits the process at once.
 """
 
 from __future__ import annotations
