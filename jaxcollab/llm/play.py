@@ -191,9 +191,11 @@ class Host:
         self.fail(Stalled(f"no progress for {idle:.0f} s (llm.stall_s={stall_s:g}): {what}"))
 
     def reraise(self) -> None:
-        """Raise what stopped the pool, if anything did, and clear it."""
+        """Raise what stopped the pool, if anything did, and clear it (and the halt of the
+        requests in flight it caused: the pool is over)."""
         with self._lock:
             error, self.error = self.error, None
+        signals.resume()
         if error is not None:
             raise error
 
