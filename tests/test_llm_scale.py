@@ -243,3 +243,15 @@ def test_a_stalled_run_ends_with_one_error_naming_what_it_waited_on(tmp_path):
     last = err.strip().splitlines()[-1]
     assert last.startswith("Error: no progress for ") and "llm.stall_s=3" in last, err[-2000:]
     assert "episode 0" in last or "episode 1" in last
+
+
+def test_the_pacing_benchmarks_ideal_schedules():
+    """The ideal times ``eval.bench only=[llm_pacing]`` divides by: greedy list scheduling on
+    ``concurrency`` workers; a batching server's batch of ``min(concurrency, cap)`` each at a
+    full batch's latency; a serial server's sum of every service time."""
+    from eval.benchmarks.llm_pacing import ideal
+
+    assert ideal("fixed:1", [3.0, 3.0, 3.0, 3.0, 1.0], 2) == 7.0
+    assert ideal("batch:1:4", [2.0] * 8, 8) == 7.0  # 4 at once, each 2 x 1.75 s, two rounds
+    assert ideal("batch:1:4", [2.0] * 8, 2) == 10.0  # 2 at once, each 2 x 1.25 s, four rounds
+    assert ideal("serial:0.1", [1.0, 2.0, 3.0], 64) == 6.0
