@@ -84,7 +84,7 @@ def test_concurrency_128_plays_256_bomb_episodes(tmp_path):
     ("bomb/base-1", 1, 256, {}), ("bomb/base-1", 63, 8, {}), ("bomb/base-1", 63, 256, {}),
     ("ktane/wires", 63, 32, {"mode": "sync"}), ("ktane/wires", 63, 64, {"mode": "async"}),
     ("ktane/wires", 1, 1, {"mode": "async"}),
-    ("maze/split-4x4", 63, 128, {"setting": "verbalized", "rounds": 2}),
+    ("maze/split-6x6", 63, 128, {"setting": "verbalized", "rounds": 2}),
 ])
 def test_any_concurrency_and_episode_count_finishes(tmp_path, env, episodes, concurrency, extra):
     """A sample of the matrix concurrency {1 … 256} x episodes {1, 63, 256} over the families
@@ -120,16 +120,17 @@ def test_a_serial_server_generates_no_prompt_twice(tmp_path):
 @pytest.mark.full
 def test_async_ktane_charges_the_clock_with_service_time_not_queue(tmp_path):
     """Async Keep Talking with 4 games sharing a serial server (0.1 s a generation): every
-    reply's dispatch lag is its own 0.1 s generation (GPTNT C.4.2: one game against its own
-    API calls), though requests queued behind the other games' ones."""
+    reply's dispatch lag is the server's own timing of that generation (GPTNT C.4.2: one game
+    against its own API calls), not the time it queued behind the other games' requests."""
     with LLMServer(latency=Serial(0.1)) as server:
         out = evaluate(cfg(server, concurrency=4), RunConfig(env="ktane/wires", episodes=4,
                                                              mode="async"), tmp_path)
     turns = [t for r in records(tmp_path, "ktane/wires") for ts in r["agents"].values()
-             for t in ts]
-    lags = {round(t["dispatch_s"] - t["clock_s"], 2) for t in turns}
-    assert lags == {0.1} and out["latency_timed_by"] == {"server": len(turns)}
-    assert sum(out["queue_s"].values()) > 0.5
+             for t in ts if "dispatch_s" in t]
+    lags = [round(t["dispatch_s"] - t["clock_s"], 2) for t in turns]
+    assert lags == [round(t["latency_s"], 2) for t in turns] and min(lags) >= 0.1
+    assert set(out["latency_timed_by"]) == {"server"}
+    assert sum(out["queue_s"].values()) > 0.5  # they queued; the clock was not charged it
 
 
 @pytest.mark.full
