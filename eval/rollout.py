@@ -62,7 +62,8 @@ from jaxcollab.scale import preempt
 #: Keys every family reads; the rest belong to one family's config block.
 COMMON = ("env", "agent", "episodes", "seed", "chunk", "out_dir", "llm")
 #: ``llm`` keys that pace a run without changing it: a rerun may change them and resume.
-PACING = ("llm.concurrency", "llm.timeout_s", "llm.max_retries", "llm.backoff_s")
+PACING = ("llm.concurrency", "llm.timeout_s", "llm.max_retries", "llm.backoff_s",
+          "llm.stall_s")
 
 
 def plug_in(env: str) -> tuple[list[str], Family]:

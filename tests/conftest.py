@@ -12,6 +12,9 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("WANDB_MODE", "disabled")
+# Every LLM host callback, in-process or in a CLI subprocess, raises on a JAX dispatch (one
+# there can deadlock XLA:CPU's pool: jaxcollab.llm.hostonly).
+os.environ.setdefault("JAXCOLLAB_NO_DISPATCH", "1")
 # The suite is compile-bound: one XLA compile of a program serves every test, worker and
 # subprocess that builds the same program (a fresh ``make()``, another closure, the CLI tests).
 # The cache lives outside the repository, so a second run is warm; on a clean machine it starts

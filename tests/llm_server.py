@@ -264,11 +264,9 @@ class _Handler(BaseHTTPRequestHandler):
                 f"length is {CONTEXT_WORDS} tokens; your prompt has {n_prompt}."}})
         if model == "slow":
             time.sleep(SLOW_S)
-        if self.server.latency is not None:
-            time.sleep(self.server.latency(body))
+        timings = self.server.serve(body)
         if model == "late" and self.server.first_attempt(body):
             time.sleep(LATE_S)
-        timings = {}
         if model == "serial":
             with self.server.slot:  # one generation at a time
                 started = time.perf_counter()
@@ -299,11 +297,69 @@ class _Handler(BaseHTTPRequestHandler):
         })
 
 
+class Batching:
+    """Continuous batching (vLLM, SGLang): up to ``cap`` requests are served at once, each in
+    ``base * (1 + (n - 1) / cap)`` seconds when it starts with ``n`` in the batch (itself
+    included), so throughput ``n / latency`` rises with the batch up to ``cap``; more requests
+    queue for a slot. Like vLLM, it reports no timings: the client's wall time since sending
+    includes the queue."""
+
+    def __init__(self, base: float, cap: int):
+        self.base, self.cap = float(base), int(cap)
+        self.slots = threading.BoundedSemaphore(self.cap)
+        self.active = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict) -> dict:
+        with self.slots:
+            with self.lock:
+                self.active += 1
+                seconds = self.base * (1 + (self.active - 1) / self.cap)
+            try:
+                time.sleep(seconds)
+            finally:
+                with self.lock:
+                    self.active -= 1
+        return {}
+
+
+class Serial:
+    """One request at a time (a single-slot llama.cpp server), ``seconds`` each, in arrival
+    order; reports llama.cpp's ``timings`` of the generation alone (not the queue)."""
+
+    def __init__(self, seconds: float):
+        self.seconds = float(seconds)
+        self.slot = threading.Lock()
+
+    def __call__(self, body: dict) -> dict:
+        with self.slot:
+            started = time.perf_counter()
+            time.sleep(self.seconds)
+            return {"timings": {"prompt_ms": 0.0,
+                                "predicted_ms": 1000 * (time.perf_counter() - started)}}
+
+
+class Never:
+    """Never answers (a hung server): the request waits until the server shuts down."""
+
+    def __init__(self):
+        self.closed = threading.Event()
+
+    def __call__(self, body: dict) -> dict:
+        self.closed.wait()
+        return {}
+
+
 class LLMServer(ThreadingHTTPServer):
-    """The server; ``url`` is its ``/v1`` base URL, ``requests`` the bodies received."""
+    """The server; ``url`` is its ``/v1`` base URL, ``requests`` the bodies received.
+
+    ``latency``: ``f(body)`` seconds slept before every chat reply, or a service mode
+    (:class:`Batching`, :class:`Serial`, :class:`Never`: ``mode(body)`` waits and returns the
+    extra response fields). :attr:`generated` counts, per prompt, the replies the server
+    generated in a mode (also those whose client had given up: wasted work)."""
 
     daemon_threads = True
-    request_queue_size = 256  # many clients connect at once (server-paced runs)
+    request_queue_size = 1024  # many clients connect at once (server-paced runs)
 
     def __init__(self, latency=None):
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -338,6 +394,18 @@ class LLMServer(ThreadingHTTPServer):
             self._seen[key] += 1
             return self._seen[key] - 1
 
+    def serve(self, body: dict) -> dict:
+        """Wait as the latency or mode says; the extra response fields (timings)."""
+        if self.latency is None:
+            return {}
+        if isinstance(self.latency, Batching | Serial | Never):
+            extra = self.latency(body)
+            with self._lock:
+                self.generated[json.dumps(body["messages"])] += 1
+            return extra
+        time.sleep(self.latency(body))
+        return {}
+
     def first_attempt(self, body: dict) -> bool:
         return self.attempt(body) == 0
 
@@ -346,22 +414,32 @@ class LLMServer(ThreadingHTTPServer):
         return self
 
     def __exit__(self, *exc):
+        if isinstance(self.latency, Never):
+            self.latency.closed.set()
         self.shutdown()
         self.server_close()
         self._thread.join()
 
 
 def latency_from_spec(spec: str):
-    """``fixed:S`` or ``tail:FAST:SLOW`` (one in ten slow) as a latency function."""
+    """``fixed:S``, ``tail:FAST:SLOW`` (one in ten slow), ``batch:BASE:CAP`` (continuous
+    batching), ``serial:S`` (one at a time) or ``never``, as :class:`LLMServer` ``latency``."""
     kind, *values = spec.split(":")
     if kind == "fixed" and len(values) == 1:
         return fixed_latency(float(values[0]))
     if kind == "tail" and len(values) == 2:
         return heavy_tailed_latency(float(values[0]), float(values[1]))
-    raise ValueError(f"latency spec {spec!r} must be 'fixed:S' or 'tail:FAST:SLOW'")
+    if kind == "batch" and len(values) == 2:
+        return Batching(float(values[0]), int(values[1]))
+    if kind == "serial" and len(values) == 1:
+        return Serial(float(values[0]))
+    if kind == "never" and not values:
+        return Never()
+    raise ValueError(f"latency spec {spec!r} must be 'fixed:S', 'tail:FAST:SLOW', "
+                     f"'batch:BASE:CAP', 'serial:S' or 'never'")
 
 
-if __name__ == "__main__":  # python tests/llm_server.py [fixed:1.0|tail:0.1:1.0]: serve, print URL
+if __name__ == "__main__":  # python tests/llm_server.py [SPEC]: serve, print the URL
     import sys
 
     with LLMServer(latency_from_spec(sys.argv[1]) if len(sys.argv) > 1 else None) as srv:

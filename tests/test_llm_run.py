@@ -137,12 +137,12 @@ def test_sigterm_stops_at_the_next_safe_point(server, tmp_path):
     # at most the chunk in play (turns of 0.3 s) after the signal, with room for a loaded machine
     assert time.perf_counter() - signalled[0] < 30 and stop.value.code == 128 + signal.SIGTERM
     kept = records(tmp_path, "bomb/base-1")
-    assert len(kept) in (2, 4)  # whole chunks only
+    assert 2 <= len(kept) < 6  # every finished episode, the first chunk's at least
     stopped = json.loads((tmp_path / "results.json").read_text())
     assert stopped["stopped"] is True and stopped["episodes"] == len(kept)
     done = evaluate(cfg(server, "slow"), rc, tmp_path)  # the rerun finishes the rest
     assert done["episodes"] == 6 and "stopped" not in done
-    assert [r["episode"] for r in records(tmp_path, "bomb/base-1")] == list(range(6))
+    assert sorted(r["episode"] for r in records(tmp_path, "bomb/base-1")) == list(range(6))
 
 
 def test_progress_moves_every_agent_turn(server, tmp_path):
@@ -227,7 +227,7 @@ def test_ctrl_c_stops_the_cli(server, tmp_path):
     proc.communicate(timeout=60)
     assert time.perf_counter() - sent < 20 and proc.returncode == 128 + signal.SIGINT
     kept = jsonl.read(path)
-    assert 2 <= len(kept) < 8 and len(kept) % 2 == 0  # whole chunks only
+    assert 2 <= len(kept) < 8  # every finished episode
     results = json.loads((out / "results.json").read_text())
     assert results["stopped"] is True and results["episodes"] == len(kept)
     assert results["config"]["llm"]["model"] == "slow"

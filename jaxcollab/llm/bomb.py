@@ -273,7 +273,7 @@ class BombGame(Game):
         self.systems = [system_prompt(r, "none" if solo else hint, turn_order,
                                       int(env.variant.rounds), solo, tools, caps)
                         for r in range(T.N_AGENTS)]
-        self._noop = jax.tree.map(np.asarray, jax.device_get(env.noop()))
+        self._noop = env.noop()  # NumPy: the callback builds actions without JAX
 
     def action_struct(self):
         return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), self._noop)
@@ -328,5 +328,4 @@ class BombGame(Game):
             ep.notes[name] = " ".join(n for n in (ep.notes.get(name, ""), cut) if n)
         if not turn:
             return self._noop
-        act = self.env.action(role, **turn)
-        return jax.tree.map(np.asarray, jax.device_get(act))
+        return self.env.action(role, **turn)

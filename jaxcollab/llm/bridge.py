@@ -57,7 +57,8 @@ class Episode:
 
     def charge(self, req: Request, reply: Reply) -> None:
         """Add one exchange's cost to its agent's totals (every request counts: turns,
-        rephrase exchanges, samples, reflections): tokens, service ``latency_s``, ``queue_s``."""
+        rephrase exchanges, samples, reflections): tokens, service ``latency_s``, ``queue_s``,
+        and ``timed_by`` (requests per clock of their latency: :attr:`Reply.timed_by`)."""
         u = self.usage.setdefault(req.agent, {"requests": 0, "prompt": 0, "completion": 0,
                                               "latency_s": 0.0, "queue_s": 0.0})
         u["requests"] += 1
@@ -65,6 +66,8 @@ class Episode:
         u["completion"] += reply.completion_tokens
         u["latency_s"] = round(u["latency_s"] + reply.latency_s, 6)
         u["queue_s"] = round(u["queue_s"] + reply.queue_s, 6)
+        by = u.setdefault("timed_by", {})
+        by[reply.timed_by] = by.get(reply.timed_by, 0) + 1
 
     def record(self, role: str, step: int, req: Request, reply: Reply, parsed: Parsed,
                **extra) -> None:

@@ -14,9 +14,10 @@ class in :attr:`ChatClient.retries`: ``rate_limited`` (429), ``server_error`` (5
 error object), ``timeout`` and ``connection``. Returned as replies: content-policy refusals
 (``refused``) and context-length errors (``failure="context_length"``). Anything else (a bad key,
 an unknown model) raises :class:`LLMError`. A request times out only after ``timeout_s`` in which
-the server answered none of the batch's requests, and 429s and timeouts halve the number in
-flight (growing back by one per window of successes), so a server that generates one request at
-a time is neither flooded nor sent the same prompt again while it still waits in its queue.
+the server answered none of the client's requests (any episode's), and 429s and timeouts halve
+the number in flight (growing back by one per window of successes), so a server that generates
+one request at a time is neither flooded nor sent the same prompt again while it still waits in
+its queue. Each retry is logged as it happens (class, attempt, agent).
 
 Hosted endpoints are adapted to from their own errors, with no flag (:meth:`ChatClient.adapt`):
 a model that answers ``max_tokens`` with an HTTP 400 naming ``max_completion_tokens`` (OpenAI's
@@ -66,6 +67,8 @@ CONTEXT_MARKERS = ("context_length", "context length", "context size", "context 
 #: Substrings of a 4xx error body that mark a content-policy refusal (GPTNT appendix "Guardrail
 #: violations": the provider answers a 4XX instead of a reply).
 REFUSAL_MARKERS = ("content_filter", "content_policy", "content policy", "safety", "refus")
+#: The default ``llm.stall_s`` in multiples of ``llm.timeout_s`` (:meth:`LLMConfig.stall`).
+STALL_TIMEOUTS = 3
 #: Request fields some servers take and hosted APIs reject (HTTP 400 naming the field): dropped
 #: together once an endpoint has refused one of them.
 THINKING_FIELDS = ("thinking_budget", "chat_template_kwargs")
@@ -147,13 +150,16 @@ class LLMConfig:
             a negative value sends neither. None: the family's default (Keep Talking 0 = off,
             GPTNT §4; else not sent).
         timeout_s: seconds a request may go unanswered while the server answers none of the
-            batch's requests either (waiting in a serial server's queue is not timed out).
+            client's other requests either (waiting in a serial server's queue is not timed out).
         context_tokens: the model's context length in tokens (None: the server's reported
             one, if any); prompts are kept within it less ``max_tokens``.
         concurrency: the most requests (episodes) in flight at once (the client adapts below
             it, server-paced).
         max_retries: retries after the first attempt on 429/5xx/timeouts.
         backoff_s: base of the exponential backoff in seconds (full jitter).
+        stall_s: seconds without any reply, callback or finished episode after which a run
+            ends with one error naming what it waited on (None: :data:`STALL_TIMEOUTS` x
+            ``timeout_s``; :meth:`stall`).
         tools: ``text`` (<thoughts>/<action> replies) or ``native`` (bomb calls as OpenAI tool
             definitions); read by the LLM run, not the client.
         cache: the request cache file; None: ``out_dir/cache.jsonl`` (the LLM run's).
@@ -178,11 +184,19 @@ class LLMConfig:
     concurrency: int = count(16)
     max_retries: int = count(6, 0)
     backoff_s: float = bounded(1.0, ge=0)
+    stall_s: float | None = bounded(None, gt=0)
     tools: LLMTools = LLMTools.text
     cache: str | None = None
     roles: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: the block's key in a run config (errors name ``llm.<key>``)
     key_prefix: ClassVar[str] = "llm."
+
+    def stall(self) -> float:
+        """The stall limit in seconds (``stall_s``, default :data:`STALL_TIMEOUTS` x
+        ``timeout_s``: a request is retried after ``timeout_s`` without progress, so a few of
+        those in a row mean nothing moves)."""
+        return float(self.stall_s) if self.stall_s is not None else \
+            STALL_TIMEOUTS * float(self.timeout_s)
 
     def __post_init__(self) -> None:
         check_fields(self, self.key_prefix)
@@ -213,7 +227,10 @@ class Reply:
     (HTTP 4xx content-policy refusal; ``text`` then holds the error message) and ``failure``
     (``"context_length"``: the server refused the prompt as longer than its context; never
     cached) and ``reasoning`` (the reasoning text a server returns apart from the content, in
-    the message's ``reasoning_content`` or ``reasoning`` field; "" if none)."""
+    the message's ``reasoning_content`` or ``reasoning`` field; "" if none), and ``timed_by``
+    (which clock ``latency_s`` is: ``"server"``, the server's own timings of that request's
+    generation, queueing behind other requests excluded; ``"client"``, seconds from sending
+    it to its answer, which include any queue inside a server that reports no timings)."""
 
     text: str
     tool_calls: tuple[dict, ...] = ()
@@ -225,6 +242,7 @@ class Reply:
     queue_s: float = 0.0
     failure: str = ""
     reasoning: str = ""
+    timed_by: str = "client"
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self) | {"tool_calls": list(self.tool_calls)}
@@ -309,6 +327,8 @@ class ChatClient:
         #: retries by class (``rate_limited``, ``server_error``, ``malformed``, ``timeout``,
         #: ``connection``), for ``results.json``
         self.retries: Counter = Counter()
+        #: a JSON Lines file each retry is appended to as it happens (None: not kept)
+        self.retry_log: Path | None = None
         #: requests in flight at once, adapted to the server (:class:`_Flight`)
         self.window = int(cfg.concurrency)
         #: the model's context length as the server reports it (after :meth:`check`), or None
@@ -317,6 +337,9 @@ class ChatClient:
         #: what this endpoint's errors taught (:meth:`adapt`): ``token_limit_key`` (the key the
         #: token limit is sent under) and ``dropped`` (request fields it refused)
         self.adapted: dict = {"token_limit_key": "max_tokens", "dropped": []}
+        #: ``time.perf_counter()`` when the server last answered any request of this client
+        #: (every episode's thread: :meth:`_post` times requests out from it)
+        self.progress = 0.0
         self._check_lock = threading.Lock()  # pool workers share the client: one check
         self._usage_lock = threading.Lock()  # ... and its usage counters
         self._url = cfg.base_url.rstrip("/")
@@ -573,19 +596,20 @@ class ChatClient:
                     ) -> tuple[httpx.Response | None, str]:
         """One attempt: ``(response, "")`` or ``(None, error class)``. It times out only once
         ``timeout_s`` has passed since it was sent *and* since the server last answered any
-        request of the batch: a request waiting its turn behind others on a server that serves
-        one at a time (in whatever order) is never abandoned, and sent again, while the server
+        request of this client (:attr:`progress`: any episode's, from any thread): a request
+        waiting its turn behind others on a server that serves one at a time (in whatever
+        order, whatever the concurrency) is never abandoned, and sent again, while the server
         is still working through the queue."""
         sent = time.perf_counter()
         post = asyncio.ensure_future(http.post(f"{self._url}/chat/completions", json=body))
         timeout = float(self.cfg.timeout_s)
         try:
             while True:
-                idle = time.perf_counter() - max(sent, flight.progress)
+                idle = time.perf_counter() - max(sent, self.progress)
                 done, _ = await asyncio.wait({post}, timeout=max(timeout - idle, 0.0))
                 if done:
                     return post.result(), ""
-                if time.perf_counter() - max(sent, flight.progress) >= timeout:
+                if time.perf_counter() - max(sent, self.progress) >= timeout:
                     return None, "timeout"
         except httpx.TimeoutException:
             return None, "timeout"
@@ -633,6 +657,12 @@ class ChatClient:
                 raise LLMError(f"{url}: {detail} ({cls}) after {attempt + 1} attempts")
             with self._usage_lock:
                 self.retries[cls] += 1
+                if self.retry_log is not None:  # kept across resumes (results.json retries)
+                    jsonl.append(self.retry_log, [{"class": cls, "agent": req.agent,
+                                                   "attempt": attempt + 1, "url": url}])
+            log.warning("%s: %s on attempt %d of a request of %s (%s); retrying", url, cls,
+                        attempt + 1, req.agent or "the run",
+                        f"HTTP {r.status_code}" if r is not None else "no answer")
             await asyncio.sleep(_backoff(self.cfg.backoff_s, attempt, r))
         raise AssertionError("unreachable")
 
@@ -654,8 +684,9 @@ async def _until_interrupted(poll_s: float = 0.1) -> None:
 
 
 class _Flight:
-    """The requests of one batch in flight: an adaptive concurrency window and the time the
-    server last answered one of them (:meth:`ChatClient._post` times requests from it).
+    """The requests of one batch in flight: an adaptive concurrency window; each answer
+    moves the client's :attr:`~ChatClient.progress` (:meth:`ChatClient._post` times requests
+    from it).
 
     The window (kept on the client, so it carries over between batches) halves on every 429 or
     timeout, never below 1, and grows by one after as many successes in a row as its size, up to
@@ -665,7 +696,6 @@ class _Flight:
     def __init__(self, client: ChatClient):
         self.client, self.cond = client, asyncio.Condition()
         self.active = self.streak = 0
-        self.progress = 0.0
 
     async def enter(self) -> None:
         async with self.cond:
@@ -675,8 +705,8 @@ class _Flight:
     async def leave(self, answered: bool) -> None:
         async with self.cond:
             self.active -= 1
-            if answered:
-                self.progress = time.perf_counter()
+            if answered:  # client-wide: every episode's requests see the server move
+                self.client.progress = time.perf_counter()
             self.cond.notify_all()
 
     def success(self) -> None:
@@ -778,5 +808,6 @@ def _reply(data: dict, wall: float) -> Reply:
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         latency_s=round(served if 0 < served <= wall else wall, 6),
+        timed_by="server" if 0 < served <= wall else "client",
         reasoning=_text(msg.get("reasoning_content") or msg.get("reasoning")),
     )

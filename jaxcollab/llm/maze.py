@@ -41,8 +41,6 @@ import numpy as np
 from jaxcollab.collab.calibration import (
     CONVERSATION,
     Calibrator,
-    apply_calibrator,
-    features,
     fit_rounds,
 )
 from jaxcollab.envs.maze.generator import MOVE_CHARS, MOVE_DELTAS
@@ -239,6 +237,9 @@ class MazeGame(Game):
             raise ValueError("only setting 'verbalized_calibrated' takes a calibrator; got "
                              f"setting {setting!r}")
         self.env, self.setting, self.calibrator, self.advance = env, setting, calibrator, advance
+        if calibrator is not None:  # host copies, float64 [K, F] and [K, C]
+            self._cal_weights, self._cal_bias = (np.asarray(calibrator.weights, np.float64),
+                                                 np.asarray(calibrator.bias, np.float64))
         self.rounds = 1 if setting == "solo" else int(rounds)
         self.samples = int(samples) if setting == "sampled" else 1
 
@@ -313,10 +314,11 @@ class MazeGame(Game):
         """Round ``k``'s conversation calibrator applied to ``(r_k, r_{k−1})`` (uniform
         ``r_0``; probabilities floored at 1e-6 before the log)."""
         prev = np.full(4, 0.25) if prev is None else prev
-        logs = [np.log(np.maximum(p, 1e-6)) for p in (probs, prev)]
-        feats = features(CONVERSATION, *(jnp.asarray(x, jnp.float32) for x in logs))
-        cal = jax.tree.map(lambda x: x[k], self.calibrator)
-        return np.asarray(jnp.exp(apply_calibrator(cal, feats)), np.float64)
+        feats = np.log(np.maximum(np.stack([probs, prev]), 1e-6))  # [F=2, C] (features())
+        # apply_calibrator in NumPy: this runs in the host callback (jaxcollab.llm.hostonly)
+        logits = feats.T @ self._cal_weights[k] + self._cal_bias[k]
+        z = np.exp(logits - logits.max())
+        return z / z.sum()
 
     def _round_result(self, parsed_all) -> tuple[int | None, np.ndarray | None]:
         """The round's move and communicated distribution (one-hot for a bare move; the

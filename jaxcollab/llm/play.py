@@ -14,7 +14,13 @@ XLA:CPU runs a host callback that waits on a reply on a thread of its client's p
 one thread per core by default: on a 2-core machine at most 2 episodes could wait at once, and
 a 16-episode pool ran ~8x slower than the server allowed. :func:`reserve_callback_threads`
 sizes that pool (``PJRT_NPROC``, read once when the CPU backend starts) for the run's
-concurrency; the LLM team calls it before its first JAX operation.
+concurrency; the LLM team calls it before its first JAX operation. The callback itself runs
+plain Python and NumPy (:mod:`jaxcollab.llm.hostonly`): a JAX operation dispatched there needs
+a pool thread too, and with every thread held by a waiting callback the run would hang.
+
+The workers are daemon threads watched by the calling thread (:func:`play_pool`), so a stop
+signal, an error or a stall (``llm.stall_s``) ends the pool within moments, and a worker stuck
+past :data:`GRACE_S` is left behind instead of holding the process.
 
 Episodes are told apart by a tag the :class:`Tagged` wrapper carries in the params and appends
 to every observation row (with a sticky "game over" flag, so the host never queries an ended
@@ -24,14 +30,18 @@ episode): the host maps the tag to that episode's :class:`~jaxcollab.llm.bridge.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import itertools
 import logging
 import os
+import queue
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
@@ -40,9 +50,10 @@ import numpy as np
 
 from jaxcollab.core.rollout import Policy, rollout
 from jaxcollab.core.wrappers import Wrapper
-from jaxcollab.llm import signals
+from jaxcollab.llm import hostonly, signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
-from jaxcollab.llm.client import ChatClient
+from jaxcollab.llm.client import ChatClient, LLMError
+from jaxcollab.scale import preempt
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +140,10 @@ class Host:
         self.play_s = 0.0  # wall seconds of pooled play (compiling warm-ups excluded)
         #: what stopped the pool (an error, or KeyboardInterrupt on SIGINT/SIGTERM), or None
         self.error: BaseException | None = None
+        #: ``time.monotonic()`` of the last reply, callback return or finished episode
+        self.progress = time.monotonic()
+        #: tag → what that episode's callback is waiting on (the stall error names them)
+        self.waiting: dict[int, str] = {}
         self._tags = itertools.count()
         self._lock = threading.Lock()
 
@@ -152,15 +167,35 @@ class Host:
         return self.error is not None
 
     def fail(self, error: BaseException) -> None:
-        """Keep ``error`` as what stopped the pool (the first one wins)."""
+        """Keep ``error`` as what stopped the pool (the first one wins) and cancel every
+        request in flight (:func:`~jaxcollab.llm.signals.halt`)."""
         with self._lock:
             if self.error is None:
                 self.error = error
+        signals.halt()
+
+    def tick(self) -> None:
+        """Record progress (the stall clock restarts)."""
+        self.progress = time.monotonic()
+
+    def check_stall(self, stall_s: float) -> None:
+        """Fail the pool with :class:`Stalled` when nothing progressed for ``stall_s``
+        seconds, naming what the episodes wait on."""
+        idle = time.monotonic() - self.progress
+        if idle < stall_s or self.error is not None:
+            return
+        with self._lock:
+            waits = sorted(self.waiting.values())
+        what = (f"{len(waits)} episode(s) waiting on replies, e.g. {'; '.join(waits[:3])}"
+                if waits else "the episodes' compiled rollouts (no request in flight)")
+        self.fail(Stalled(f"no progress for {idle:.0f} s (llm.stall_s={stall_s:g}): {what}"))
 
     def reraise(self) -> None:
-        """Raise what stopped the pool, if anything did, and clear it."""
+        """Raise what stopped the pool, if anything did, and clear it (and the halt of the
+        requests in flight it caused: the pool is over)."""
         with self._lock:
             error, self.error = self.error, None
+        signals.resume()
         if error is not None:
             raise error
 
@@ -173,14 +208,25 @@ class Host:
                 reqs = next(turn) if replies is None else turn.send(replies)
             except StopIteration as stop:
                 return stop.value
-            replies = self.client.complete_many(reqs)
+            self.waiting[id(ep)] = (f"episode {ep.index}: {len(reqs)} request(s) of "
+                                    f"{', '.join(sorted({r.agent for r in reqs}))}")
+            try:
+                replies = self.client.complete_many(reqs)
+            finally:
+                self.waiting.pop(id(ep), None)
+            self.tick()
             for req, reply in zip(reqs, replies):
                 ep.charge(req, reply)
 
     def act(self, struct, obs, t):
         """The ``pure_callback`` body for one episode: its joint action (zeros once ended, for
-        an unknown tag, e.g. the compiling warm-up, and once the pool is stopping)."""
-        obs = np.asarray(obs)
+        an unknown tag, e.g. the compiling warm-up, and once the pool is stopping). Plain
+        Python and NumPy only (:mod:`jaxcollab.llm.hostonly`; checked under
+        ``JAXCOLLAB_NO_DISPATCH=1``)."""
+        with hostonly.no_dispatch() if hostonly.enforced() else contextlib.nullcontext():
+            return self._act(struct, np.asarray(obs), t)
+
+    def _act(self, struct, obs, t):
         game, ep = self.live.get(int(obs[0, -1]), (None, None))
         noop = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), struct)
         if game is None or obs[0, -2] or self.stopped():
@@ -191,6 +237,7 @@ class Host:
         except BaseException as e:  # noqa: BLE001  (re-raised after the pool: reraise)
             self.fail(e)
             return noop
+        self.tick()
         if self.on_step is not None:
             self.on_step()
         return jax.tree.map(lambda x, s: np.asarray(x, s.dtype), action, struct)
@@ -238,7 +285,8 @@ class Played:
 
 
 def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
-              workers: int, finish: Callable[[Played, Game, int], None]) -> dict[int, Played]:
+              workers: int, finish: Callable[[Played, Game, int], None],
+              stall_s: float | None = None) -> dict[int, Played]:
     """Play ``jobs`` (``(row, game, episode index)``) on ``workers`` threads, one batch-1
     rollout per episode (row ``row`` of ``keys`` and of the batched ``params``), and call
     ``finish(played, game, row)`` in the worker as each ends; ``{row: Played}``.
@@ -246,9 +294,15 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     The first call for an environment compiles the rollout once (an untagged warm-up episode
     that sends nothing) before the workers start, so they share one executable.
 
+    The calling thread watches the workers (every :data:`POLL_S` s): a stop signal, an error
+    of a turn, or no progress for ``stall_s`` seconds (:class:`Stalled`) stops the pool; the
+    workers then get no-ops at once and end within moments, and any still running after
+    :data:`GRACE_S` s (a callback stuck outside the client) is abandoned: the workers are
+    daemon threads, and the process exits without waiting for them (:func:`_exit_if_alive`).
+
     Raises:
-        what stopped the pool (:class:`Host`: ``KeyboardInterrupt`` on SIGINT / SIGTERM, or
-        the first error of a turn or of ``finish``), after every worker has ended.
+        what stopped the pool (:class:`Host`: ``KeyboardInterrupt`` on SIGINT / SIGTERM,
+        :class:`Stalled`, or the first error of a turn or of ``finish``).
     """
     struct, max_steps = jobs[0][1].action_struct(), jobs[0][1].max_steps(env)
     policy = llm_policy(host, struct)
@@ -260,35 +314,104 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
         return jax.device_get(rollout(tagged, policy, keys[b: b + 1], p, batched_params=True,
                                       max_steps=max_steps, until_done=True))
 
+    signals.resume()  # a halt of an earlier pool in this process is over
     if tagged not in host.warmed:
         one(jobs[0][0], -1)  # compile (unknown tag: zeros, no request)
         host.warmed.add(tagged)
 
-    def work(job) -> tuple[int, Played | None]:
+    def play(job) -> Played | None:
         b, game, index = job
-        if host.stopped():
-            return b, None
         tag, ep = host.open(game, index)
         try:
             out = one(b, tag)
         finally:
             host.close(tag)
         if host.stopped():  # its last turns may have been no-ops
-            return b, None
+            return None
         played = Played(jax.tree.map(lambda x: x[0], out.state["env"]),
                         int(out.state["length"][0]), np.asarray(out.episode_return[0]), ep)
-        try:
-            finish(played, game, b)
-        except BaseException as e:  # noqa: BLE001  (re-raised after the pool)
-            host.fail(e)
-        return b, played
+        host.tick()
+        finish(played, game, b)
+        return played
 
+    todo, done = queue.SimpleQueue(), {}
+    for job in jobs:
+        todo.put(job)
+
+    def work() -> None:
+        while not host.stopped():
+            try:
+                job = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                played = play(job)
+            except BaseException as e:  # noqa: BLE001  (re-raised by the watching thread)
+                host.fail(e)
+                return
+            if played is not None:
+                done[job[0]] = played
+
+    threads = [threading.Thread(target=work, name=f"jaxcollab-llm-{i}", daemon=True)
+               for i in range(max(1, min(workers, len(jobs))))]
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
-        done = dict(pool.map(work, jobs))
+    host.tick()
+    for t in threads:
+        t.start()
+    try:
+        _watch(threads, host, stall_s)
+    finally:  # the halt, or an abandoned chunk's, ends with this pool's workers
+        signals.resume()
+        if not any(t.is_alive() for t in threads):
+            preempt.settled()
     host.play_s += time.perf_counter() - start
     host.reraise()
     return done
 
 
-__all__ = ["Host", "Played", "Tagged", "llm_policy", "play_pool", "reserve_callback_threads"]
+#: seconds between the watching thread's looks at the workers
+POLL_S = 0.05
+#: seconds a stopping pool waits for its workers before abandoning them
+GRACE_S = 5.0
+
+
+def _watch(threads: list[threading.Thread], host: Host, stall_s: float | None) -> None:
+    """Wait for ``threads``, stopping the pool on a signal, an error or a stall; after
+    :data:`GRACE_S` s of stopping, abandon the workers still alive (:func:`_exit_if_alive`)."""
+    stopping = None
+    while any(t.is_alive() for t in threads):
+        try:
+            next(t for t in threads if t.is_alive()).join(POLL_S)
+            if stall_s is not None:
+                host.check_stall(stall_s)
+            if stopping is None and host.stopped():
+                stopping = time.monotonic()
+        except KeyboardInterrupt as e:  # the main thread's SIGINT / SIGTERM (signals.watch)
+            host.fail(e)
+            stopping = stopping or time.monotonic()
+        if stopping is not None and time.monotonic() - stopping > GRACE_S:
+            alive = [t for t in threads if t.is_alive()]
+            log.warning("%d episode(s) did not stop within %.0f s; leaving them", len(alive),
+                        GRACE_S)
+            signum = signals.received() or (signal.SIGINT if isinstance(
+                host.error, KeyboardInterrupt) else 0)
+            atexit.register(_exit_if_alive, alive, 128 + signum if signum else 1)
+            return
+
+
+def _exit_if_alive(threads: list[threading.Thread], code: int) -> None:
+    """At exit, leave at once (status ``code``) if an abandoned worker still runs: JAX's own
+    exit hooks would tear the backend down under its rollout (registered last, so it runs
+    first)."""
+    if any(t.is_alive() for t in threads):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+class Stalled(LLMError):
+    """No reply, callback or episode finished for ``llm.stall_s`` seconds."""
+
+
+__all__ = ["Host", "Played", "Stalled", "Tagged", "llm_policy", "play_pool",
+           "reserve_callback_threads"]

@@ -8,17 +8,18 @@ adds the LLM keys (:func:`llm_results`). The team checks the endpoint before its
 answers wholly needs no server), plays episodes server-paced (:mod:`jaxcollab.llm.play`: up to
 ``llm.concurrency`` episodes in flight), caches every request by content hash
 (``out_dir/cache.jsonl``, crash-safe JSON Lines, :mod:`jaxcollab.llm.jsonl`: a rerun replays
-replies exactly and sends nothing) and appends each played chunk's episodes, in episode order,
-to its transcript ``out_dir/<env with / as ->.jsonl`` (a chunk killed half-way is replayed from
-the cache; so are the saved chunks of a rerun whose transcripts lack a finished episode, e.g. a
-torn last record: results never come from a partial transcript).
+replies exactly and sends nothing) and appends each episode as it ends to its transcript
+``out_dir/<env with / as ->.jsonl``, put in episode order when its chunk finishes (a chunk
+killed half-way, or a torn last record, is replayed from the cache; so are the saved chunks of a
+rerun whose transcripts lack a finished episode: results never come from a partial transcript).
 
 Stopping: SIGINT / SIGTERM stop the chunk in play at once, even while XLA runs the host callback
 on a thread of its own (:mod:`jaxcollab.llm.signals`; requests in flight are cancelled, arrived
-replies cached); the finished chunks are kept, ``out_dir/results.json`` is updated from their
-transcripts with ``"stopped": true`` (a finished rerun drops it), and the run raises
-:class:`~jaxcollab.scale.preempt.Preempted` (exit status 128 + the signal number), so
-rerunning the same command resumes.
+replies cached; a second signal exits at once); every finished episode is kept,
+``out_dir/results.json`` is updated from their transcripts with ``"stopped": true`` (a
+finished rerun drops it), and the run raises :class:`~jaxcollab.scale.preempt.Preempted`
+(exit status 128 + the signal number), so rerunning the same command resumes. No progress for
+``llm.stall_s`` raises :class:`~jaxcollab.llm.play.Stalled` naming what the episodes wait on.
 
 Transcript records (one JSON object per episode, keys sorted): ``env``, ``episode``, ``success``,
 ``ending``, ``steps``, ``returns``, ``parse_errors`` (class → count), ``tokens`` and
@@ -125,6 +126,8 @@ class LLMTeam:
         cache = self.cfg.cache or self.out / "cache.jsonl"
         # each client checks its endpoint at its first request; the seed salts the cache keys
         self.client = TeamClient(self.cfg, self.roles, cache, salt=f"seed {options['seed']}")
+        for c in self.client.clients:  # every retry, as it happens, kept across resumes
+            c.retry_log = self.out / "retries.jsonl"
         self.host = Host(self.client, None if progress is None else self._turn)
         self.progress = progress
         self._lock = threading.Lock()
@@ -142,12 +145,12 @@ class LLMTeam:
                                                                  params), self.options), index)
                 for (name, index), b in first.items()]
         names = {b: name for (name, _), b in first.items()}
-        records: dict[int, dict] = {}
         self.client.check_fresh(self.family.llm.roles)
+        # each episode's record is appended as it ends: a stopped run keeps every finished one
         played = play_pool(env, keys, params, jobs, self.host, self.cfg.concurrency,
-                           lambda p, game, b: records.__setitem__(
-                               b, self._finish(names[b], p, game)))
-        self._write([records[b] for b in sorted(records)])
+                           lambda p, game, b: self._write([self._finish(names[b], p, game)]),
+                           stall_s=self.cfg.stall())
+        self._order({name for name, _ in first})
         rows = [played[first[tuple(i)]].state for i in ids]
         return jax.tree.map(lambda *xs: np.stack(xs), *rows)
 
@@ -169,24 +172,41 @@ class LLMTeam:
         return _record(env_name, played, success, ending, llm.data(played.state))
 
     def _write(self, records: list[dict]) -> None:
-        """Append the records of a played chunk in episode order, each episode once; one
-        crash-safe append per environment (:func:`jsonl.append`). What is already there is
-        read at each write, under a lock: a chunk replayed after a kill comes from the request
-        cache, and the stopped run's chunk may still finish on its callback thread while the
-        rerun plays (``interruptible`` returns at once), so neither writes an episode twice."""
+        """Append ``records`` (each episode once; one crash-safe append per environment,
+        :func:`jsonl.append`), as each episode ends. The episodes already in a transcript are
+        known under a lock, shared by every team of the process, and re-read whenever the file
+        changed behind it: a chunk replayed after a kill comes from the request cache, and a
+        stopped run's episodes may still finish on their threads while the rerun plays, so
+        neither writes an episode twice."""
         by_env: dict[str, list[dict]] = {}
         for rec in records:
             by_env.setdefault(rec["env"], []).append(rec)
         with _TRANSCRIPTS:
             for env_name, rows in by_env.items():
                 path = transcript_path(self.out, env_name)
-                done, new = {r["episode"] for r in read_transcripts(path)}, []
+                done, new = _written(path), []
                 for r in rows:
                     if r["episode"] not in done:
                         done.add(r["episode"])
                         new.append(r)
                 if new:
                     jsonl.append(path, new, sort_keys=True)
+                    _WRITTEN[path.resolve()] = (path.stat().st_size, done)
+
+    def _order(self, env_names) -> None:
+        """Rewrite each transcript of ``env_names`` in episode order (atomically) once its
+        chunk has finished: episodes are appended as they end, in any order."""
+        with _TRANSCRIPTS:
+            for env_name in sorted(env_names):
+                path = transcript_path(self.out, env_name)
+                rows = read_transcripts(path)
+                keys = [r["episode"] for r in rows]
+                if keys != sorted(keys):
+                    rows.sort(key=lambda r: r["episode"])
+                    jsonl.write_atomic(path, "".join(json.dumps(r, sort_keys=True,
+                                                                ensure_ascii=False) + "\n"
+                                                     for r in rows))
+                    _WRITTEN[path.resolve()] = (path.stat().st_size, set(keys))
 
     def results(self, env_names: Sequence[str]) -> dict:
         """The LLM keys of ``results.json`` from the transcripts of ``env_names``
@@ -200,8 +220,15 @@ class LLMTeam:
         adapted = self.client.adapted()
         return {"model": self.cfg.model, "base_url": self.cfg.base_url, **mixed,
                 **({"adapted": adapted} if adapted else {}),
-                **llm_results(records), "retries": dict(sorted(self.client.retries.items())),
+                **llm_results(records), "retries": self.retries(),
                 **self.family.llm.summary(records, self.options)}
+
+    def retries(self) -> dict[str, int]:
+        """Retried requests by class over every session of this ``out_dir`` (its
+        ``retries.jsonl``: a resumed run keeps the stopped one's)."""
+        log = jsonl.read(self.out / "retries.jsonl")
+        counts = Counter(r.get("class") for r in log) if log else self.client.retries
+        return dict(sorted(counts.items()))
 
     def stopped_results(self, env_names: Sequence[str]) -> dict:
         """``results.json`` of a stopped run, from the finished episodes' transcripts:
@@ -216,6 +243,19 @@ class LLMTeam:
 
 #: Serialises transcript appends within a process (:meth:`LLMTeam._write`).
 _TRANSCRIPTS = threading.Lock()
+#: transcript path → (its size after this process's last append, the episodes in it)
+_WRITTEN: dict[Path, tuple[int, set]] = {}
+
+
+def _written(path: Path) -> set:
+    """The episodes in transcript ``path`` (read again when its size is not what this process
+    left; under :data:`_TRANSCRIPTS`)."""
+    size = path.stat().st_size if path.exists() else 0
+    known = _WRITTEN.get(path.resolve())
+    if known is None or known[0] != size:
+        known = (size, {r["episode"] for r in read_transcripts(path)})
+        _WRITTEN[path.resolve()] = known
+    return known[1]
 
 
 def _record(env_name: str, played: Played, success: bool, ending: str, data: dict) -> dict:
@@ -224,11 +264,13 @@ def _record(env_name: str, played: Played, success: bool, ending: str, data: dic
     tokens = {a: {"prompt": u["prompt"], "completion": u["completion"]} for a, u in usage}
     latency = {a: u["latency_s"] for a, u in usage}
     queue = {a: u["queue_s"] for a, u in usage}
+    timed_by = sum((Counter(u.get("timed_by", {})) for _, u in usage), Counter())
     extra = {k: v for k, v in ep.data.items() if k != "ktane"} | data
     return {"env": env_name, "episode": ep.index, "success": bool(success), "ending": ending,
             "steps": played.steps, "returns": played.returns.tolist(),
             "parse_errors": dict(sorted(ep.errors.items())), "tokens": tokens,
             "latency_s": latency, "queue_s": queue,
+            "latency_timed_by": dict(sorted(timed_by.items())),
             "agents": {a: t for a, t in ep.history.items() if t}, "data": extra}
 
 
@@ -237,10 +279,14 @@ def llm_results(records: list[dict]) -> dict:
     ``refusals`` (content-policy refusals), ``tokens`` (per agent ``prompt`` / ``completion``,
     and ``total``), ``latency_s`` (per agent, summed seconds of server service time) and
     ``queue_s`` (per agent, summed seconds requests waited: client window, backoff, server
-    queue)."""
-    errors, tokens, latency, queue = Counter(), {}, {}, {}
+    queue) and ``latency_timed_by`` (requests by the clock of their ``latency_s``, which is
+    what async Keep Talking charges the game clock: ``server``, the server's own timings of
+    the generation, llama.cpp's ``timings``; ``client``, seconds from sending to the answer,
+    for a server that reports none: :attr:`~jaxcollab.llm.client.Reply.timed_by`)."""
+    errors, tokens, latency, queue, timed_by = Counter(), {}, {}, {}, Counter()
     for r in records:
         errors.update(r["parse_errors"])
+        timed_by.update(r.get("latency_timed_by", {}))
         for a, t in r["tokens"].items():
             acc = tokens.setdefault(a, {"prompt": 0, "completion": 0})
             acc["prompt"] += t["prompt"]
@@ -253,7 +299,8 @@ def llm_results(records: list[dict]) -> dict:
     return {"parse_errors": dict(sorted(errors.items())), "refusals": refusals,
             "tokens": tokens | {"total": sum(t["prompt"] + t["completion"]
                                              for t in tokens.values())},
-            "latency_s": latency, "queue_s": queue}
+            "latency_s": latency, "queue_s": queue,
+            "latency_timed_by": dict(sorted(timed_by.items()))}
 
 
 def run_team(env: str, team_options: Mapping[str, Any], spec: Spec, out_dir,

@@ -91,6 +91,12 @@ def abandoned() -> bool:
     return bool(_abandoned)
 
 
+def settled() -> None:
+    """Forget an abandoned chunk (:func:`abandoned`) once its threads have ended, so later
+    work in this process (a lone request) is not taken for part of it."""
+    _abandoned.clear()
+
+
 def requested() -> int:
     """The signal number if any process received one, else 0.
 

@@ -87,7 +87,7 @@ class BombEnv(Environment[BombState, BombParams]):
             gesture=Discrete(T.N_SYMBOLS + 1, (n, g), jnp.uint8)))
 
     def noop(self) -> BombAction:
-        """A joint action where everyone waits and sends nothing."""
+        """A joint action where everyone waits and sends nothing (NumPy arrays)."""
         return noop_action(self.speech_bytes, self.gesture_symbols)
 
     def action(self, role: int | str, act: str = "wait", arg: int = 0,
@@ -108,8 +108,7 @@ class BombEnv(Environment[BombState, BombParams]):
         bad = [s for s in symbols if s not in T.SYMBOL_IDS]
         if bad:
             raise ValueError(f"unknown gesture symbol(s) {bad}; valid: {', '.join(T.SYMBOL_IDS)}")
-        a = jax.device_get(self.noop())
-        a = {k: np.array(v) for k, v in a.items()}
+        a = {k: np.array(v) for k, v in self.noop().items()}  # NumPy only (no dispatch)
         a["act"][row], a["arg"][row] = T.ACT_NAMES.index(act), arg
         data = text.encode("utf-8")[: self.speech_bytes]
         a["speech"][row, : len(data)] = np.frombuffer(data, np.uint8)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import chex
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.params import BombParams
@@ -45,12 +46,14 @@ class BombAction:
 
 
 def noop_action(speech_bytes: int, gesture_symbols: int) -> BombAction:
-    """Everyone waits and sends nothing."""
-    none = jnp.full(T.N_AGENTS, T.NO_TARGET, jnp.int32)
+    """Everyone waits and sends nothing. NumPy arrays: constants in jitted code, and what the
+    LLM host callbacks build actions from without dispatching a JAX operation (one would wait
+    on the XLA:CPU pool its own callback holds: :mod:`jaxcollab.llm.hostonly`)."""
+    none = np.full(T.N_AGENTS, T.NO_TARGET, np.int32)
     return BombAction(
-        act=jnp.zeros(T.N_AGENTS, jnp.int32), arg=jnp.zeros(T.N_AGENTS, jnp.int32),
-        speak_to=none, speech=jnp.zeros((T.N_AGENTS, speech_bytes), jnp.uint8),
-        gesture_to=none, gesture=jnp.zeros((T.N_AGENTS, gesture_symbols), jnp.uint8),
+        act=np.zeros(T.N_AGENTS, np.int32), arg=np.zeros(T.N_AGENTS, np.int32),
+        speak_to=none, speech=np.zeros((T.N_AGENTS, speech_bytes), np.uint8),
+        gesture_to=none.copy(), gesture=np.zeros((T.N_AGENTS, gesture_symbols), np.uint8),
     )
 
 
