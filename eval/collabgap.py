@@ -24,11 +24,11 @@ option is refused, naming the key (the pacing keys ``llm.concurrency``, ``llm.ti
 ``llm.max_retries``, ``llm.backoff_s`` may change). Test steps play ``mazes`` mazes of ``seed``
 ``rollouts`` times each, held-out steps ``calibration_mazes`` mazes of ``calibration_seed``;
 ``advance=path`` (the default) walks every maze's whole path so that every round's maze
-success is measured (:mod:`jaxcollab.llm.maze`).
+success is measured (:mod:`jaxcollab.agents.maze.llm`).
 
 Writes ``DIR/results.json``: ``config``, ``run``, ``experiment``, ``model``, ``steps.<name>``
 (``setting``, ``dir``, ``held_out``, ``success_rate``, ``tokens``), ``protocols.<name>`` (each
-plotted step's results by round, :func:`jaxcollab.llm.maze_results.by_round`: ``rounds``,
+plotted step's results by round, :func:`jaxcollab.agents.maze.llm_results.by_round`: ``rounds``,
 ``maze_success``, ``maze_success_interval``, ``step_accuracy``, ``calibration_loss``,
 ``calibration_loss_interval``, ``confidence``), and the plots of ``plots``:
 ``DIR/collabgap.png`` (maze success / move accuracy / calibration loss by round) and

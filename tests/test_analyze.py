@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_server import JUDGE_MODE, LLMServer
 
-from jaxcollab.analysis import behaviour as B
+from jaxcollab.agents.bomb.sanzaru import MODES, RUBRIC
+from jaxcollab.agents.ktane import behaviour as B
 from jaxcollab.analysis.judge import agreement, parse_verdict, summary
-from jaxcollab.analysis.sanzaru import MODES, RUBRIC
 from jaxcollab.envs.ktane.modules.base import CUT, MESSAGE, ROTATE, SELECT, WAIT
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,6 +12,7 @@ from llm_server import LLMServer
 from test_llm_ktane_gptnt import BOARD, SOLVED_BY_B, cfg, describe, play, reply
 
 import jaxcollab
+from jaxcollab.agents.ktane.llm import POLL_S, KtaneGame, async_max_steps
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.channel import (
@@ -25,7 +26,6 @@ from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
 from jaxcollab.envs.ktane.rules import TimedAction
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import Episode
-from jaxcollab.llm.ktane import POLL_S, KtaneGame, async_max_steps
 from jaxcollab.llm.run import RunConfig, transcript_path
 from jaxcollab.llm.run import evaluate as llm_evaluate
 

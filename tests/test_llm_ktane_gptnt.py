@@ -18,6 +18,13 @@ from llm_server import LLMServer
 
 import jaxcollab
 from jaxcollab.agents.ktane import evaluate as ktane_evaluate
+from jaxcollab.agents.ktane.llm import (
+    MANUAL_HEADER,
+    OMITTED,
+    PREVIOUS,
+    KtaneGame,
+    gptnt_system_prompt,
+)
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
@@ -29,13 +36,6 @@ from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import Episode
 from jaxcollab.llm.client import LLMConfig, Reply
-from jaxcollab.llm.ktane import (
-    MANUAL_HEADER,
-    OMITTED,
-    PREVIOUS,
-    KtaneGame,
-    gptnt_system_prompt,
-)
 from jaxcollab.llm.run import transcript_path
 
 BOARD = ("morse", "simon", "maze", "wires")  # one bomb, one compile, a slot per module

@@ -6,9 +6,9 @@ import jax
 import numpy as np
 import pytest
 
+from jaxcollab.agents.maze.task import collab_task, maze_split
+from jaxcollab.agents.parity.task import check_task
 from jaxcollab.collab.data import build_prefix
-from jaxcollab.collab.maze_task import collab_task, maze_split
-from jaxcollab.collab.tasks import check_task
 from jaxcollab.envs.maze import text
 from jaxcollab.io.plots import maze_success_plot
 from jaxcollab.io.schema import ConfigValueError

@@ -52,7 +52,7 @@ training chunk or round in progress, and the process exits with status 128 + the
   ``separation.png``; each seed's rounds in ``<protocol>/seed_<s>/``.
 * mazes: ``dataset`` (mazes and examples per split, generator acceptance rate);
   ``protocols.<name>``: ``rounds``, ``maze_success`` (fraction of test mazes whose every step
-  is decided right after that round; :func:`jaxcollab.collab.maze_task.maze_scores`),
+  is decided right after that round; :func:`jaxcollab.agents.maze.task.maze_scores`),
   ``step_accuracy``, ``train_seconds``; ``baselines.solo`` and
   ``baselines.half_view.agent0|agent1``: ``maze_success``, ``step_accuracy``;
   ``bayes_first_move`` (per agent, over the first ``bayes_mazes`` test mazes, the first-move
@@ -78,12 +78,13 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab.collab.config  # noqa: F401  (registers the schema)
+from jaxcollab.agents.maze.task import collab_task, maze_scores
+from jaxcollab.agents.parity import task as tasks
+from jaxcollab.agents.parity.task import check_task
 from jaxcollab.collab import conversations as conv
-from jaxcollab.collab import messages, tasks, theory
+from jaxcollab.collab import messages, theory
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
-from jaxcollab.collab.maze_task import collab_task, maze_scores
-from jaxcollab.collab.tasks import check_task
 from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
 from jaxcollab.envs.maze import reference, text
 from jaxcollab.envs.parity import make_alphas
@@ -112,13 +113,13 @@ def protocol_names(cfg: DictConfig) -> list[str]:
 def task_data(cfg: DictConfig, key: jax.Array):
     """``(task, source)``: the task's data and what it was made from (on mazes ``(train,
     test, stats)`` of the maze split; None on parity): its plug-in's builder
-    (:func:`jaxcollab.collab.tasks.task_data`)."""
+    (:func:`jaxcollab.agents.parity.task.task_data`)."""
     return tasks.task_data(OmegaConf.to_container(cfg.task), key)
 
 
 def check_config(cfg: DictConfig) -> None:
     """Checks that need the task's data, before the run directory gets a file: the task's own
-    (:func:`jaxcollab.collab.tasks.check_task`: the maze sampler must reach its mazes), and a
+    (:func:`jaxcollab.agents.parity.task.check_task`: the maze sampler must reach its mazes), and a
     set ``model.block_size`` must hold the last round's prefix and answer
     (:func:`jaxcollab.collab.trainer.required_context`, measured on a few examples of the task).
 

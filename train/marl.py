@@ -20,8 +20,9 @@ compile excluded); when finished, ``success_rate`` (seed 0's team on ``eval_epis
 held-out episodes through :func:`jaxcollab.rollout`, greedy, played by the family's own
 evaluation as its ``learned`` team), ``heldout`` (that evaluation's summary: a bomb's endings,
 rounds and bounces; a Keep-Talking module's outcomes, strikes and time left), ``protocol``
-(:func:`jaxcollab.marl.protocol.protocol_tables` of seed 0's team on 256 held-out episodes;
-bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed) and
+(:func:`jaxcollab.agents.bomb.rl_protocol.protocol_tables` of seed 0's team on 256 held-out
+episodes; bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed)
+and
 ``wall_seconds``.
 """
 
@@ -34,11 +35,11 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab
+from jaxcollab.agents.bomb.rl_protocol import protocol_tables
 from jaxcollab.io.plots import learning_curve_plot, protocol_plot
 from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl.ppo import PPOConfig, Trainer
-from jaxcollab.marl.protocol import protocol_tables
 from jaxcollab.marl.team import save_team, team_policy
 from jaxcollab.scale.preempt import TrainState as Checkpoint
 

@@ -273,7 +273,7 @@ def confidence_plot(results: dict, path: str | Path) -> None:
     probability of the communicated vectors (bars, left axis) with the accuracy of the argmax
     move per bin (dots, right axis; the dash is the bin's mean confidence, where a calibrated
     report's accuracy lies). ``results["protocols"][name]["confidence"]``: per round
-    :func:`jaxcollab.llm.maze_results.confidence_histogram`. Writes a PNG."""
+    :func:`jaxcollab.agents.maze.llm_results.confidence_histogram`. Writes a PNG."""
     protocols = {n: r for n, r in results.get("protocols", {}).items() if r.get("confidence")}
     n_rounds = max(len(r["confidence"]) for r in protocols.values())
     fig, axes = figure(n_rounds, 3.2, 3.0, rows=len(protocols))
@@ -411,8 +411,8 @@ def learned_plot(envs: Mapping[str, dict], path: str | Path, columns: int = 4) -
 
 
 def protocol_plot(tables: dict, path: str | Path) -> None:
-    """A learned protocol (:func:`jaxcollab.marl.protocol.protocol_tables`): one heatmap per
-    role and channel, its most informative feature against the symbol sent."""
+    """A learned protocol (:func:`jaxcollab.agents.bomb.rl_protocol.protocol_tables`): one
+    heatmap per role and channel, its most informative feature against the symbol sent."""
     fig, axes = figure(len(tables), 4.0, 3.4)
     for ax, (key, t) in zip(axes[0], tables.items(), strict=True):
         fname, f = max(t["features"].items(), key=lambda kv: kv[1]["mutual_information_bits"])

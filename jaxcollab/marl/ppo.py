@@ -1,6 +1,6 @@
 """IPPO and MAPPO with recurrent (GRU) policies on an RL view (a bomb variant,
-:class:`~jaxcollab.marl.view.BombView`; a Keep-Talking module,
-:class:`~jaxcollab.marl.ktane_view.KtaneView`), the whole update under one ``jit``: rollout
+:class:`~jaxcollab.agents.bomb.rl_view.BombView`; a Keep-Talking module,
+:class:`~jaxcollab.agents.ktane.rl_view.KtaneView`), the whole update under one ``jit``: rollout
 through the environment's vmapped ``reset`` / ``step`` / ``observe`` (auto-reset), GAE, PPO
 epochs over minibatches of episodes, seeds vmapped; optionally gradients through the channel
 (DIAL) and an auxiliary answer-prediction loss (:class:`PPOConfig`).
@@ -29,10 +29,10 @@ import numpy as np
 import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from jaxcollab.agents.bomb.rl_view import NOBODY, BombView, make_view
 from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl import networks as nn
-from jaxcollab.marl.view import NOBODY, BombView, make_view
 from jaxcollab.scale.mesh import DATA, data_mesh
 
 
@@ -506,15 +506,15 @@ class Trainer:
 
 
 def any_view(env: str, symbols: int = 1, alphabet: int = 8):
-    """The RL view of ``env``: :func:`~jaxcollab.marl.view.make_view` for a bomb variant,
-    :func:`~jaxcollab.marl.ktane_view.make_ktane_view` for a Keep-Talking environment.
+    """The RL view of ``env``: :func:`~jaxcollab.agents.bomb.rl_view.make_view` for a bomb variant,
+    :func:`~jaxcollab.agents.ktane.rl_view.make_ktane_view` for a Keep-Talking environment.
 
     Raises:
         KeyError: neither (names both forms)."""
     if env.startswith("bomb/"):
         return make_view(env, symbols, alphabet)
     if env.startswith("ktane/"):
-        from jaxcollab.marl.ktane_view import make_ktane_view
+        from jaxcollab.agents.ktane.rl_view import make_ktane_view
 
         return make_ktane_view(env, symbols, alphabet)
     raise KeyError(f"env={env!r}: a bomb variant (bomb/base-1) or a Keep-Talking environment "

@@ -18,13 +18,13 @@ import jax
 import jax.numpy as jnp
 
 from jaxcollab.agents.bomb.bank import PinnedInstances
+from jaxcollab.agents.bomb.rl_view import BombView
 from jaxcollab.core.env import Environment
 from jaxcollab.core.family import ScriptedTeam
 from jaxcollab.core.rollout import Policy, policy
 from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.ppo import PPOConfig, Trainer, any_view
-from jaxcollab.marl.view import BombView
 from jaxcollab.scale.preempt import TrainState as Checkpoint
 
 

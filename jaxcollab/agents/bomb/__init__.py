@@ -27,9 +27,9 @@ from jaxcollab.agents.bomb.bank import (
     check_solo,
     rollout_bank,
 )
+from jaxcollab.agents.bomb.sanzaru import RUBRIC
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
 from jaxcollab.agents.learned import check_learned, learned
-from jaxcollab.analysis.sanzaru import RUBRIC
 from jaxcollab.core.family import (
     Analysis,
     Bounds,
@@ -273,10 +273,11 @@ def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.bomb.BombGame` of one episode: the variant's env under the run's
-    message caps, the episode's turn order (its params), ``bomb.hint``, ``bomb.solo_player``
+    """:class:`~jaxcollab.agents.bomb.llm.BombGame` of one episode: the variant's env under
+    the run's message caps, the episode's turn order (its params), ``bomb.hint``,
+    ``bomb.solo_player``
     and ``llm.tools``."""
-    from jaxcollab.llm.bomb import BombGame
+    from jaxcollab.agents.bomb.llm import BombGame
 
     params = params.params if isinstance(params, PinnedParams) else params
     block = options.get("bomb", {})

@@ -228,9 +228,9 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.ktane.KtaneGame` under the run's ruleset, ``ktane.mode``,
+    """:class:`~jaxcollab.agents.ktane.llm.KtaneGame` under the run's ruleset, ``ktane.mode``,
     ``ktane.reflection``, ``ktane.view`` and ``ktane.solo``."""
-    from jaxcollab.llm.ktane import KtaneGame
+    from jaxcollab.agents.ktane.llm import KtaneGame
 
     block = options.get("ktane", {})
     return KtaneGame(env, block.get("mode", "sync"), block.get("reflection", True),

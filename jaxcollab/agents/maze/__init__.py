@@ -90,10 +90,10 @@ def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.maze.MazeGame` with ``maze.setting``, ``maze.rounds``,
+    """:class:`~jaxcollab.agents.maze.llm.MazeGame` with ``maze.setting``, ``maze.rounds``,
     ``maze.samples``, ``maze.advance``, ``maze.tell_partner`` (and the calibrator fitted on
     ``maze.calibration_dir``)."""
-    from jaxcollab.llm.maze import MazeGame
+    from jaxcollab.agents.maze.llm import MazeGame
 
     block = options.get("maze", {})
     cal = _calibrator(env_name, block.get("calibration_dir"), block.get("rounds", 4)) \
@@ -105,7 +105,7 @@ def _llm_game(env_name: str, env, params, options: Mapping):
 
 @functools.lru_cache(maxsize=4)
 def _calibrator(env_name: str, calibration_dir: str | None, rounds: int):
-    from jaxcollab.llm.maze import fit_conversation_calibrator
+    from jaxcollab.agents.maze.llm import fit_conversation_calibrator
     from jaxcollab.llm.run import read_transcripts, transcript_path
 
     if not calibration_dir:
@@ -128,10 +128,10 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     """``protocols.<maze.setting>``: the run's results by round in the layout of the trained
     transformers' maze runs (``rounds``, ``maze_success``, ``step_accuracy``, with 90 %
     bootstrap intervals, calibration loss and confidence histograms;
-    :func:`jaxcollab.llm.maze_results.by_round`). With ``maze.advance=path`` the team walked
+    :func:`jaxcollab.agents.maze.llm_results.by_round`). With ``maze.advance=path`` the team walked
     the whole path, so ``success_rate`` / ``maze_success``, ``step_accuracy`` and ``endings``
     are those of its last-round decisions (the first wrong one ends the maze), not the walk's."""
-    from jaxcollab.llm.maze_results import by_round
+    from jaxcollab.agents.maze.llm_results import by_round
 
     block = options.get("maze", {})
     setting, advance = block.get("setting", "action"), block.get("advance", "team")

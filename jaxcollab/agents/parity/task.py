@@ -3,7 +3,7 @@
 ``TASKS`` maps a task name to its plug-in (:class:`Task`: its builder ``(cfg, key) ->
 (CollabTask, source)`` and its up-front check): chained parity (Narrowing the Collaboration Gap,
 Probably, §3) and the two-agent split-mask maze (the paper's §5 and App. E,
-:func:`jaxcollab.collab.maze_task.maze_task`). :func:`make_task` and :func:`check_task` fail
+:func:`jaxcollab.agents.maze.task.maze_task`). :func:`make_task` and :func:`check_task` fail
 with the list of valid names on an unknown one.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxcollab.agents.maze.task import check_sampler, maze_task
 from jaxcollab.collab.data import CollabTask, TaskSplit
-from jaxcollab.collab.maze_task import check_sampler, maze_task
 from jaxcollab.envs import parity
 
 PARITY_VIEWS = ("masked", "own")
@@ -112,7 +112,7 @@ def task_data(cfg: Mapping, key: jax.Array) -> tuple[CollabTask, Any]:
 
 def check_task(cfg: Mapping) -> None:
     """The up-front check (:attr:`Task.check`) of the task named ``cfg["name"]``, e.g. that the
-    maze sampler reaches its mazes (:func:`jaxcollab.collab.maze_task.check_sampler`).
+    maze sampler reaches its mazes (:func:`jaxcollab.agents.maze.task.check_sampler`).
 
     Raises:
         ConfigValueError: a value the task's generator cannot serve (named).
