@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from jaxcollab.collab.data import round_task
 from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io.plots import theory_plot
@@ -35,7 +36,7 @@ def check_config(cfg: DictConfig) -> None:
     Raises:
         ConfigValueError: a task other than parity.
     """
-    if cfg.task.name != "parity":
+    if not round_task({"name": cfg.task.name}).theory:
         raise ConfigValueError("task", cfg.task.name, "'parity' (the exact theory is chained "
                                "parity's)")
 

@@ -22,7 +22,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jaxcollab  # noqa: E402
-from jaxcollab.agents.parity.task import make_task  # noqa: E402
+from jaxcollab.collab.data import make_task  # noqa: E402
 from jaxcollab.collab.fit import TrainConfig  # noqa: E402
 from jaxcollab.collab.messages import MessageCodec  # noqa: E402
 from jaxcollab.collab.trainer import RoundTrainer  # noqa: E402

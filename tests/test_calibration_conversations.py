@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcollab.agents.parity.task import make_task
 from jaxcollab.collab import conversations as conv
 from jaxcollab.collab.bias import safe_log
 from jaxcollab.collab.biased_rounds import bias_messages
+from jaxcollab.collab.data import make_task
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.messages import MessageCodec

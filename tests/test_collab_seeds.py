@@ -109,7 +109,7 @@ def test_vmapped_fit_equals_each_seed_alone_and_resumes_after_sigterm(tmp_path):
 
 
 def test_seed_trainers_refuse_trainers_that_differ_beyond_the_seed(tmp_path):
-    from jaxcollab.agents.parity.task import make_task
+    from jaxcollab.collab.data import make_task
     from jaxcollab.collab.messages import MessageCodec
     from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers
 

@@ -29,8 +29,8 @@ from jaxcollab.agents.bomb.bank import (
 )
 from jaxcollab.agents.bomb.sanzaru import RUBRIC
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
-from jaxcollab.agents.learned import check_learned, learned
 from jaxcollab.core.family import (
+    RL,
     Analysis,
     Bounds,
     Family,
@@ -233,7 +233,6 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
         raise ConfigValueError("turn_order", options.get("turn_order"),
                                "'cycle' or a permutation of deaf, mute, blind") from e
     _check_solo(env_names, options)
-    check_learned(env_names, options)
     hint = options.get("bomb", {}).get("hint", "weak")
     if hint not in ("none", "weak", "strong", "playbook"):
         raise ConfigValueError("bomb.hint", hint, "one of none, weak, strong, playbook")
@@ -303,11 +302,26 @@ def _outcome(state) -> tuple[bool, str]:
     return ending == "defused", ending
 
 
+def _rl_view(env_name: str, symbols: int, alphabet: int):
+    """:func:`~jaxcollab.agents.bomb.rl_view.make_view` (imported on use: it loads
+    :mod:`jaxcollab.marl`)."""
+    from jaxcollab.agents.bomb.rl_view import make_view
+
+    return make_view(env_name, symbols, alphabet)
+
+
+def _rl_protocol(policy: Policy, view, episodes: int, seed: int) -> dict:
+    """:func:`~jaxcollab.agents.bomb.rl_protocol.protocol_tables` (imported on use)."""
+    from jaxcollab.agents.bomb.rl_protocol import protocol_tables
+
+    return protocol_tables(policy, view, episodes, seed)
+
+
 #: The bomb family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="bomb",
-    teams={**{name: functools.partial(lambda name, options: scripted(name), name)
-              for name in TEAMS}, "learned": learned},
+    teams={name: functools.partial(lambda name, options: scripted(name), name)
+           for name in TEAMS},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(name, n, seed),
     # SANZARU gives neither: temperature 0.6 as GPTNT app. H; the token budget is ours, room
@@ -320,6 +334,8 @@ FAMILY = Family(
     check=_check,
     analysis=Analysis(analysis.analyze, judge=RUBRIC),  # SANZARU Tables 5, 6
     bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),
+    rl=RL(_rl_view, _rl_protocol),
+    example="bomb/base-1",
 )
 register_family(FAMILY)
 

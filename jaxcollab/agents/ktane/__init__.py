@@ -16,8 +16,8 @@ import numpy as np
 from jaxcollab.agents.ktane import analysis
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
-from jaxcollab.agents.learned import check_learned, learned
 from jaxcollab.core.family import (
+    RL,
     Analysis,
     Family,
     LLMGame,
@@ -288,14 +288,21 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     for name in env_names:
         if not isinstance(make(name), KtaneEnv):
             raise ConfigValueError("env", name, "a Keep-Talking environment")
-    check_learned(env_names, options)
+
+
+def _rl_view(env_name: str, symbols: int, alphabet: int):
+    """:func:`~jaxcollab.agents.ktane.rl_view.make_ktane_view` (imported on use: it loads
+    :mod:`jaxcollab.marl`)."""
+    from jaxcollab.agents.ktane.rl_view import make_ktane_view
+
+    return make_ktane_view(env_name, symbols, alphabet)
 
 
 #: The Keep-Talking family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="ktane",
-    teams={**{name: functools.partial(lambda name, options: scripted(name, _rules(options)),
-                                      name) for name in TEAMS}, "learned": learned},
+    teams={name: functools.partial(lambda name, options: scripted(name, _rules(options)), name)
+           for name in TEAMS},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
         name, n, seed, str(options.get("ruleset", "vanilla")), options.get("ruleset_seed", 0)),
@@ -307,5 +314,7 @@ FAMILY = Family(
             "ktane": {"mode": "sync", "reflection": True, "view": "gptnt", "solo": None}},
     check=_check,
     analysis=Analysis(analysis.analyze),  # GPTNT §8, Table 7
+    rl=RL(_rl_view),
+    example="ktane/wires",
 )
 register_family(FAMILY)

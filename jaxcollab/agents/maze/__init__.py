@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.agents.maze.task import check_sampler, maze_task
+from jaxcollab.core.family import Family, LLMGame, RoundTask, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import privileged_policy
 from jaxcollab.envs.maze import export_instances
@@ -174,6 +175,8 @@ FAMILY = Family(
     config={"maze": {"setting": "action", "rounds": 4, "samples": 5, "calibration_dir": None,
                      "advance": "team", "rollouts": 1, "tell_partner": False}},
     check=_check,
+    task=RoundTask(maze_task, check_sampler, experiment="mazes"),
+    example="maze/split-6x6",
 )
 register_family(FAMILY)
 

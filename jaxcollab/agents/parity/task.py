@@ -1,23 +1,17 @@
-"""Task builders for the round trainer: config → :class:`~jaxcollab.collab.data.CollabTask`.
-
-``TASKS`` maps a task name to its plug-in (:class:`Task`: its builder ``(cfg, key) ->
-(CollabTask, source)`` and its up-front check): chained parity (Narrowing the Collaboration Gap,
-Probably, §3) and the two-agent split-mask maze (the paper's §5 and App. E,
-:func:`jaxcollab.agents.maze.task.maze_task`). :func:`make_task` and :func:`check_task` fail
-with the list of valid names on an unknown one.
+"""Chained parity as a round-trainer task (Narrowing the Collaboration Gap, Probably, §3):
+config → :class:`~jaxcollab.collab.data.CollabTask`, the parity plug-in's
+:attr:`~jaxcollab.core.family.Family.task` (:data:`TASK`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
 
 import jax
 import numpy as np
 
-from jaxcollab.agents.maze.task import check_sampler, maze_task
 from jaxcollab.collab.data import CollabTask, TaskSplit
+from jaxcollab.core.family import RoundTask
 from jaxcollab.envs import parity
 
 PARITY_VIEWS = ("masked", "own")
@@ -64,58 +58,21 @@ def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     )
 
 
-def _no_check(cfg: Mapping) -> None:
-    """A task whose every config the schema's bounds already make buildable."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """A round-trainer task: ``build(cfg, key)`` its :class:`CollabTask` from a task config
-    and the source it was made from, for task-specific scores (mazes: the maze split; None),
-    and ``check(cfg)`` the checks that need its generator (raise ``ConfigValueError`` naming
-    the key; run before any work, after the schema's)."""
-
-    build: Callable[[Mapping, jax.Array], tuple[CollabTask, Any]]
-    check: Callable[[Mapping], None] = _no_check
-
-
-TASKS: dict[str, Task] = {
-    "parity": Task(_parity_build),
-    "maze": Task(maze_task, check_sampler),
-}
-
-
-def _plug_in(cfg: Mapping) -> Task:
-    name = cfg.get("name")
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; expected one of {sorted(TASKS)}")
-    return TASKS[name]
-
-
-def make_task(cfg: Mapping, key: jax.Array) -> CollabTask:
-    """Build the task named ``cfg["name"]``.
+def check_alphas(cfg: Mapping) -> None:
+    """The coefficients ``cfg["alphas"]`` are valid for ``n_bits`` and ``alpha_sum`` (the
+    paper's App. E rule, :func:`jaxcollab.envs.parity.make_alphas`).
 
     Raises:
-        ValueError: unknown task name (lists the valid ones).
-    """
-    return task_data(cfg, key)[0]
+        ConfigValueError: ``task.alphas``, naming the rule broken."""
+    from jaxcollab.io.schema import ConfigValueError
+
+    try:
+        parity.make_alphas(list(cfg["alphas"]), cfg["n_bits"], cfg.get("alpha_sum"))
+    except ValueError as e:
+        raise ConfigValueError("task.alphas", list(cfg["alphas"]), "coefficients >= 0 summing "
+                               f"to at most task.alpha_sum={cfg.get('alpha_sum')} ({e})") \
+            from None
 
 
-def task_data(cfg: Mapping, key: jax.Array) -> tuple[CollabTask, Any]:
-    """``(task, source)`` of the task named ``cfg["name"]``: :attr:`Task.build`.
-
-    Raises:
-        ValueError: unknown task name (lists the valid ones).
-    """
-    return _plug_in(cfg).build(cfg, key)
-
-
-def check_task(cfg: Mapping) -> None:
-    """The up-front check (:attr:`Task.check`) of the task named ``cfg["name"]``, e.g. that the
-    maze sampler reaches its mazes (:func:`jaxcollab.agents.maze.task.check_sampler`).
-
-    Raises:
-        ConfigValueError: a value the task's generator cannot serve (named).
-        ValueError: unknown task name (lists the valid ones).
-    """
-    _plug_in(cfg).check(cfg)
+#: The parity plug-in's round-trainer task: exact theory curves and ideal decoders exist for it.
+TASK = RoundTask(_parity_build, check_alphas, theory=True)
