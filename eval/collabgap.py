@@ -46,12 +46,12 @@ from omegaconf import DictConfig, OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eval.rollout import PACING  # noqa: E402
 from eval.rollout import run as rollout  # noqa: E402
-from jaxcollab.io import plots  # noqa: E402
+from jaxcollab.agents.maze import plots  # noqa: E402
 from jaxcollab.io.run import hydra_main, start_run  # noqa: E402
 from jaxcollab.io.schema import Rollout  # noqa: E402
 from jaxcollab.llm.play import reserve_callback_threads  # noqa: E402
 
-#: ``plots`` entries drawn by :func:`jaxcollab.io.plots.llm_maze_plot` (in this order).
+#: ``plots`` entries drawn by :func:`jaxcollab.agents.maze.plots.llm_maze_plot` (in order).
 CURVES = ("maze_success", "step_accuracy", "calibration_loss")
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab
-from jaxcollab.io.plots import learning_curve_plot, protocol_plot
+from jaxcollab.io.plots import learning_curve_plot
 from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import ConfigValueError
 from jaxcollab.marl.ppo import PPOConfig, Trainer
@@ -127,12 +127,12 @@ def train(cfg: DictConfig, job) -> dict:
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
     final = {**heldout(cfg, job.out / "team"),
              "success_rate_per_seed": curve["heldout_success"][-1]}
-    protocol = jaxcollab.family(cfg.env).rl.protocol
-    if protocol is not None:  # a view with symbol channels: what the code is
-        final["protocol"] = protocol(team_policy(
+    rl = jaxcollab.family(cfg.env).rl
+    if rl.protocol is not None:  # a view with symbol channels: what the code is
+        final["protocol"] = rl.protocol(team_policy(
             ppo, jax.tree.map(lambda p: p[0], ts.params), trainer.view.env), trainer.view,
             256, cfg.eval_seed)
-        protocol_plot(final["protocol"], job.out / "protocol.png")
+        rl.protocol_plot(final["protocol"], job.out / "protocol.png")
     return final
 
 

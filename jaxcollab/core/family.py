@@ -162,10 +162,13 @@ class RL:
             it refuses.
         protocol: ``protocol(policy, view, episodes, seed) -> dict``: the tables of what a
             learned team's messages mean (``results.json`` ``protocol``), or ``None``.
+        protocol_plot: ``protocol_plot(tables, path)`` writes those tables' PNG (with
+            :attr:`protocol`).
     """
 
     view: Callable[[str, int, int], Any]
     protocol: Callable[[Policy, Any, int, int], dict] | None = None
+    protocol_plot: Callable[[dict, Path], None] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -317,6 +317,13 @@ def _rl_protocol(policy: Policy, view, episodes: int, seed: int) -> dict:
     return protocol_tables(policy, view, episodes, seed)
 
 
+def _rl_protocol_plot(tables: dict, path: Path) -> None:
+    """:func:`~jaxcollab.agents.bomb.plots.protocol_plot` (imported on use: matplotlib)."""
+    from jaxcollab.agents.bomb.plots import protocol_plot
+
+    protocol_plot(tables, path)
+
+
 #: The bomb family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="bomb",
@@ -334,7 +341,7 @@ FAMILY = Family(
     check=_check,
     analysis=Analysis(analysis.analyze, judge=RUBRIC),  # SANZARU Tables 5, 6
     bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),
-    rl=RL(_rl_view, _rl_protocol),
+    rl=RL(_rl_view, _rl_protocol, _rl_protocol_plot),
     example="bomb/base-1",
 )
 register_family(FAMILY)
