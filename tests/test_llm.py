@@ -202,7 +202,7 @@ def test_ktane_async_latency_is_game_time():
         next(game.turn(ep, 2, obs))  # no request: the reply lands (SELECT 0), then 0.5 s
     landed = stop.value.value
     assert landed.actions[0, :2].tolist() == [2, 0] and not landed.actions[0, 2:].any()
-    assert int(landed.elapsed_cs) == 50 and ep.data["ktane"]["clock_s"] == 7.5
+    assert int(landed.elapsed_cs) == 50 and ep.scratch["ktane"]["clock_s"] == 7.5
 
 
 # --- end to end through the real HTTP client ----------------------------------------------------

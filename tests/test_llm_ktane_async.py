@@ -163,7 +163,7 @@ def test_simon_pauses_after_presses(bomb):
     assert buttons(d[2]) == [o, c1, o, o, o, o, o, c1, o, c2, o, o, o, o, c1, o]  # 2.25 … 6 s
     assert buttons(d[3]) == [o, o, c1] + [o] * 13  # 5.25 … 9 s: the 5 s pause from 6 s
     assert buttons(d[4]) == [o] * 11 + [c1, o, c2, o, o]  # 8.25 … 12 s: again from 11 s
-    assert ep.data["ktane"]["simon"][-1] == (6.0, 6.0 + SIMON_PRESS_PAUSE_S, 2)
+    assert ep.scratch["ktane"]["simon"][-1] == (6.0, 6.0 + SIMON_PRESS_PAUSE_S, 2)
 
 
 def test_simon_frames_and_events_by_hand(bomb):

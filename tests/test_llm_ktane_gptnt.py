@@ -151,7 +151,7 @@ def test_simon_loop_restarts_when_the_defuser_zooms_in(board):
         _, (req,) = play(game, ep, step, obs, lambda r: reply("do_nothing"))
     line = next(x for x in req.messages[-1]["content"].splitlines() if x.startswith("buttons"))
     assert line.split(": ")[1].split()[:5] == ["dark", "dark", "dark", first, "dark"]
-    assert ep.data["ktane"]["simon"] == ((3.0, 3.0, 1),)  # from 3 s: stage 1's loop from 3 s
+    assert ep.scratch["ktane"]["simon"] == ((3.0, 3.0, 1),)  # from 3 s: stage 1's loop from 3 s
     assert ep.history["defuser"][-1]["clock_s"] == 6
 
 
