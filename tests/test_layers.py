@@ -176,3 +176,34 @@ def test_family_blind_entry_points_import_no_family():
         module = _module_name(ROOT / path)
         bad = sorted(d for d in imports(module) if _is_family(d))
         assert not bad, (path, bad)
+
+
+def _name_switches(module: str) -> list[str]:
+    """Where ``module`` branches on a family's name: a comparison with a family name (``==``,
+    ``in``) or a ``startswith`` of a family prefix, as source lines."""
+    path = SOURCES[module]
+    tree = ast.parse(path.read_text(), str(path))
+
+    def names_family(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+            node.value.split("/")[0] in FAMILIES)
+
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(map(names_family, [node.left,
+                                                                    *node.comparators])):
+            hits.append(node)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "startswith" and node.args
+              and any(map(names_family, ast.walk(node.args[0])))):
+            hits.append(node)
+    return [f"{path.relative_to(ROOT)}:{n.lineno}: {ast.unparse(n)}" for n in hits]
+
+
+def test_nothing_family_blind_branches_on_a_family_name():
+    """Generic modules and the family-blind entry points ask the plug-in; they never test a
+    family's name (``family == "bomb"``, ``name.startswith("ktane/")``)."""
+    blind = [m for m in SOURCES if unit(m) in GENERIC] + [
+        _module_name(ROOT / p) for p in FAMILY_BLIND]
+    bad = [hit for m in blind for hit in _name_switches(m)]
+    assert not bad, bad
