@@ -7,7 +7,8 @@ RL and round trainers) ask the plug-in and nothing else: its teams by name, its 
 family's ``results.json`` keys, documented by its ``evaluate``), its exporter, its LLM game, its
 config keys, its trace analysis (``eval/analyze.py``), its information bounds
 (``eval/bounds.py``), its RL view (``train/marl.py``), its round-trainer task
-(``train/collab.py``) and an example environment (for tests that cover every family).
+(``train/collab.py``), its report sections (``eval/report.py``) and an example environment
+(for tests that cover every family).
 
 **A team is a team.** Every team, scripted, privileged oracle or LLM, is a :class:`Team`: an
 object whose ``play(env, keys, params, ids)`` plays one episode per key to its end and returns
@@ -221,6 +222,9 @@ class Family:
         task: its round-trainer task (``task=<name>``), or ``None``.
         example: one environment of the family, the one tests play when they cover every
             family (small and quick).
+        report: ``report() -> sections``: the family's own sections of a run's report
+            (:class:`jaxcollab.report.sections.Section`, each placed after the section its
+            ``after`` names), or ``None``.
     """
 
     name: str
@@ -236,6 +240,7 @@ class Family:
     rl: RL | None = None
     task: RoundTask | None = None
     example: str = ""
+    report: Callable[[], Sequence[Any]] | None = None
 
     def team(self, name: str, options: Mapping[str, Any]) -> Team:
         """The scripted team ``name`` under ``options``.

@@ -324,6 +324,14 @@ def _rl_protocol_plot(tables: dict, path: Path) -> None:
     protocol_plot(tables, path)
 
 
+def _report():
+    """The report sections of :mod:`jaxcollab.agents.bomb.report` (imported on use: the
+    report's modules)."""
+    from jaxcollab.agents.bomb.report import SECTIONS
+
+    return SECTIONS
+
+
 #: The bomb family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="bomb",
@@ -343,6 +351,7 @@ FAMILY = Family(
     bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),
     rl=RL(_rl_view, _rl_protocol, _rl_protocol_plot),
     example="bomb/base-1",
+    report=_report,
 )
 register_family(FAMILY)
 

@@ -298,6 +298,14 @@ def _rl_view(env_name: str, symbols: int, alphabet: int):
     return make_ktane_view(env_name, symbols, alphabet)
 
 
+def _report():
+    """The report sections of :mod:`jaxcollab.agents.ktane.report` (imported on use: the
+    report's modules)."""
+    from jaxcollab.agents.ktane.report import SECTIONS
+
+    return SECTIONS
+
+
 #: The Keep-Talking family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="ktane",
@@ -316,5 +324,6 @@ FAMILY = Family(
     analysis=Analysis(analysis.analyze),  # GPTNT §8, Table 7
     rl=RL(_rl_view),
     example="ktane/wires",
+    report=_report,
 )
 register_family(FAMILY)
