@@ -5,9 +5,9 @@ of a finished ``eval/rollout.py`` run (a scripted team or ``agent=llm``), asks t
 ``env`` for its analysis (:attr:`jaxcollab.core.family.Family.analysis`) and writes
 ``DIR/analysis.json``: the family's keys (bomb: SANZARU Table 6's deterministic flags per lost
 episode, :mod:`jaxcollab.agents.bomb.analysis`; Keep Talking: GPTNT §8 / Table 7 behaviour,
-:mod:`jaxcollab.analysis.behaviour`). With ``judge.model`` set, a judge model codes every lost
+:mod:`jaxcollab.agents.ktane.behaviour`). With ``judge.model`` set, a judge model codes every lost
 episode from its transcript with the family's rubric (bomb: SANZARU Table 5,
-:mod:`jaxcollab.analysis.sanzaru`): each lost episode gets ``failure_mode``, ``failure_stage``
+:mod:`jaxcollab.agents.bomb.sanzaru`): each lost episode gets ``failure_mode``, ``failure_stage``
 and ``judge_rationale`` (and the judged flags), and ``judge`` holds the counts, shares and the
 judge's agreement with the deterministic flags (:func:`jaxcollab.analysis.judge.summary`).
 Judge requests go through :class:`jaxcollab.llm.client.ChatClient` and are cached

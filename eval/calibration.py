@@ -39,6 +39,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
+from jaxcollab.collab.data import round_task
 from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
 from jaxcollab.collab.metrics import round_metrics
 from jaxcollab.core.errors import ConfigValueError
@@ -67,7 +68,7 @@ def check_config(cfg: DictConfig) -> None:
     Raises:
         ConfigValueError: a task other than parity.
     """
-    if cfg.task.name != "parity":
+    if not round_task({"name": cfg.task.name}).theory:
         raise ConfigValueError("task", cfg.task.name, "'parity' (the ideal decoders decode "
                                "chained parity)")
 

@@ -24,14 +24,14 @@ option is refused, naming the key (the pacing keys ``llm.concurrency``, ``llm.ti
 ``llm.max_retries``, ``llm.backoff_s`` may change). Test steps play ``mazes`` mazes of ``seed``
 ``rollouts`` times each, held-out steps ``calibration_mazes`` mazes of ``calibration_seed``;
 ``advance=path`` (the default) walks every maze's whole path so that every round's maze
-success is measured (:mod:`jaxcollab.llm.maze`).
+success is measured (:mod:`jaxcollab.agents.maze.llm`).
 
 Writes ``DIR/results.json``: ``config``, ``run``, ``experiment``, ``model``, ``steps.<name>``
 (``setting``, ``dir``, ``held_out``, ``success_rate``, ``tokens``; a calibrated step's
 ``calibration.<env>``: ``fitted``, ``records``, ``vectors`` and ``steps`` read from its
 held-out run: a model that never wrote a vector leaves nothing to fit, and the step passes
 its vectors on raw), ``protocols.<name>`` (each
-plotted step's results by round, :func:`jaxcollab.llm.maze_results.by_round`: ``rounds``,
+plotted step's results by round, :func:`jaxcollab.agents.maze.llm_results.by_round`: ``rounds``,
 ``maze_success``, ``maze_success_interval``, ``step_accuracy``, ``calibration_loss``,
 ``calibration_loss_interval``, ``confidence``), and the plots of ``plots``:
 ``DIR/collabgap.png`` (maze success / move accuracy / calibration loss by round) and
@@ -49,12 +49,12 @@ from omegaconf import DictConfig, OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eval.rollout import PACING  # noqa: E402
 from eval.rollout import run as rollout  # noqa: E402
-from jaxcollab.io import plots  # noqa: E402
+from jaxcollab.agents.maze import plots  # noqa: E402
 from jaxcollab.io.run import hydra_main, start_run  # noqa: E402
 from jaxcollab.io.schema import Rollout  # noqa: E402
 from jaxcollab.llm.play import reserve_callback_threads  # noqa: E402
 
-#: ``plots`` entries drawn by :func:`jaxcollab.io.plots.llm_maze_plot` (in this order).
+#: ``plots`` entries drawn by :func:`jaxcollab.agents.maze.plots.llm_maze_plot` (in order).
 CURVES = ("maze_success", "step_accuracy", "calibration_loss")
 
 

@@ -52,7 +52,7 @@ from omegaconf import DictConfig, OmegaConf
 # run as a script, Python puts eval/ on the path, not the repository root that holds train/
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jaxcollab  # noqa: E402
-from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.core.errors import ConfigValueError  # noqa: E402
 from jaxcollab.core.family import Family, Spec, Team  # noqa: E402
 from jaxcollab.io.plots import learned_plot  # noqa: E402
 from jaxcollab.io.results import ResultsFile  # noqa: E402
@@ -64,8 +64,8 @@ from jaxcollab.io.run import (  # noqa: E402
     validate,
 )
 from jaxcollab.io.schema import Marl  # noqa: E402
-from jaxcollab.marl.ppo import any_view  # noqa: E402
 from jaxcollab.marl.team import as_team  # noqa: E402
+from jaxcollab.marl.views import view_of  # noqa: E402
 from train import marl as trainer  # noqa: E402
 
 #: The sweep's keys each training run takes as they are (``ppo`` too, with its ``env``).
@@ -91,16 +91,16 @@ def run_dir(out: Path, env: str) -> Path:
 def train_config(cfg: DictConfig, env: str) -> DictConfig:
     """``train/marl.py``'s config of ``env`` in this sweep, validated (:class:`Marl`)."""
     ppo = OmegaConf.to_container(cfg.ppo)
-    view = any_view(env, ppo["symbols"], ppo["alphabet"])
-    ppo.update(env=env, dial=ppo["dial"] and hasattr(view, "inbox"))
+    view = view_of(env, ppo["symbols"], ppo["alphabet"])
+    ppo.update(env=env, dial=ppo["dial"] and view.inbox is not None)
     node = OmegaConf.merge(OmegaConf.structured(Marl), {k: cfg[k] for k in TRAIN_KEYS},
                            {"env": env, "ppo": ppo, "out_dir": str(run_dir(cfg.out_dir, env))})
     return validate(node)
 
 
 def scripted_teams(cfg: DictConfig, family: Family) -> list[str]:
-    """The scripted teams ``teams`` asks of ``family`` (null: all but ``learned``)."""
-    offered = [t for t in family.teams if t != "learned"]
+    """The scripted teams ``teams`` asks of ``family`` (null: all of them)."""
+    offered = list(family.teams)
     return offered if cfg.teams is None else [t for t in cfg.teams if t in offered]
 
 
@@ -124,7 +124,7 @@ def check_config(cfg: DictConfig) -> None:
         trainer.check_config(tcfg)
         if jaxcollab.family(name).evaluate is None:
             raise ConfigValueError("envs", name, "an environment whose family plays teams")
-    offered = {t for n in names for t in jaxcollab.family(n).teams if t != "learned"}
+    offered = {t for n in names for t in jaxcollab.family(n).teams}
     unknown = sorted(set(cfg.teams or ()) - offered)
     if unknown:
         raise ConfigValueError("teams", unknown, f"scripted teams of these families: "

@@ -86,8 +86,10 @@ def plug_in(env: str) -> tuple[list[str], Family]:
 
 
 def teams(family: Family) -> list[str]:
-    """The team names of ``agent=``: the family's teams, and ``llm`` where it has an LLM game."""
-    return list(family.teams) + (["llm"] if family.llm is not None else [])
+    """The team names of ``agent=``: the family's teams, ``learned`` where it has an RL view
+    (:func:`jaxcollab.marl.team.learned`) and ``llm`` where it has an LLM game."""
+    return (list(family.teams) + (["learned"] if family.rl is not None else [])
+            + (["llm"] if family.llm is not None else []))
 
 
 def check_config(cfg: DictConfig) -> None:
@@ -107,6 +109,10 @@ def check_config(cfg: DictConfig) -> None:
         if value != defaults[key]:
             raise ConfigValueError(key, value, f"{defaults[key]!r}: {cfg.env} does not read "
                                    f"{key!r} (its family's keys: {sorted(family.keys())})")
+    if cfg.agent == "learned":
+        from jaxcollab.marl.team import check_learned
+
+        check_learned(names, OmegaConf.to_container(cfg))
     family.check(names, OmegaConf.to_container(cfg))
     if cfg.agent == "llm":
         from jaxcollab.llm.run import team_configs
@@ -137,11 +143,21 @@ def run(cfg: DictConfig) -> dict:
             results = _llm(cfg, options, spec, job.out)
             job.results.data.pop("stopped", None)  # the stop of an earlier command is resumed
         else:
-            results = family.evaluate(names, family.team(cfg.agent, options), spec)
+            results = family.evaluate(names, _team(family, cfg.agent, options), spec)
     job.results.update({"env": cfg.env, **results})
     keys = ("success_rate", "episodes", "episodes_per_second", "refusals", "parse_errors")
     print({k: job.results.data[k] for k in keys if k in job.results.data}, f"-> {job.results.path}")
     return job.results.data
+
+
+def _team(family: Family, agent: str, options: dict):
+    """The team ``agent`` (not ``llm``): ``learned`` from :mod:`jaxcollab.marl`, else the
+    family's own."""
+    if agent == "learned":
+        from jaxcollab.marl.team import learned
+
+        return learned(options)
+    return family.team(agent, options)
 
 
 def _llm(cfg: DictConfig, options: dict, spec: Spec, out) -> dict:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
+from jaxcollab.agents.parity.plots import theory_plot
+from jaxcollab.collab.data import round_task
 from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.parity import make_alphas
-from jaxcollab.io.plots import theory_plot
 from jaxcollab.io.run import hydra_main, start_run
 
 METHODS = {"closed_form": parity_curves, "enumeration": parity_curves_enumerated}
@@ -35,7 +36,7 @@ def check_config(cfg: DictConfig) -> None:
     Raises:
         ConfigValueError: a task other than parity.
     """
-    if cfg.task.name != "parity":
+    if not round_task({"name": cfg.task.name}).theory:
         raise ConfigValueError("task", cfg.task.name, "'parity' (the exact theory is chained "
                                "parity's)")
 

@@ -22,9 +22,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import jaxcollab  # noqa: E402
+from jaxcollab.collab.data import make_task  # noqa: E402
 from jaxcollab.collab.fit import TrainConfig  # noqa: E402
 from jaxcollab.collab.messages import MessageCodec  # noqa: E402
-from jaxcollab.collab.tasks import make_task  # noqa: E402
 from jaxcollab.collab.trainer import RoundTrainer  # noqa: E402
 from jaxcollab.core.rollout import episode_keys, rollout, stateless  # noqa: E402
 

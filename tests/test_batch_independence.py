@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 import jaxcollab
+from jaxcollab.core.registry import family_names
 from jaxcollab.envs.maze.generator import sample_mazes
 from jaxcollab.envs.parity import make_alphas, sample_parity, split_masks
 
 KEY = jax.random.key(3)
-FAMILIES = ["parity/probability", "maze/split-6x6", "bomb/base-1", "ktane/wires"]
+#: Every family by its example environment (:attr:`jaxcollab.core.family.Family.example`).
+FAMILIES = [e for f in family_names() if (e := jaxcollab.family(f).example)]
 
 
 def _assert_prefix(small, large):

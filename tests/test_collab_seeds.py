@@ -109,8 +109,8 @@ def test_vmapped_fit_equals_each_seed_alone_and_resumes_after_sigterm(tmp_path):
 
 
 def test_seed_trainers_refuse_trainers_that_differ_beyond_the_seed(tmp_path):
+    from jaxcollab.collab.data import make_task
     from jaxcollab.collab.messages import MessageCodec
-    from jaxcollab.collab.tasks import make_task
     from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers
 
     spec = {"name": "parity", "alphas": [0.2, 0.15, 0.1, 0.02], "n_bits": 8, "alpha_sum": 0.49,

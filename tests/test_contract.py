@@ -17,9 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxcollab
+from jaxcollab.core.registry import family_names
 from jaxcollab.core.wrappers import AutoResetWrapper
 
-FAMILY_EXAMPLES = ["bomb/base-1", "ktane/wires", "maze/split-6x6", "parity/action"]
+#: Every family by its example environment (:attr:`jaxcollab.core.family.Family.example`).
+FAMILY_EXAMPLES = [e for f in family_names() if (e := jaxcollab.family(f).example)]
 # Fixed ktane missions are ktane bombs with a seed param: two stand for the 120 of them.
 MISSION_EXAMPLES = ["ktane/missions/single/maze/0", "ktane/missions/multi/9"]
 NAMES = [n for n in jaxcollab.names() if not n.startswith("ktane/missions/")] + MISSION_EXAMPLES

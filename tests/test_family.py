@@ -19,6 +19,7 @@ import jaxcollab
 from jaxcollab.core.env import Environment
 from jaxcollab.core.export import record, reset_instances
 from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec
+from jaxcollab.core.registry import family_names
 from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.core.spaces import Discrete
 from jaxcollab.io.run import RunCollision
@@ -211,7 +212,8 @@ def _recorder():
     return Recorder(), seen
 
 
-@pytest.mark.parametrize("name", ["bomb/base-1", "ktane/wires", "maze/split-6x6"])
+@pytest.mark.parametrize("name", [p.example for p in map(jaxcollab.family, family_names())
+                                  if p.example and p.evaluate is not None])
 def test_one_episode_key_convention(name):
     """Episode i of seed s: the family's evaluation hands every team (scripted, LLM) the key
     and params whose reset renders exactly the exporter's instance i."""
@@ -225,6 +227,34 @@ def test_one_episode_key_convention(name):
         np.testing.assert_array_equal(key, jaxcollab.episode_keys(seed, n)[i])
         assert rec["text"] == {r: env.render_text(state, k, params)
                                for k, r in enumerate(env.role_names)}
+
+
+def test_every_built_in_family_names_an_example_of_its_own():
+    examples = {f: jaxcollab.family(f).example for f in ("bomb", "ktane", "maze", "parity")}
+    for f, example in examples.items():
+        assert example in jaxcollab.names() and jaxcollab.family(example).name == f, (f, example)
+
+
+def test_the_rl_view_and_the_round_task_come_from_the_plug_in():
+    """One plug-in object for every consumer: the RL trainer's view (``Family.rl``, through
+    :func:`jaxcollab.marl.views.view_of`) and the round trainer's task (``Family.task``)."""
+    from jaxcollab.collab.data import round_task
+    from jaxcollab.marl.views import view_of
+
+    assert [f for f in family_names() if jaxcollab.family(f).rl] == ["bomb", "ktane"]
+    assert view_of("bomb/base-1", 2, 8).inbox[0].shape == (2, 3, 2)  # channel, sender, symbol
+    ktane = view_of("ktane/wires")
+    assert ktane.inbox is None and ktane.on(jaxcollab.make("ktane/wires")) is ktane
+    with pytest.raises(ValueError, match="'ktane/keypad' is not this view's 'ktane/wires'"):
+        ktane.on(jaxcollab.make("ktane/keypad"))
+    with pytest.raises(KeyError, match="the maze family has no RL view"):
+        view_of("maze/split-6x6")
+    assert [f for f in family_names() if jaxcollab.family(f).task] == ["maze", "parity"]
+    assert round_task({"name": "parity"}).theory and not round_task({"name": "maze"}).theory
+    assert round_task({"name": "maze"}).experiment == "mazes"
+    with pytest.raises(ValueError, match=r"unknown task 'bomb'; expected one of \['maze', "
+                       r"'parity'\]"):
+        round_task({"name": "bomb"})
 
 
 def test_parity_exporter_is_the_rollout_reset():

@@ -377,7 +377,7 @@ def test_export_records_carry_the_ruleset(tmp_path):
 
 def test_llm_expert_reads_the_episode_ruleset():
     import jaxcollab
-    from jaxcollab.llm.ktane import KtaneGame, system_prompt
+    from jaxcollab.agents.ktane.llm import KtaneGame, system_prompt
 
     env = single_module_env("wires")
     assert system_prompt(1, "sync", RANDOM, view="full").endswith(manual_text(RANDOM))

@@ -10,6 +10,7 @@ import pytest
 
 import jaxcollab
 from jaxcollab.agents.ktane import team
+from jaxcollab.agents.ktane.llm import message_phrase
 from jaxcollab.agents.ktane.reading import edgework_facts
 from jaxcollab.agents.ktane.talking import (
     TOUR_TURNS,
@@ -28,7 +29,6 @@ from jaxcollab.envs.ktane.modules import MODULE_TYPES
 from jaxcollab.envs.ktane.modules.base import CUT, MESSAGE, PRESS, ROTATE
 from jaxcollab.envs.ktane.observe import FACE_LEN, HEADER_LEN, side_view
 from jaxcollab.envs.ktane.ruleset import vanilla_ruleset
-from jaxcollab.llm.ktane import message_phrase
 
 #: Every module type on two bombs (at most 9 slots fit a face view; slot 7 sits on the back, so
 #: the team also flips), with time to spare: a test of the dialogue, not of the clock. The

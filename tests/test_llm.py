@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 import jaxcollab
+from jaxcollab.agents.bomb.llm import REPHRASE, BombGame
+from jaxcollab.agents.ktane.llm import KtaneGame, decode_action
+from jaxcollab.agents.maze.llm import parse_move
+from jaxcollab.agents.maze.llm_results import bootstrap_interval
 from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.llm.bomb import REPHRASE, BombGame
 from jaxcollab.llm.bridge import Episode
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, Reply, Request
-from jaxcollab.llm.ktane import KtaneGame, decode_action
-from jaxcollab.llm.maze import parse_move
-from jaxcollab.llm.maze_results import bootstrap_interval
 from jaxcollab.llm.parse import ERROR_CLASSES, parse_reply, parse_tool_calls
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 
@@ -71,7 +71,7 @@ def test_parser_salvage_and_truncation():
 
 def test_semantic_classes():
     bomb = BombGame(jaxcollab.make("bomb/base-1"))
-    from jaxcollab.llm.bomb import decode_calls
+    from jaxcollab.agents.bomb.llm import decode_calls
 
     turn, p = decode_calls(parse_reply('<thoughts>t</thoughts><action>[{"call": "act", "op": '
                                        '"cut", "position": 9}]</action>'))
@@ -202,7 +202,7 @@ def test_ktane_async_latency_is_game_time():
         next(game.turn(ep, 2, obs))  # no request: the reply lands (SELECT 0), then 0.5 s
     landed = stop.value.value
     assert landed.actions[0, :2].tolist() == [2, 0] and not landed.actions[0, 2:].any()
-    assert int(landed.elapsed_cs) == 50 and ep.data["ktane"]["clock_s"] == 7.5
+    assert int(landed.elapsed_cs) == 50 and ep.scratch["ktane"]["clock_s"] == 7.5
 
 
 # --- end to end through the real HTTP client ----------------------------------------------------

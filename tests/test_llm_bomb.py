@@ -12,12 +12,12 @@ import pytest
 from jaxcollab.agents.bomb import FAMILY as BOMB
 from jaxcollab.agents.bomb import LLM_CAPS
 from jaxcollab.agents.bomb import message_caps as caps
+from jaxcollab.agents.bomb.llm import BombGame, decode_calls, parse_calls
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.bomb import BombEnv, make_params
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.env import observe_jit, reset_jit, turn_jit
 from jaxcollab.envs.bomb.rules import delivery
-from jaxcollab.llm.bomb import BombGame, decode_calls, parse_calls
 from jaxcollab.llm.bridge import Episode
 from jaxcollab.llm.client import Reply
 

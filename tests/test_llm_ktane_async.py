@@ -12,6 +12,7 @@ from llm_server import LLMServer
 from test_llm_ktane_gptnt import BOARD, SOLVED_BY_B, cfg, describe, play, reply
 
 import jaxcollab
+from jaxcollab.agents.ktane.llm import POLL_S, KtaneGame, async_max_steps
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane.channel import (
@@ -25,7 +26,6 @@ from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
 from jaxcollab.envs.ktane.rules import TimedAction
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import Episode
-from jaxcollab.llm.ktane import POLL_S, KtaneGame, async_max_steps
 from jaxcollab.llm.run import RunConfig, transcript_path
 from jaxcollab.llm.run import evaluate as llm_evaluate
 
@@ -163,7 +163,7 @@ def test_simon_pauses_after_presses(bomb):
     assert buttons(d[2]) == [o, c1, o, o, o, o, o, c1, o, c2, o, o, o, o, c1, o]  # 2.25 … 6 s
     assert buttons(d[3]) == [o, o, c1] + [o] * 13  # 5.25 … 9 s: the 5 s pause from 6 s
     assert buttons(d[4]) == [o] * 11 + [c1, o, c2, o, o]  # 8.25 … 12 s: again from 11 s
-    assert ep.data["ktane"]["simon"][-1] == (6.0, 6.0 + SIMON_PRESS_PAUSE_S, 2)
+    assert ep.scratch["ktane"]["simon"][-1] == (6.0, 6.0 + SIMON_PRESS_PAUSE_S, 2)
 
 
 def test_simon_frames_and_events_by_hand(bomb):

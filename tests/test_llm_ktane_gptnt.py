@@ -18,6 +18,13 @@ from llm_server import LLMServer
 
 import jaxcollab
 from jaxcollab.agents.ktane import evaluate as ktane_evaluate
+from jaxcollab.agents.ktane.llm import (
+    MANUAL_HEADER,
+    OMITTED,
+    PREVIOUS,
+    KtaneGame,
+    gptnt_system_prompt,
+)
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.ktane import KtaneEnv, Mission
 from jaxcollab.envs.ktane import tables as T
@@ -29,13 +36,6 @@ from jaxcollab.envs.ktane.state import FEEDBACK
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import Episode, estimate_tokens
 from jaxcollab.llm.client import LLMConfig, Reply
-from jaxcollab.llm.ktane import (
-    MANUAL_HEADER,
-    OMITTED,
-    PREVIOUS,
-    KtaneGame,
-    gptnt_system_prompt,
-)
 from jaxcollab.llm.run import transcript_path
 
 BOARD = ("morse", "simon", "maze", "wires")  # one bomb, one compile, a slot per module
@@ -151,7 +151,7 @@ def test_simon_loop_restarts_when_the_defuser_zooms_in(board):
         _, (req,) = play(game, ep, step, obs, lambda r: reply("do_nothing"))
     line = next(x for x in req.messages[-1]["content"].splitlines() if x.startswith("buttons"))
     assert line.split(": ")[1].split()[:5] == ["dark", "dark", "dark", first, "dark"]
-    assert ep.data["ktane"]["simon"] == ((3.0, 3.0, 1),)  # from 3 s: stage 1's loop from 3 s
+    assert ep.scratch["ktane"]["simon"] == ((3.0, 3.0, 1),)  # from 3 s: stage 1's loop from 3 s
     assert ep.history["defuser"][-1]["clock_s"] == 6
 
 

@@ -1,6 +1,6 @@
 """The collaboration-gap paper's LLM maze experiments (``eval/collabgap.py``, R3-R7 and solo)
 end to end against the local test server's exact ``maze`` strategy, and the by-round
-statistics (:mod:`jaxcollab.llm.maze_results`) on known inputs.
+statistics (:mod:`jaxcollab.agents.maze.llm_results`) on known inputs.
 
 The ``maze`` strategy answers ``~d`` with (0.55, 0.35, 0.05, 0.05) in odd rounds, ``~u`` with
 (0.1, 0.2, 0.6, 0.1) in even rounds and, given the whole maze, the true move: so every round's
@@ -23,14 +23,14 @@ from hydra import compose, initialize_config_dir
 from llm_server import MAZE_EVEN, MAZE_ODD, MAZE_REASONING
 
 import jaxcollab
-from jaxcollab.core.rollout import episode_keys, split_episode_key
-from jaxcollab.llm.maze import naive_rare_action, solve_path
-from jaxcollab.llm.maze_results import (
+from jaxcollab.agents.maze.llm import naive_rare_action, solve_path
+from jaxcollab.agents.maze.llm_results import (
     bootstrap_interval,
     by_round,
     confidence_histogram,
     team_decisions,
 )
+from jaxcollab.core.rollout import episode_keys, split_episode_key
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs" / "collabgap"
@@ -127,7 +127,7 @@ def test_naive_correction_and_path_solver():
     assert naive_rare_action(np.array([0.2, 0.1, 0.3, 0.4])).tolist() == [0.5, 0.5, 0, 0]
     assert naive_rare_action(np.array([0.3, 0.4, 0.2, 0.1])).tolist() == [0.3, 0.4, 0.2, 0.1]
     env = jaxcollab.make("maze/split-6x6")
-    from jaxcollab.llm.maze import merge_views
+    from jaxcollab.agents.maze.llm import merge_views
 
     for key, truth in zip(episode_keys(3, 4), paths(3, 4)):
         obs, _ = env.reset(split_episode_key(key)[0])

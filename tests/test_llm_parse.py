@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jaxcollab
+from jaxcollab.agents.bomb.callsyntax import read_calls
+from jaxcollab.agents.bomb.llm import decode_calls, parse_calls
+from jaxcollab.agents.bomb.llm import system_prompt as bomb_prompt
+from jaxcollab.agents.ktane.llm import decode_action, marks, message_phrase
+from jaxcollab.agents.maze.llm import annotated, parse_move
+from jaxcollab.agents.maze.llm import system_prompt as maze_prompt
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.llm.bomb import decode_calls, parse_calls
-from jaxcollab.llm.bomb import system_prompt as bomb_prompt
-from jaxcollab.llm.callsyntax import read_calls
-from jaxcollab.llm.ktane import decode_action, marks, message_phrase
-from jaxcollab.llm.maze import annotated, parse_move
-from jaxcollab.llm.maze import system_prompt as maze_prompt
 from jaxcollab.llm.parse import ERROR_CLASSES, parse_reply, parse_tool_calls
 
 #: Fragments real replies are made of, so arbitrary text reaches the parsers' deep branches.

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from llm_server import good_reply
 
+from jaxcollab.agents.ktane.llm import OMITTED
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError
-from jaxcollab.llm.ktane import OMITTED
 from jaxcollab.llm.play import Host
 from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
 from jaxcollab.scale.preempt import Preempted

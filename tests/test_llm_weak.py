@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxcollab.llm.maze import fit_conversation_calibrator
+from jaxcollab.agents.maze.llm import fit_conversation_calibrator
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import jaxcollab
-from jaxcollab.agents.bomb import FAMILY, rollout_bank
+from jaxcollab.agents.bomb import rollout_bank
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.marl import learned_team
+from jaxcollab.marl import learned, learned_team
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.team import load_team, save_team
 
@@ -97,7 +97,7 @@ def test_learned_team_plays_through_rollout_as_trained(trained, tmp_path):
     assert rate == pytest.approx(float(np.asarray(trainer.evaluate(ts.params, keys))[0]))
     assert np.asarray(out.state.round).max() <= 8
     # the bank protocol plays it on the pinned instances, every turn order, as other teams
-    team = FAMILY.teams["learned"]({"checkpoint": str(tmp_path / "team")})
+    team = learned({"checkpoint": str(tmp_path / "team")})
     bank = rollout_bank(["bomb/base-1"], team, repeats=2, instances=3)
     assert bank["agent"] == "learned" and bank["episodes"] == 6
     assert sum(bank["endings"].values()) == 6

@@ -6,12 +6,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxmarl.wrappers.baselines import LogWrapper
 
+from jaxcollab.agents.bomb.rl_view import make_view
+from jaxcollab.agents.ktane.rl_view import KtaneView
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.ktane import single_module_env
 from jaxcollab.envs.ktane.modules.base import VERBS
 from jaxcollab.marl.adapter import JaxMARLView
-from jaxcollab.marl.ktane_view import KtaneView
-from jaxcollab.marl.view import make_view
 
 ENV = JaxMARLView(make_view("bomb/base-1"))
 AGENTS = ("deaf", "mute", "blind")

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import jaxcollab
+from jaxcollab.agents.bomb.rl_protocol import protocol_tables
+from jaxcollab.agents.bomb.rl_view import make_view
 from jaxcollab.agents.bomb.view import parse
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.marl.protocol import protocol_tables
-from jaxcollab.marl.view import make_view
 
 VIEW = make_view("bomb/base-1")
 

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcollab.agents.bomb.rl_view import NOBODY, BombView, make_view
 from jaxcollab.envs.bomb import tables as T
-from jaxcollab.marl.view import NOBODY, BombView, make_view
 
 VIEW = make_view("bomb/base-1", symbols=2, alphabet=8)
 ENV = VIEW.env
@@ -169,8 +169,8 @@ def test_answer_names_the_wire_its_colour_and_the_deciding_manual_entry(name):
 def test_keep_talking_defuser_is_offered_what_its_view_allows():
     """Idle, the Defuser may look around and pick a module up; holding the Keypad, only its
     verb (press) on its four keys, or put it down; the Expert only waits or talks."""
+    from jaxcollab.agents.ktane.rl_view import make_ktane_view
     from jaxcollab.envs.ktane.modules.base import VERBS
-    from jaxcollab.marl.ktane_view import make_ktane_view
 
     view = make_ktane_view("ktane/keypad")
     env, params = view.env, view.env.default_params

@@ -6,9 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcollab.collab.data import build_prefix
-from jaxcollab.collab.maze_task import collab_task, maze_split
-from jaxcollab.collab.tasks import check_task
+from jaxcollab.agents.maze.task import collab_task, maze_split
+from jaxcollab.collab.data import build_prefix, check_task
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze import text
 from jaxcollab.io.plots import maze_success_plot
@@ -45,9 +44,13 @@ def test_bad_roles_and_views_are_refused(split):
 
 def test_the_task_plug_in_checks_its_sampler_up_front(split):
     """``train/collab.py``'s up-front check is the task plug-in's (:func:`check_task`): the maze
-    sampler must reach its mazes (the split's own draw: accepted), parity has none."""
+    sampler must reach its mazes (the split's own draw: accepted); parity's is its coefficient
+    rule (the schema's too)."""
     check_task({"name": "maze", "n_examples": 400})
-    check_task({"name": "parity"})
+    check_task({"name": "parity", "alphas": [0.2, 0.15], "n_bits": 8, "alpha_sum": 0.49})
+    with pytest.raises(ConfigValueError, match=r"task\.alphas=\[0\.6\] is invalid; expected "
+                       r"coefficients >= 0 summing to at most task\.alpha_sum=0\.49"):
+        check_task({"name": "parity", "alphas": [0.6], "n_bits": 2, "alpha_sum": 0.49})
     with pytest.raises(ConfigValueError, match=r"task\.wall_prob=0\.95 is invalid; expected a "
                        r"wall probability whose 6x6 grids have exactly one path often enough: "
                        r"0 of 16384 candidates do, so 42 mazes need about inf rejection rounds"):

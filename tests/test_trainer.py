@@ -10,10 +10,9 @@ import pytest
 from flax import nnx
 
 from jaxcollab.collab import fit as fit_module
-from jaxcollab.collab.data import CollabTask, TaskSplit, build_prefix, round_chunks
+from jaxcollab.collab.data import CollabTask, TaskSplit, build_prefix, make_task, round_chunks
 from jaxcollab.collab.fit import TrainConfig, predict_probs
 from jaxcollab.collab.messages import MessageCodec
-from jaxcollab.collab.tasks import make_task
 from jaxcollab.collab.trainer import RoundTrainer, _load_round, calibration_folds
 from jaxcollab.envs.parity import VOCAB, encode
 from jaxcollab.io.checkpoints import load_params

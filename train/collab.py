@@ -56,7 +56,7 @@ where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.
   ``separation.png``; each seed's rounds in ``<protocol>/seed_<s>/``.
 * mazes: ``dataset`` (mazes and examples per split, generator acceptance rate);
   ``protocols.<name>``: ``rounds``, ``maze_success`` (fraction of test mazes whose every step
-  is decided right after that round; :func:`jaxcollab.collab.maze_task.maze_scores`),
+  is decided right after that round; :func:`jaxcollab.agents.maze.task.maze_scores`),
   ``step_accuracy``, ``train_seconds``; ``baselines.solo`` and
   ``baselines.half_view.agent0|agent1``: ``maze_success``, ``step_accuracy``;
   ``bayes_first_move`` (per agent, over the first ``bayes_mazes`` test mazes, the first-move
@@ -81,12 +81,13 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab.collab.config  # noqa: F401  (registers the schema)
+from jaxcollab.agents.maze.task import collab_task, maze_scores
 from jaxcollab.collab import conversations as conv
-from jaxcollab.collab import messages, tasks, theory
+from jaxcollab.collab import messages, theory
+from jaxcollab.collab.data import check_task, round_task
+from jaxcollab.collab.data import task_data as build_task
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.ideal import conversation_mse
-from jaxcollab.collab.maze_task import collab_task, maze_scores
-from jaxcollab.collab.tasks import check_task
 from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze import reference, text
@@ -116,13 +117,13 @@ def protocol_names(cfg: DictConfig) -> list[str]:
 def task_data(cfg: DictConfig, key: jax.Array):
     """``(task, source)``: the task's data and what it was made from (on mazes ``(train,
     test, stats)`` of the maze split; None on parity): its plug-in's builder
-    (:func:`jaxcollab.collab.tasks.task_data`)."""
-    return tasks.task_data(OmegaConf.to_container(cfg.task), key)
+    (:func:`jaxcollab.collab.data.task_data`)."""
+    return build_task(OmegaConf.to_container(cfg.task), key)
 
 
 def check_config(cfg: DictConfig) -> None:
     """Checks that need the task's data, before the run directory gets a file: the task's own
-    (:func:`jaxcollab.collab.tasks.check_task`: the maze sampler must reach its mazes), and a
+    (:func:`jaxcollab.collab.data.check_task`: the maze sampler must reach its mazes), and a
     set ``model.block_size`` must hold the last round's prefix and answer
     (:func:`jaxcollab.collab.trainer.required_context`, measured on a few examples of the task).
 
@@ -340,7 +341,7 @@ class Calibration:
             results.set(("conditions", cond, "gamma"), gamma)
             results.set(("conditions", cond, "expected_conversation_weights"),
                         [1 / beta, -gamma / beta])
-        if self.task.name == "parity":
+        if round_task({"name": cfg.task.name}).theory:
             alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
             curve = theory.parity_curves(alphas, n_rounds)["prob_excess_mse"][1:]
             results.set(("theory_mse_vs_pstar",), [float(v) for v in curve])
@@ -411,7 +412,8 @@ def experiment(cfg: DictConfig):
     """The experiment the config describes (module docstring)."""
     if cfg.calibration is not None:
         return Calibration
-    return Mazes if cfg.task.name == "maze" else Protocols
+    kind = round_task({"name": cfg.task.name}).experiment
+    return {"mazes": Mazes, "protocols": Protocols}[kind]
 
 
 def run(cfg: DictConfig) -> dict:

@@ -20,8 +20,9 @@ compile excluded); when finished, ``success_rate`` (seed 0's team on ``eval_epis
 held-out episodes through :func:`jaxcollab.rollout`, greedy, played by the family's own
 evaluation as its ``learned`` team), ``heldout`` (that evaluation's summary: a bomb's endings,
 rounds and bounces; a Keep-Talking module's outcomes, strikes and time left), ``protocol``
-(:func:`jaxcollab.marl.protocol.protocol_tables` of seed 0's team on 256 held-out episodes;
-bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed) and
+(:func:`jaxcollab.agents.bomb.rl_protocol.protocol_tables` of seed 0's team on 256 held-out
+episodes; bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed)
+and
 ``wall_seconds``.
 """
 
@@ -35,11 +36,10 @@ from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab
 from jaxcollab.core.errors import ConfigValueError
-from jaxcollab.io.plots import learning_curve_plot, protocol_plot
+from jaxcollab.io.plots import learning_curve_plot
 from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.marl.ppo import PPOConfig, Trainer
-from jaxcollab.marl.protocol import protocol_tables
-from jaxcollab.marl.team import save_team, team_policy
+from jaxcollab.marl.team import learned, save_team, team_policy
 from jaxcollab.scale.preempt import TrainState as Checkpoint
 
 FROZEN = ("env", "seed", "updates", "chunk", "eval_episodes", "eval_seed", "ppo")
@@ -51,14 +51,18 @@ def check_config(cfg: DictConfig) -> None:
     it has no episodes for, and ``dial`` without a symbol inbox).
 
     Raises:
-        ConfigValueError: not a bomb variant or Keep-Talking module, or the trainer's
-            refusal (a turn order the env's view has no episodes for; ``dial`` without an
-            inbox).
+        ConfigValueError: not an environment of a family with an RL view (the bomb variants
+            and Keep-Talking modules), or the trainer's refusal (a turn order the env's view
+            has no episodes for; ``dial`` without an inbox).
     """
-    if not str(cfg.env).startswith(("bomb/", "ktane/")) or cfg.env.count("/") != 1:
+    try:
+        plugin = jaxcollab.family(str(cfg.env))
+    except KeyError:
+        plugin = None
+    if plugin is None or plugin.rl is None or cfg.env.count("/") != 1:
         raise ConfigValueError("env", cfg.env, "one bomb variant or Keep-Talking module, e.g. "
                                "bomb/base-1 or ktane/wires (the RL views cover these)")
-    family = cfg.env.split("/")[0]
+    family = plugin.name
     if cfg.env not in jaxcollab.resolve(f"{family}/all"):
         raise ConfigValueError("env", cfg.env, f"one of {jaxcollab.resolve(f'{family}/all')}")
     Trainer(PPOConfig(**OmegaConf.to_container(cfg.ppo, resolve=True)))
@@ -75,7 +79,7 @@ def heldout(cfg: DictConfig, team_dir) -> dict:
     plugin = family(cfg.env)
     options = {**plugin.defaults(), "checkpoint": str(team_dir),
                "turn_order": cfg.ppo.turn_order}
-    team = plugin.teams["learned"](options)
+    team = learned(options)
     out = plugin.evaluate([cfg.env], team, Spec(cfg.eval_episodes, cfg.eval_seed,
                                                 options=options))
     return {"success_rate": out["success_rate"], "heldout": out}
@@ -124,11 +128,12 @@ def train(cfg: DictConfig, job) -> dict:
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
     final = {**heldout(cfg, job.out / "team"),
              "success_rate_per_seed": curve["heldout_success"][-1]}
-    if hasattr(trainer.view, "inbox"):  # a view with symbol channels: what the code is
-        final["protocol"] = protocol_tables(team_policy(
+    rl = jaxcollab.family(cfg.env).rl
+    if rl.protocol is not None:  # a view with symbol channels: what the code is
+        final["protocol"] = rl.protocol(team_policy(
             ppo, jax.tree.map(lambda p: p[0], ts.params), trainer.view.env), trainer.view,
             256, cfg.eval_seed)
-        protocol_plot(final["protocol"], job.out / "protocol.png")
+        rl.protocol_plot(final["protocol"], job.out / "protocol.png")
     return final
 
 

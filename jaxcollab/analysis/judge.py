@@ -1,7 +1,7 @@
 """Failure-mode coding of lost episodes by a judge model.
 
 A :class:`Rubric` (a family's, e.g. SANZARU Table 5's eight modes in three stages,
-:mod:`jaxcollab.analysis.sanzaru`) names the modes a lost episode can receive, the yes/no
+:mod:`jaxcollab.agents.bomb.sanzaru`) names the modes a lost episode can receive, the yes/no
 perspective flags the judge also answers, how one episode's transcript is shown to the judge,
 and which deterministic flags check which judged code. :func:`code_lost` sends one request per
 lost episode through :class:`jaxcollab.llm.client.ChatClient` (any OpenAI-compatible endpoint;

@@ -2,7 +2,9 @@
 
 A :class:`CollabTask` is everything the trainer needs from a task: its vocabulary, the label
 classes, and for each split each agent's view tokens, the labels, and (where known) the true
-class probabilities. Parity and the maze task build one; the trainer never looks inside.
+class probabilities. Parity and the maze task build one; the trainer never looks inside. A
+family's :attr:`~jaxcollab.core.family.Family.task` builds it from ``task=<family>``
+(:func:`task_data`, :func:`check_task`).
 
 Prefix of round r (Narrowing the Collaboration Gap, Probably, App. E): the agent's view, then for
 each earlier round ``|`` and that round's message tokens in order, then ``=``; the model predicts
@@ -17,8 +19,14 @@ come from models that never saw those examples, and test messages come from the 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
+import jax
 import numpy as np
+
+from jaxcollab.core.family import RoundTask
+from jaxcollab.core.registry import family, family_names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,3 +105,57 @@ def round_chunks(n_train: int, n_rounds: int) -> list[slice]:
         raise ValueError(f"{n_train} training examples cannot be cut into {n_rounds} round chunks")
     edges = np.linspace(0, n_train, n_rounds + 1).astype(int)
     return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def round_task(cfg: Mapping) -> RoundTask:
+    """The round-trainer task named ``cfg["name"]``: the plug-in's
+    :attr:`~jaxcollab.core.family.Family.task` of the family of that name.
+
+    Raises:
+        ValueError: no family of that name has a task (lists those that do).
+    """
+    name = cfg.get("name")
+    plugin = _family_or_none(str(name))
+    if plugin is None or plugin.task is None:
+        valid = sorted(n for n in family_names()
+                       if (p := _family_or_none(n)) is not None and p.task is not None)
+        raise ValueError(f"unknown task {name!r}; expected one of {valid}")
+    return plugin.task
+
+
+def _family_or_none(name: str):
+    try:
+        return family(name)
+    except KeyError:
+        return None
+
+
+def task_data(cfg: Mapping, key: jax.Array) -> tuple[CollabTask, Any]:
+    """``(task, source)`` of the task named ``cfg["name"]``: its
+    :attr:`~jaxcollab.core.family.RoundTask.build` (source: what it was made from, e.g. the maze
+    split; None).
+
+    Raises:
+        ValueError: unknown task name (lists the valid ones), or the builder's refusal.
+    """
+    return round_task(cfg).build(cfg, key)
+
+
+def make_task(cfg: Mapping, key: jax.Array) -> CollabTask:
+    """The :class:`CollabTask` of the task named ``cfg["name"]`` (:func:`task_data`'s first).
+
+    Raises:
+        ValueError: as :func:`task_data`.
+    """
+    return task_data(cfg, key)[0]
+
+
+def check_task(cfg: Mapping) -> None:
+    """The up-front check (:attr:`~jaxcollab.core.family.RoundTask.check`) of the task named
+    ``cfg["name"]``, e.g. that the maze sampler reaches its mazes.
+
+    Raises:
+        ConfigValueError: a value the task's generator cannot serve (named).
+        ValueError: unknown task name (lists the valid ones).
+    """
+    round_task(cfg).check(cfg)

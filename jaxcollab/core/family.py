@@ -2,10 +2,13 @@
 
 A family (``bomb``, ``ktane``, ``maze``, ``parity``, or one a user adds) is a package of
 environments plus one :class:`Family`, registered with :func:`jaxcollab.register_family`. The
-entry points (``eval/rollout.py``, ``eval/export.py``, ``eval/protocols.py``, the LLM run) ask
-the plug-in and nothing else: its teams by name, its evaluation (the family's ``results.json``
-keys, documented by its ``evaluate``), its exporter, its LLM game, its config keys, its trace
-analysis (``eval/analyze.py``) and its information bounds (``eval/bounds.py``).
+entry points (``eval/rollout.py``, ``eval/export.py``, ``eval/protocols.py``, the LLM run, the
+RL and round trainers) ask the plug-in and nothing else: its teams by name, its evaluation (the
+family's ``results.json`` keys, documented by its ``evaluate``), its exporter, its LLM game, its
+config keys, its trace analysis (``eval/analyze.py``), its information bounds
+(``eval/bounds.py``), its RL view (``train/marl.py``), its round-trainer task
+(``train/collab.py``), its report sections (``eval/report.py``) and an example environment
+(for tests that cover every family).
 
 **A team is a team.** Every team, scripted, privileged oracle or LLM, is a :class:`Team`: an
 object whose ``play(env, keys, params, ids)`` plays one episode per key to its end and returns
@@ -150,13 +153,58 @@ class Bounds:
 
 
 @dataclasses.dataclass(frozen=True)
+class RL:
+    """A family's multi-agent RL side (:mod:`jaxcollab.marl`; ``train/marl.py``).
+
+    Attributes:
+        view: ``view(env_name, symbols, alphabet) -> jaxcollab.marl.views.View``: the RL view
+            of one of the family's environments (``symbols``/``alphabet``: its messages).
+            Raises ``KeyError`` for an environment it has no view of, ``ValueError`` for sizes
+            it refuses.
+        protocol: ``protocol(policy, view, episodes, seed) -> dict``: the tables of what a
+            learned team's messages mean (``results.json`` ``protocol``), or ``None``.
+        protocol_plot: ``protocol_plot(tables, path)`` writes those tables' PNG (with
+            :attr:`protocol`).
+    """
+
+    view: Callable[[str, int, int], Any]
+    protocol: Callable[[Policy, Any, int, int], dict] | None = None
+    protocol_plot: Callable[[dict, Path], None] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RoundTask:
+    """A family's task for the round-by-round trainer (``train/collab.py``, ``task=<name>``).
+
+    Attributes:
+        build: ``build(task_cfg, key) -> (jaxcollab.collab.data.CollabTask, source)``: the
+            task's data from its config mapping, and what it was made from, for task-specific
+            scores (the maze split; ``None``).
+        check: ``check(task_cfg)``: the checks that need its generator, run before any work
+            (raise ``ConfigValueError`` naming the key).
+        experiment: which ``train/collab.py`` experiment plays it: ``"protocols"`` (scored
+            against the task's Bayes target) or ``"mazes"`` (scored by walking the source's
+            mazes, with Bayes-move baselines).
+        theory: whether exact Bayes curves and ideal decoders exist for it
+            (:mod:`jaxcollab.collab.theory`, :mod:`jaxcollab.collab.ideal`: chained parity's).
+    """
+
+    build: Callable[[Mapping, jax.Array], tuple[Any, Any]]
+    check: Callable[[Mapping], None] = lambda cfg: None
+    experiment: str = "protocols"
+    theory: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
 class Family:
     """One family's plug-in.
 
     Attributes:
         name: the prefix of its environment names (``bomb`` in ``bomb/base-1``).
         teams: team name → ``factory(options) -> Team`` (scripted and privileged teams; the
-            LLM team is added by the LLM run for every family with an :attr:`llm` game).
+            LLM team is added by the LLM run for every family with an :attr:`llm` game, the
+            ``learned`` team by :mod:`jaxcollab.marl` for every family with an :attr:`rl`
+            view).
         evaluate: ``evaluate(env_names, team, spec) -> dict``, the family's ``results.json``
             keys (documented in its docstring); plays ``team`` through
             :func:`jaxcollab.scale.preempt.resumable_episodes`. ``None``: no team plays this
@@ -176,6 +224,14 @@ class Family:
         check: ``check(env_names, options)`` raising ``ConfigValueError`` on a bad option.
         analysis: the trace analysis of its finished runs, or ``None``.
         bounds: its information bounds, or ``None``.
+        rl: its RL view, or ``None`` (``jaxcollab.marl`` adds the ``learned`` team to every
+            family with one).
+        task: its round-trainer task (``task=<name>``), or ``None``.
+        example: one environment of the family, the one tests play when they cover every
+            family (small and quick).
+        report: ``report() -> sections``: the family's own sections of a run's report
+            (:class:`jaxcollab.report.sections.Section`, each placed after the section its
+            ``after`` names), or ``None``.
     """
 
     name: str
@@ -190,6 +246,10 @@ class Family:
     check: Callable[[Sequence[str], Mapping[str, Any]], None] = lambda names, options: None
     analysis: Analysis | None = None
     bounds: Bounds | None = None
+    rl: RL | None = None
+    task: RoundTask | None = None
+    example: str = ""
+    report: Callable[[], Sequence[Any]] | None = None
 
     def keys(self) -> list[str]:
         """The names of the run-config keys this family reads beside the common ones."""
@@ -210,5 +270,5 @@ class Family:
         return self.teams[name](options)
 
 
-__all__ = ["Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "ScriptedTeam", "Spec",
-           "Team"]
+__all__ = ["RL", "Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "RoundTask",
+           "ScriptedTeam", "Spec", "Team"]

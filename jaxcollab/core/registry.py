@@ -160,7 +160,11 @@ def family(name: str):
     if prefix not in _PLUGINS and prefix in PLUGINS:
         importlib.import_module(PLUGINS[prefix])
     if prefix not in _PLUGINS:
-        known = sorted(set(PLUGINS) | set(_PLUGINS))
         raise KeyError(f"no family plug-in for {prefix!r} (from {name!r}); known: "
-                       f"{', '.join(known)}")
+                       f"{', '.join(family_names())}")
     return _PLUGINS[prefix]
+
+
+def family_names() -> list[str]:
+    """The prefixes of every known family (built in or registered), sorted."""
+    return sorted(set(PLUGINS) | set(_PLUGINS))

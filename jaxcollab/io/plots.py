@@ -1,14 +1,16 @@
 """Every plot the entry points write next to their ``results.json``, in one style (:func:`figure`
 / :func:`save`: Agg backend, one colour per protocol, light grids, 120 dpi PNGs).
 
-Theory: :func:`theory_plot` (exact chained-parity curves). Training: :func:`separation_plot`
+Training: :func:`separation_plot`
 (parity, the paper's Figure 3), :func:`seeds_plot` (a seed
 sweep), :func:`maze_success_plot` (mazes), :func:`plot_by_condition` (the calibration
 experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
 :func:`plot_reliability`, :func:`plot_conversation_cells`. Tables of rates (teams x variants,
-model pairs): :func:`heatmap_panels`. LLM mazes: :func:`llm_maze_plot`,
-:func:`confidence_plot`. Information bounds: :func:`bounds_plot`. Learned
-teams: :func:`learning_curve_plot`, :func:`protocol_plot`, :func:`learned_plot` (a sweep).
+model pairs): :func:`heatmap_panels`. Information bounds: :func:`bounds_plot`. Learned
+teams: :func:`learning_curve_plot`, :func:`learned_plot` (a sweep). A family's own plots live in
+its wing (the exact chained-parity theory's in :mod:`jaxcollab.agents.parity.plots`, the LLM
+mazes' in :mod:`jaxcollab.agents.maze.plots`, a learned bomb protocol's in
+:mod:`jaxcollab.agents.bomb.plots`), in this style.
 For pages (PNG bytes,
 ``eval/report.py``): :func:`success_bars`, :func:`round_curves`, :func:`stacked_counts`,
 :func:`failure_rings`.
@@ -51,31 +53,10 @@ def save(fig, path: str | Path, tight: bool = True) -> None:
     plt.close(fig)
 
 
-def _treatment_style(i: int) -> dict:
+def treatment_style(i: int) -> dict:
+    """Line style ``i`` of a set of curves (marker, dash, hollow every other one)."""
     return {"marker": MARKERS[i % len(MARKERS)], "ls": DASHES[i % len(DASHES)],
             "markerfacecolor": "none" if i % 2 else None}
-
-
-def theory_plot(results: dict, path: str | Path) -> None:
-    """Exact excess squared error (log scale) and decision accuracy by round under both
-    protocols (``results``: :func:`jaxcollab.collab.theory.parity_curves`). Writes a PNG."""
-    rounds = results["rounds"]
-    fig, axes = figure(2, 5.0)
-    ax_err, ax_acc = axes[0]
-    for name, prefix, style in (("probability", "prob", "o-"), ("action", "action", "s--")):
-        ax_err.plot(rounds, [max(v, 1e-12) for v in results[f"{prefix}_excess_mse"]], style,
-                    color=COLORS[name], label=f"{name} exchange")
-        ax_acc.plot(rounds, results[f"{prefix}_accuracy"], style, color=COLORS[name],
-                    label=f"{name} exchange")
-    ax_err.set(yscale="log", xlabel="round k", ylabel="E[(p* − q_k)²]", title="Posterior error")
-    ax_acc.axhline(results["bayes_accuracy"], color="gray", ls=":", label="Bayes (full info)")
-    ax_acc.set(xlabel="round k", ylabel="decision accuracy", title="Accuracy")
-    for ax in (ax_err, ax_acc):
-        ax.set_xticks(rounds)
-        ax.grid(alpha=GRID_ALPHA)
-        ax.legend()
-    fig.suptitle("Chained parity: exact theory")
-    save(fig, path)
 
 
 def separation_plot(results: dict, path: str | Path) -> None:
@@ -162,7 +143,7 @@ def plot_by_condition(path: Path, rounds: list[int], panels: dict, ylabel: str, 
         for i, (name, values) in enumerate(curves.items()):
             values = np.asarray(values, float)
             ax.plot(rounds, np.maximum(values, 1e-12) if log else values, label=name,
-                    **_treatment_style(i))
+                    **treatment_style(i))
         ax.set(xlabel="round k", ylabel=ylabel, title=cond)
         ax.set_yscale("log") if log else ax.set_ylim(0, 1)
         ax.set_xticks(rounds)
@@ -177,7 +158,7 @@ def plot_error_by_round(path: Path, rounds: list[int], curves: dict, ylabel: str
     ax = axes[0, 0]
     for i, (name, values) in enumerate(curves.items()):
         ax.plot(rounds, np.maximum(np.asarray(values, float), 1e-12), label=name,
-                markersize=9 - i % len(MARKERS), **_treatment_style(i))
+                markersize=9 - i % len(MARKERS), **treatment_style(i))
     ax.set(yscale="log", xlabel="round k", ylabel=ylabel, title=title)
     ax.set_xticks(rounds)
     ax.grid(alpha=GRID_ALPHA)
@@ -228,79 +209,6 @@ def plot_conversation_cells(path: Path, rounds: list[int], metrics: dict, title:
     fig.colorbar(image, ax=axes, shrink=0.6, label="E[y − p] in cell")
     fig.suptitle(title)
     save(fig, path, tight=False)  # the shared colour bar does not take tight_layout
-
-
-#: The LLM maze panels of :func:`llm_maze_plot`: results key -> axis label.
-LLM_MAZE_PANELS = {"maze_success": "maze success", "step_accuracy": "move accuracy",
-                   "calibration_loss": "calibration loss"}
-
-
-def _floats(values) -> np.ndarray:
-    """``values`` as floats, ``None`` as NaN (not drawn)."""
-    return np.array([np.nan if v is None else v for v in values], float)
-
-
-def llm_maze_plot(results: dict, path: str | Path, panels=("maze_success",)) -> None:
-    """The collaboration-gap paper's LLM figures (Figs. 7-9, 11): one panel per key of
-    ``panels`` (:data:`LLM_MAZE_PANELS`), one line per protocol of ``results["protocols"]``
-    (lists by round; ``None`` is skipped) with its 90 % interval (``<key>_interval``) as a
-    band; a one-round protocol (solo, full maze) is a horizontal reference line. The title
-    names ``results["model"]``. Writes a PNG."""
-    protocols = results.get("protocols", {})
-    fig, axes = figure(len(panels), 5.0)
-    for ax, key in zip(axes[0], panels, strict=True):
-        for i, (name, res) in enumerate(protocols.items()):
-            values = _floats(res[key])
-            bands = res.get(f"{key}_interval") or [None] * len(values)
-            lo, hi = (_floats([None if b is None else b[j] for b in bands]) for j in (0, 1))
-            if len(values) == 1:
-                ax.axhline(values[0], color="k", ls="--", label=f"{name} (reference)")
-                continue
-            line = ax.plot(res["rounds"], values, label=name, **_treatment_style(i))[0]
-            ax.fill_between(res["rounds"], lo, hi, color=line.get_color(), alpha=0.15)
-            ax.set_xticks(res["rounds"])
-        ax.set(xlabel="round", ylabel=LLM_MAZE_PANELS[key])
-        if key != "calibration_loss":
-            ax.set_ylim(0, 1)
-        ax.grid(alpha=GRID_ALPHA)
-        ax.legend(fontsize=8)
-    fig.suptitle(f"LLM mazes ({results.get('model', '')}): means and 90 % bootstrap intervals")
-    save(fig, path)
-
-
-def confidence_plot(results: dict, path: str | Path) -> None:
-    """The paper's Fig. 10: per protocol (rows) and round (columns), the histogram of the top
-    probability of the communicated vectors (bars, left axis) with the accuracy of the argmax
-    move per bin (dots, right axis; the dash is the bin's mean confidence, where a calibrated
-    report's accuracy lies). ``results["protocols"][name]["confidence"]``: per round
-    :func:`jaxcollab.llm.maze_results.confidence_histogram`. Writes a PNG."""
-    protocols = {n: r for n, r in results.get("protocols", {}).items() if r.get("confidence")}
-    n_rounds = max(len(r["confidence"]) for r in protocols.values())
-    fig, axes = figure(n_rounds, 3.2, 3.0, rows=len(protocols))
-    twins = []  # each row's last accuracy axis
-    for row, (name, res) in zip(axes, protocols.items(), strict=True):
-        for k, ax in enumerate(row):
-            if k >= len(res["confidence"]):
-                ax.axis("off")
-                continue
-            hist = res["confidence"][k]
-            x = np.arange(len(hist["bins"]))
-            ax.bar(x, hist["count"], color=COLORS["probability"], alpha=0.5)
-            ax.set_xticks(x, hist["bins"], rotation=60, fontsize=6)
-            ax.set_title(f"{name}, round {k + 1}", fontsize=8)
-            acc = ax.twinx()
-            acc.plot(x, _floats(hist["accuracy"]), "o", color=COLORS["action"],
-                     label="accuracy")
-            acc.plot(x, _floats(hist["confidence"]), "_", color="k", markersize=14,
-                     label="mean confidence")
-            acc.set_ylim(0, 1)
-            acc.tick_params(labelsize=6)
-        row[0].set_ylabel("count", fontsize=8)
-        acc.set_ylabel("accuracy", fontsize=8)
-        twins.append(acc)
-    twins[0].legend(fontsize=6, loc="upper left")
-    fig.suptitle("Top probability of the communicated vector: count and accuracy per bin")
-    save(fig, path)
 
 
 def heatmap_panels(path: str | Path, panels: list[dict], title: str = "") -> None:
@@ -408,22 +316,6 @@ def learned_plot(envs: Mapping[str, dict], path: str | Path, columns: int = 4) -
     fig.supylabel("held-out success rate", fontsize=8)
     fig.tight_layout(rect=(0, 0, 0.86, 1))
     save(fig, path, tight=False)
-
-
-def protocol_plot(tables: dict, path: str | Path) -> None:
-    """A learned protocol (:func:`jaxcollab.marl.protocol.protocol_tables`): one heatmap per
-    role and channel, its most informative feature against the symbol sent."""
-    fig, axes = figure(len(tables), 4.0, 3.4)
-    for ax, (key, t) in zip(axes[0], tables.items(), strict=True):
-        fname, f = max(t["features"].items(), key=lambda kv: kv[1]["mutual_information_bits"])
-        ax.imshow(np.asarray(f["table"]), aspect="auto", cmap="viridis")
-        ax.set_xticks(range(len(t["symbols"])), [str(s) for s in t["symbols"]], fontsize=6)
-        ax.set_yticks(range(len(f["values"])), [str(v) for v in f["values"]], fontsize=6)
-        ax.set(xlabel="symbol sent", ylabel=fname,
-               title=f"{key}: {f['mutual_information_bits']:.2f} bits, "
-                     f"dead {t['dead_channel']:.0%}")
-        ax.title.set_fontsize(8)
-    save(fig, path)
 
 
 # -- plots for pages: PNG bytes in the report's inline style ----------------------------------

@@ -96,14 +96,10 @@ class ParityTask:
         if len(self.alphas) > self.n_bits:
             raise ConfigValueError("task.alphas", list(self.alphas),
                                    f"at most task.n_bits={self.n_bits} coefficients")
-        from jaxcollab.envs.parity import make_alphas  # the task's own rule (paper, App. E)
+        from jaxcollab.core.registry import family  # the task's own rule (paper, App. E)
 
-        try:
-            make_alphas(list(self.alphas), self.n_bits, self.alpha_sum)
-        except ValueError as e:
-            raise ConfigValueError("task.alphas", list(self.alphas), "coefficients >= 0 "
-                                   f"summing to at most task.alpha_sum={self.alpha_sum} ({e})") \
-                from None
+        family("parity").task.check({"name": "parity", "alphas": list(self.alphas),
+                                     "n_bits": self.n_bits, "alpha_sum": self.alpha_sum})
 
 
 @dataclass
@@ -210,6 +206,8 @@ class RolloutKeys:
     chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
     # agent=llm: the endpoint (rerunning with another model, url or option is refused)
     llm: LLMConfig = field(default_factory=LLMConfig)
+    # agent=learned (every family with an RL view): a train/marl.py out_dir (or its team/)
+    checkpoint: str | None = None
     out_dir: str = MISSING
 
 

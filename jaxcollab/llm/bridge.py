@@ -45,7 +45,9 @@ class Episode:
         history: per role, the list of turns, each a dict with ``step``, ``prompt`` (messages),
             ``reply``, ``action`` (parsed), ``errors`` and ``note`` (what it saw, said, got).
         notes: per role, the feedback line owed on its next turn ("" if none).
-        errors: counts of parse error classes; data: game-specific host state.
+        errors: counts of parse error classes; data: game-specific host state, written to
+            the transcript record's ``data``; scratch: game-specific host state kept out of it
+            (e.g. the Keep-Talking clock and queues).
     """
 
     index: int
@@ -53,6 +55,7 @@ class Episode:
     notes: dict[str, str]
     errors: Counter = dataclasses.field(default_factory=Counter)
     data: dict = dataclasses.field(default_factory=dict)
+    scratch: dict = dataclasses.field(default_factory=dict)
     usage: dict[str, dict] = dataclasses.field(default_factory=dict)
 
     def charge(self, req: Request, reply: Reply) -> None:

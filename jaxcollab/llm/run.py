@@ -265,7 +265,7 @@ def _record(env_name: str, played: Played, success: bool, ending: str, data: dic
     latency = {a: u["latency_s"] for a, u in usage}
     queue = {a: u["queue_s"] for a, u in usage}
     timed_by = sum((Counter(u.get("timed_by", {})) for _, u in usage), Counter())
-    extra = {k: v for k, v in ep.data.items() if k != "ktane"} | data
+    extra = ep.data | data
     return {"env": env_name, "episode": ep.index, "success": bool(success), "ending": ending,
             "steps": played.steps, "returns": played.returns.tolist(),
             "parse_errors": dict(sorted(ep.errors.items())), "tokens": tokens,

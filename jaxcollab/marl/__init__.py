@@ -1,10 +1,11 @@
-"""Multi-agent RL on the puzzle families: the RL views of the bomb variants and Keep-Talking
-modules, IPPO / MAPPO with recurrent policies under one ``jit``, learned teams as rollout
-policies, the JaxMARL adapter and the analysis of a learned protocol."""
+"""Multi-agent RL on the puzzle families: the RL view protocol (each family's view is its
+plug-in's, :attr:`jaxcollab.core.family.Family.rl`), IPPO / MAPPO with recurrent policies
+under one ``jit``, learned teams as rollout policies (the ``learned`` team of every family with
+an RL view) and the JaxMARL adapter."""
 
 from jaxcollab.marl.ppo import PPOConfig, Trainer
-from jaxcollab.marl.team import learned_team, load_team, save_team
-from jaxcollab.marl.view import BombView, make_view
+from jaxcollab.marl.team import learned, learned_team, load_team, save_team
+from jaxcollab.marl.views import View, view_of
 
-__all__ = ["BombView", "PPOConfig", "Trainer", "learned_team", "load_team", "make_view",
-           "save_team"]
+__all__ = ["PPOConfig", "Trainer", "View", "learned", "learned_team", "load_team", "save_team",
+           "view_of"]

@@ -4,8 +4,9 @@ baselines run on it unchanged.
 
 Agents are named by role (``deaf``, ``mute``, ``blind`` for a bomb variant; ``defuser``,
 ``expert`` for Keep-Talking). Observations are each role's RL-view vector
-(:class:`~jaxcollab.marl.view.BombView`, :class:`~jaxcollab.marl.ktane_view.KtaneView`) as
-float32 token ids, plus ``world_state`` (every role's, for centralised critics); actions are each
+(:class:`~jaxcollab.agents.bomb.rl_view.BombView`,
+:class:`~jaxcollab.agents.ktane.rl_view.KtaneView`) as float32 token ids, plus ``world_state``
+(every role's, for centralised critics); actions are each
 role's discrete action ``[n_heads]`` (``MultiDiscrete``); every agent gets the team reward;
 ``dones["__all__"]`` is the episode's end, after which JaxMARL's ``step`` resets. Only the
 acting role's action is played each turn (one turn is one role's); ``infos`` carry the acting

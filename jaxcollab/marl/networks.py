@@ -1,6 +1,6 @@
 """Recurrent policies in plain JAX: a token-embedding torso, a GRU cell and factorised
-categorical heads (one per action head of :class:`~jaxcollab.marl.view.BombView`), plus the
-centralised critic of MAPPO.
+categorical heads (one per action head of :class:`~jaxcollab.agents.bomb.rl_view.BombView`),
+plus the centralised critic of MAPPO.
 
 Parameters are plain dicts of float32 arrays (a pytree, so optax, vmap over seeds and orbax
 apply directly). The GRU is Cho et al. (2014), "Learning Phrase Representations using RNN

@@ -1,9 +1,9 @@
-"""IPPO and MAPPO with recurrent (GRU) policies on an RL view (a bomb variant,
-:class:`~jaxcollab.marl.view.BombView`; a Keep-Talking module,
-:class:`~jaxcollab.marl.ktane_view.KtaneView`), the whole update under one ``jit``: rollout
-through the environment's vmapped ``reset`` / ``step`` / ``observe`` (auto-reset), GAE, PPO
-epochs over minibatches of episodes, seeds vmapped; optionally gradients through the channel
-(DIAL) and an auxiliary answer-prediction loss (:class:`PPOConfig`).
+"""IPPO and MAPPO with recurrent (GRU) policies on an RL view
+(:class:`~jaxcollab.marl.views.View`, the family's: a bomb variant's, a Keep-Talking module's),
+the whole update under one ``jit``: rollout through the environment's vmapped ``reset`` /
+``step`` / ``observe`` (auto-reset), GAE, PPO epochs over minibatches of episodes, seeds
+vmapped; optionally gradients through the channel (DIAL) and an auxiliary answer-prediction
+loss (:class:`PPOConfig`).
 
 One environment step is one turn (only the acting role's row of the joint action is read by
 the environment), so each step runs the acting agent's policy on its own observation vector and
@@ -32,7 +32,7 @@ from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.io.schema import PPOConfig
 from jaxcollab.marl import networks as nn
-from jaxcollab.marl.view import NOBODY, BombView, make_view
+from jaxcollab.marl.views import NOBODY, View, view_of
 from jaxcollab.scale.mesh import DATA, data_mesh
 
 
@@ -73,9 +73,9 @@ def _optimiser(cfg: PPOConfig):
 class Trainer:
     """IPPO / MAPPO for one :class:`PPOConfig`; :meth:`train` is the jitted update loop."""
 
-    def __init__(self, cfg: PPOConfig, view: BombView | None = None):
+    def __init__(self, cfg: PPOConfig, view: View | None = None):
         self.cfg = cfg
-        self.view = view or any_view(cfg.env, cfg.symbols, cfg.alphabet)
+        self.view = view or view_of(cfg.env, cfg.symbols, cfg.alphabet)
         self.env = self.view.env
         self.n = self.view.n_agents
         try:
@@ -84,7 +84,7 @@ class Trainer:
             raise ConfigValueError("ppo.turn_order", cfg.turn_order,
                                    f"a turn order of {cfg.env} ({e})") from e
         self.roles = 1 if cfg.shared else self.n
-        if cfg.dial and not hasattr(self.view, "inbox"):
+        if cfg.dial and self.view.inbox is None:
             raise ConfigValueError("ppo.dial", cfg.dial, f"false on {cfg.env}: dial needs a "
                                    "view with a symbol inbox (the bomb families)")
 
@@ -435,18 +435,3 @@ class Trainer:
 
         return jax.vmap(one_seed)(params)
 
-
-def any_view(env: str, symbols: int = 1, alphabet: int = 8):
-    """The RL view of ``env``: :func:`~jaxcollab.marl.view.make_view` for a bomb variant,
-    :func:`~jaxcollab.marl.ktane_view.make_ktane_view` for a Keep-Talking environment.
-
-    Raises:
-        KeyError: neither (names both forms)."""
-    if env.startswith("bomb/"):
-        return make_view(env, symbols, alphabet)
-    if env.startswith("ktane/"):
-        from jaxcollab.marl.ktane_view import make_ktane_view
-
-        return make_ktane_view(env, symbols, alphabet)
-    raise KeyError(f"env={env!r}: a bomb variant (bomb/base-1) or a Keep-Talking environment "
-                   "(ktane/wires)")

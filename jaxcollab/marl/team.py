@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 
-from jaxcollab.agents.bomb.bank import PinnedInstances
 from jaxcollab.core.env import Environment
 from jaxcollab.core.family import ScriptedTeam
 from jaxcollab.core.rollout import Policy, policy
-from jaxcollab.envs.bomb import BombEnv
 from jaxcollab.marl import networks as nn
-from jaxcollab.marl.ppo import PPOConfig, Trainer, any_view
-from jaxcollab.marl.view import BombView
+from jaxcollab.marl.ppo import PPOConfig, Trainer
+from jaxcollab.marl.views import view_of
 from jaxcollab.scale.preempt import TrainState as Checkpoint
 
 
@@ -53,14 +52,14 @@ def load_team(path: str | Path) -> tuple[PPOConfig, dict]:
 
 def team_policy(cfg: PPOConfig, params, env: Environment) -> Policy:
     """The greedy team of ``params`` on ``env`` (the trained environment's observations; for a
-    bomb variant any message caps and turn order, also the bank's pinned-instance env): a
-    :class:`Policy` whose state is the GRU state float32 ``[n_agents, hidden]`` and the turns
-    played (int32, for views whose actor is the turn's parity)."""
-    if cfg.env.startswith("bomb/"):  # the trained variant's view, at the env's caps
-        view = BombView(BombEnv(cfg.env, env.speech_bytes, env.gesture_symbols), cfg.symbols,
-                        cfg.alphabet)
-    else:
-        view = any_view(cfg.env, cfg.symbols, cfg.alphabet)
+    bomb variant any message caps and turn order, also the bank's pinned-instance env: the
+    view's :meth:`~jaxcollab.marl.views.View.on`): a :class:`Policy` whose state is the GRU
+    state float32 ``[n_agents, hidden]`` and the turns played (int32, for views whose actor is
+    the turn's parity).
+
+    Raises:
+        ValueError: ``env`` is not of the trained variant."""
+    view = view_of(cfg.env, cfg.symbols, cfg.alphabet).on(env)
     trainer = Trainer(cfg, view)
 
     def act(key, obs, carry):
@@ -88,8 +87,11 @@ def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Poli
     path = path / "team" if (path / "team" / "config.json").is_file() else path
     cfg, params = load_team(path)
     env = env if env is not None else jaxcollab.make(cfg.env)
-    if env.name != cfg.env and not isinstance(env, PinnedInstances):
-        raise ValueError(f"the team at {path} was trained on {cfg.env!r}, not {env.name!r}")
+    try:
+        view_of(cfg.env, cfg.symbols, cfg.alphabet).on(env)
+    except ValueError:  # the view refuses another variant's env
+        raise ValueError(f"the team at {path} was trained on {cfg.env!r}, not {env.name!r}") \
+            from None
     return team_policy(cfg, params, env)
 
 
@@ -105,3 +107,28 @@ def as_team(checkpoint: str | Path) -> ScriptedTeam:
         return policies[env]
 
     return ScriptedTeam("learned", policy)
+
+
+def learned(options: Mapping) -> ScriptedTeam:
+    """The ``learned`` team of every family with an RL view (``agent=learned
+    checkpoint=DIR``): the team ``train/marl.py`` saved at ``options["checkpoint"]``."""
+    return as_team(options["checkpoint"])
+
+
+def check_learned(env_names: Sequence[str], options: Mapping) -> None:
+    """Refuse ``agent=learned`` without a checkpoint directory or on more than one environment
+    (a team plays the environment it was trained on).
+
+    Raises:
+        ConfigValueError: naming ``checkpoint`` or ``env``."""
+    from jaxcollab.core.errors import ConfigValueError
+
+    if options.get("agent") != "learned":
+        return
+    checkpoint = options.get("checkpoint")
+    if checkpoint is None or not Path(checkpoint).is_dir():
+        raise ConfigValueError("checkpoint", checkpoint, "the out_dir (or its team/) of a "
+                               "train/marl.py run, for agent=learned")
+    if len(env_names) != 1:
+        raise ConfigValueError("env", ",".join(env_names), "the one environment the learned "
+                               "team was trained on (agent=learned)")

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from jaxcollab.core.registry import family
 from jaxcollab.io import plots as figures
 from jaxcollab.report.html import Html, flatten, keyvalue, png, rate, table, tag
 from jaxcollab.report.rundir import RunDir
@@ -26,13 +27,15 @@ INTERVAL_NOTE = tag("p", "Success rates are shown with their 90 % Wilson score i
 @dataclass(frozen=True)
 class Section:
     """``id`` (HTML anchor), ``title``, the top-level results ``keys`` it renders, ``render``
-    (run -> markup) and ``applies`` (default: any of ``keys`` in the results)."""
+    (run -> markup), ``applies`` (default: any of ``keys`` in the results) and, for a family's
+    section (:attr:`jaxcollab.core.family.Family.report`), ``after``: the section it follows."""
 
     id: str
     title: str
     keys: tuple[str, ...]
     render: Callable[[RunDir], Html]
     applies: Callable[[RunDir], bool] | None = None
+    after: str = ""  # a family's section: the id of the section it follows
 
     def wanted(self, run: RunDir) -> bool:
         if self.applies is not None:
@@ -77,45 +80,12 @@ def overview(run: RunDir) -> Html:
     return Html("".join(parts))
 
 
-# -- bomb bank protocol (SANZARU Tables 3 and 4) ----------------------------------------------
+# -- per variant (SANZARU Table 12) -----------------------------------------------------------
 
-def bank(run: RunDir) -> Html:
-    """The bank protocol's ``summary``: by family and subset (Table 3's columns) and, with a
-    solo team, trio / solo / gap rows (Table 4)."""
-    s = run.results["summary"]
-    fams = list(s.get("families", {}))
-    groups = [g for g in ("core", "plus", "all") if g in s]
-    header = ["", *fams, *(g.capitalize() for g in groups)]
-
-    def line(name: str, summary: Mapping) -> list:
-        cells = [summary.get("families", {}).get(f) for f in fams] + [summary.get(g)
-                                                                      for g in groups]
-        return [name, *(rate(c["success_rate"], c["episodes"]) if c else rate(None, None)
-                        for c in cells)]
-
-    parts = [table(header, [line(run.label, s)], id="bank-table3",
-                   caption="Success rate by family and subset (layout of SANZARU Table 3)",
-                   class_="wide")]
-    if "solo" in s:
-        gap = s.get("gap", {})
-        gaps = [gap.get("families", {}).get(f) for f in fams] + [gap.get(g) for g in groups]
-        gap_row = ["Gap (solo − trio, points)",
-                   *(tag("td", "–" if g is None else f"{100 * g:+.1f}", class_="num",
-                         data_value=g) for g in gaps)]
-        parts.append(table(header, [line("Trio", s), line("Solo", s["solo"]), gap_row],
-                           id="bank-table4", class_="wide",
-                           caption="Coordination cost (layout of SANZARU Table 4)"))
-    if "protocol" in run.results:
-        parts.append(keyvalue({k: v for k, v in run.results["protocol"].items() if k != "envs"},
-                              caption="Bank protocol"))
-    return Html("".join(parts) + INTERVAL_NOTE)
-
-
-# -- per variant / per module (SANZARU Table 12, GPTNT Tables 4-7) ----------------------------
-
-def _per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Html:
+def per_entry_table(table_: Mapping, caption: str, tid: str, family: str) -> Html:
     """One row per entry holding a success rate: episodes, rate, ending counts, every other
-    number and list; a bar plot when there are several rows."""
+    number and list; a bar plot when there are several rows (a family's sections use it too,
+    e.g. Keep Talking's per-module table)."""
     table_ = {k: e for k, e in table_.items() if isinstance(e, Mapping) and "success_rate" in e}
     rows = variant_rows({"env": family, "variants": table_})
     counts = sorted({k for e in table_.values() for k in (e.get("endings") or e.get("outcomes")
@@ -147,17 +117,10 @@ def variants(run: RunDir) -> Html:
         parts.append(table(["family", "episodes", "success rate"],
                            [[f, n, rate(r, n)] for f, r, n in fams], id="families",
                            caption="Success rate by family (variants pooled)"))
-    parts.append(_per_entry_table(run.results["variants"],
+    parts.append(per_entry_table(run.results["variants"],
                                   "Success rate by variant (layout of SANZARU Table 12)",
                                   "variants", run.family))
     return Html("".join(parts))
-
-
-def modules(run: RunDir) -> Html:
-    """Keep Talking's ``per_module`` rows."""
-    return _per_entry_table(run.results["per_module"],
-                            "Success rate by module (layout of GPTNT Tables 4–5; message rates "
-                            "as Table 7)", "modules", run.family)
 
 
 # -- LLM usage ---------------------------------------------------------------------------------
@@ -300,29 +263,11 @@ def _judge(j: Mapping, coded: dict) -> Html:
     return Html("".join(parts))
 
 
-def _behaviour(b: Mapping) -> Html:
-    """Keep-Talking behaviour (``analysis.json`` ``behaviour``, GPTNT §8 and Table 7): each
-    role's step shares by outcome and game phase, message rates, what followed strikes."""
-    parts = []
-    for role in ("defuser", "expert"):
-        kinds = [k for k in next(iter(b[role].values()))["all"] if k != "steps"]
-        rows = [[f"{g} · {p}", *[rate(v[k], None) for k in kinds], v["steps"]]
-                for g, phases in b[role].items() for p, v in phases.items() if v["steps"]]
-        parts.append(table(["outcome · phase", *kinds, "steps"], rows,
-                           caption=f"{role.capitalize()} steps by outcome and game phase "
-                           f"(GPTNT §8; phases: {b['phases']})", id=f"behaviour-{role}"))
-    parts.append(table(["role", "share of steps with a message"],
-                       [[k, rate(v, None)] for k, v in b["message_rate"].items()],
-                       caption="Communication rates (as GPTNT Table 7)", id="message-rates"))
-    parts.append(keyvalue(b["after_strike"], caption="After each strike (GPTNT §8)",
-                          id="after-strike"))
-    return Html("".join(parts))
-
-
 def analysis(run: RunDir) -> Html:
-    """``analysis.json``: its summary keys, flag shares over lost episodes, the judge's failure
-    modes (rings by stage when it holds a ``judge`` summary, else stacked by environment) and
-    Keep-Talking behaviour tables."""
+    """``analysis.json``: its summary keys, flag shares over lost episodes and the judge's
+    failure modes (rings by stage when it holds a ``judge`` summary, else stacked by
+    environment); a family's own analysis tables are its sections (e.g. Keep Talking's
+    ``behaviour``)."""
     a = run.analysis or {}
     summary = {k: v for k, v in a.items() if k not in ("episodes", "judge", "behaviour")
                and not (k == "lost_episodes" and isinstance(v, list))}
@@ -341,8 +286,6 @@ def analysis(run: RunDir) -> Html:
             parts.append(tag("figure", png(figures.stacked_counts(
                 envs, {m: [modes[(e, m)] for e in envs] for m in names},
                 "Failure modes of lost episodes (as SANZARU Fig. 4)"), "failure modes")))
-    if isinstance(a.get("behaviour"), Mapping):
-        parts.append(_behaviour(a["behaviour"]))
     return Html("".join(parts))
 
 
@@ -364,11 +307,7 @@ def config(run: RunDir) -> Html:
 
 SECTIONS: tuple[Section, ...] = (
     Section("overview", "Overview", OVERVIEW_KEYS, overview, lambda run: True),
-    Section("bank", "Instance bank (SANZARU Tables 3, 4)", ("summary", "protocol"), bank,
-            lambda run: isinstance(run.results.get("summary"), Mapping)
-            and "all" in run.results["summary"]),
     Section("variants", "By variant", ("variants",), variants),
-    Section("modules", "By module", ("per_module",), modules),
     Section("usage", "Parse errors and tokens", ("parse_errors", "tokens", "latency_s"), usage),
     Section("curves", "Curves by round", ("protocols",), protocols),
     Section("rounds", "By round", ("rounds",), rounds, _has_round_lists),
@@ -398,11 +337,26 @@ def _render(section: Section, run: RunDir) -> Html:
         return Html(note + (keyvalue(mine, id=f"{section.id}-as-stored") if mine else ""))
 
 
-def run_sections(run: RunDir) -> list[tuple[str, str, Html]]:
-    """``(id, title, body)`` of every section that applies, then the unclaimed keys, then the
-    config."""
-    out, claimed = [], set(TAIL.keys)
+def sections(run: RunDir) -> list[Section]:
+    """:data:`SECTIONS` with the run's family's own sections
+    (:attr:`jaxcollab.core.family.Family.report`) each after the one it names; none for a
+    family this installation does not know."""
+    try:
+        plugin = family(run.family)
+    except KeyError:
+        plugin = None
+    extra = list(plugin.report()) if plugin is not None and plugin.report is not None else []
+    out = []
     for s in SECTIONS:
+        out += [s, *(e for e in extra if e.after == s.id)]
+    return out
+
+
+def run_sections(run: RunDir) -> list[tuple[str, str, Html]]:
+    """``(id, title, body)`` of every section that applies (:func:`sections`), then the
+    unclaimed keys, then the config."""
+    out, claimed = [], set(TAIL.keys)
+    for s in sections(run):
         if s.wanted(run):
             out.append((s.id, s.title, _render(s, run)))
             claimed |= set(s.keys)

@@ -28,11 +28,11 @@ from jaxcollab.agents.bomb.bank import (
     rollout_bank,
 )
 from jaxcollab.agents.bomb.config import BombConfig, BombHint
+from jaxcollab.agents.bomb.sanzaru import RUBRIC
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
-from jaxcollab.agents.learned import check_learned, learned
-from jaxcollab.analysis.sanzaru import RUBRIC
 from jaxcollab.core.config import typed
 from jaxcollab.core.family import (
+    RL,
     Analysis,
     Bounds,
     Family,
@@ -234,7 +234,6 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
         raise ConfigValueError("turn_order", o.turn_order,
                                "'cycle' or a permutation of deaf, mute, blind") from e
     _check_solo(env_names, options)
-    check_learned(env_names, options)
     if o.bomb.hint not in tuple(BombHint):
         raise ConfigValueError("bomb.hint", o.bomb.hint, "one of none, weak, strong, playbook")
     for key, cap in zip(("speech_bytes", "gesture_symbols"), message_caps(options),
@@ -274,10 +273,11 @@ def _check_solo(env_names: Sequence[str], options: Mapping) -> None:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.bomb.BombGame` of one episode: the variant's env under the run's
-    message caps, the episode's turn order (its params), ``bomb.hint``, ``bomb.solo_player``
+    """:class:`~jaxcollab.agents.bomb.llm.BombGame` of one episode: the variant's env under
+    the run's message caps, the episode's turn order (its params), ``bomb.hint``,
+    ``bomb.solo_player``
     and ``llm.tools``."""
-    from jaxcollab.llm.bomb import BombGame
+    from jaxcollab.agents.bomb.llm import BombGame
 
     params = params.params if isinstance(params, PinnedParams) else params
     block = typed(BombConfig, options).bomb
@@ -301,11 +301,41 @@ def _outcome(state) -> tuple[bool, str]:
     return ending == "defused", ending
 
 
+def _rl_view(env_name: str, symbols: int, alphabet: int):
+    """:func:`~jaxcollab.agents.bomb.rl_view.make_view` (imported on use: it loads
+    :mod:`jaxcollab.marl`)."""
+    from jaxcollab.agents.bomb.rl_view import make_view
+
+    return make_view(env_name, symbols, alphabet)
+
+
+def _rl_protocol(policy: Policy, view, episodes: int, seed: int) -> dict:
+    """:func:`~jaxcollab.agents.bomb.rl_protocol.protocol_tables` (imported on use)."""
+    from jaxcollab.agents.bomb.rl_protocol import protocol_tables
+
+    return protocol_tables(policy, view, episodes, seed)
+
+
+def _rl_protocol_plot(tables: dict, path: Path) -> None:
+    """:func:`~jaxcollab.agents.bomb.plots.protocol_plot` (imported on use: matplotlib)."""
+    from jaxcollab.agents.bomb.plots import protocol_plot
+
+    protocol_plot(tables, path)
+
+
+def _report():
+    """The report sections of :mod:`jaxcollab.agents.bomb.report` (imported on use: the
+    report's modules)."""
+    from jaxcollab.agents.bomb.report import SECTIONS
+
+    return SECTIONS
+
+
 #: The bomb family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="bomb",
-    teams={**{name: functools.partial(lambda name, options: scripted(name), name)
-              for name in TEAMS}, "learned": learned},
+    teams={name: functools.partial(lambda name, options: scripted(name), name)
+           for name in TEAMS},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(name, n, seed),
     # SANZARU gives neither: temperature 0.6 as GPTNT app. H; the token budget is ours, room
@@ -316,6 +346,9 @@ FAMILY = Family(
     check=_check,
     analysis=Analysis(analysis.analyze, judge=RUBRIC),  # SANZARU Tables 5, 6
     bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),
+    rl=RL(_rl_view, _rl_protocol, _rl_protocol_plot),
+    example="bomb/base-1",
+    report=_report,
 )
 register_family(FAMILY)
 

@@ -1,12 +1,12 @@
 """The bomb family's trace analysis (``eval/analyze.py``; SANZARU Table 6's deterministic flags
-per lost episode, and the judge's rubric, :mod:`jaxcollab.analysis.sanzaru`).
+per lost episode, and the judge's rubric, :mod:`jaxcollab.agents.bomb.sanzaru`).
 
 A scripted team's episodes are replayed by the team itself
 (:func:`~jaxcollab.agents.bomb.traces.traced`: the rollout's batch, or with ``bank=true`` the
 bank protocol's pinned instances, turn orders and episode keys); an LLM team's from its
 transcripts:
 each agent turn's recorded calls are decoded as the game decoded them
-(:func:`jaxcollab.llm.bomb.decode_calls`) and replayed on the run's episode keys and params
+(:func:`jaxcollab.agents.bomb.llm.decode_calls`) and replayed on the run's episode keys and params
 (:func:`jaxcollab.analysis.replay.replay`), so the environment's own counters give the flags.
 Either replay must end every episode as the run did, else the analysis refuses.
 """
@@ -50,8 +50,8 @@ def _turns(record: dict) -> dict[int, tuple[str, dict]]:
 
 def _actions(env, record: dict):
     """The joint actions ``[max_episode_steps]`` the LLM team played in one transcript record
-    (no-ops where no agent acted), decoded as :class:`~jaxcollab.llm.bomb.BombGame` did."""
-    from jaxcollab.llm.bomb import decode_calls
+    (no-ops where no agent acted), decoded as :class:`~jaxcollab.agents.bomb.llm.BombGame` did."""
+    from jaxcollab.agents.bomb.llm import decode_calls
     from jaxcollab.llm.parse import Parsed
 
     noop = jax.tree.map(np.asarray, jax.device_get(env.noop()))

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from jaxcollab.agents.learned import LearnedConfig
 from jaxcollab.core.config import count
 from jaxcollab.envs.bomb.bank import CYCLE, REPEATS
 
@@ -33,7 +32,7 @@ class BombBlock:
 
 
 @dataclass
-class BombConfig(LearnedConfig):
+class BombConfig:
     """Every run-config key the bomb family reads, beside the common ones."""
 
     bank: bool = False          # the SANZARU instance-bank protocol: 3 instances x repeats

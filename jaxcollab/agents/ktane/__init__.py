@@ -17,9 +17,9 @@ from jaxcollab.agents.ktane import analysis
 from jaxcollab.agents.ktane.config import KtaneConfig, RulesetConfig
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
-from jaxcollab.agents.learned import check_learned, learned
 from jaxcollab.core.config import typed
 from jaxcollab.core.family import (
+    RL,
     Analysis,
     Family,
     LLMGame,
@@ -235,9 +235,9 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.ktane.KtaneGame` under the run's ruleset, ``ktane.mode``,
+    """:class:`~jaxcollab.agents.ktane.llm.KtaneGame` under the run's ruleset, ``ktane.mode``,
     ``ktane.reflection``, ``ktane.view`` and ``ktane.solo``."""
-    from jaxcollab.llm.ktane import KtaneGame
+    from jaxcollab.agents.ktane.llm import KtaneGame
 
     block = typed(KtaneConfig, options).ktane
     return KtaneGame(env, block.mode, block.reflection, _rules(options), block.view, block.solo)
@@ -293,14 +293,29 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
     for name in env_names:
         if not isinstance(make(name), KtaneEnv):
             raise ConfigValueError("env", name, "a Keep-Talking environment")
-    check_learned(env_names, options)
+
+
+def _rl_view(env_name: str, symbols: int, alphabet: int):
+    """:func:`~jaxcollab.agents.ktane.rl_view.make_ktane_view` (imported on use: it loads
+    :mod:`jaxcollab.marl`)."""
+    from jaxcollab.agents.ktane.rl_view import make_ktane_view
+
+    return make_ktane_view(env_name, symbols, alphabet)
+
+
+def _report():
+    """The report sections of :mod:`jaxcollab.agents.ktane.report` (imported on use: the
+    report's modules)."""
+    from jaxcollab.agents.ktane.report import SECTIONS
+
+    return SECTIONS
 
 
 #: The Keep-Talking family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="ktane",
-    teams={**{name: functools.partial(lambda name, options: scripted(name, _rules(options)),
-                                      name) for name in TEAMS}, "learned": learned},
+    teams={name: functools.partial(lambda name, options: scripted(name, _rules(options)), name)
+           for name in TEAMS},
     evaluate=_evaluate,
     export=lambda name, n, seed, options: export_instances(
         name, n, seed, *_ruleset_keys(options)),
@@ -312,5 +327,8 @@ FAMILY = Family(
     export_config=RulesetConfig,
     check=_check,
     analysis=Analysis(analysis.analyze),  # GPTNT §8, Table 7
+    rl=RL(_rl_view),
+    example="ktane/wires",
+    report=_report,
 )
 register_family(FAMILY)

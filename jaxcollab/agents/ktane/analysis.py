@@ -1,15 +1,16 @@
 """The Keep-Talking family's trace analysis (``eval/analyze.py``): behaviour of a finished
-rollout run (GPTNT §8 and Table 7; :mod:`jaxcollab.analysis.behaviour`).
+rollout run (GPTNT §8 and Table 7; :mod:`jaxcollab.agents.ktane.behaviour`).
 
 A scripted team's episodes are replayed by the team with a trajectory
 (:func:`jaxcollab.core.rollout.rollout`, the run's episode keys and ruleset); an LLM team's
 from its transcripts: each turn's recorded action is decoded as
-:class:`~jaxcollab.llm.ktane.KtaneGame` decoded it, put on the step it landed on, and replayed
-on the run's keys (:func:`jaxcollab.analysis.replay.replay`). In ``ktane.mode=async`` a
+:class:`~jaxcollab.agents.ktane.llm.KtaneGame` decoded it, put on the step it landed on, and
+replayed on the run's keys (:func:`jaxcollab.analysis.replay.replay`). In ``ktane.mode=async`` a
 Defuser cycle whose reply took time is a wait of its latency (the cycle's recorded ``step``)
 and its action two steps later, followed by the poll sleep; an Expert step carries the last
-message of the cycles recorded on it (:mod:`jaxcollab.llm.ktane`); the behaviour then reads one
-Defuser step and one Expert step per Defuser cycle (:func:`per_cycle`). Either replay must end
+message of the cycles recorded on it (:mod:`jaxcollab.agents.ktane.llm`); the behaviour then
+reads one Defuser step and one Expert step per Defuser cycle (:func:`per_cycle`). Either replay
+must end
 every episode as the run did, else the analysis refuses.
 """
 
@@ -22,8 +23,8 @@ import jax
 import numpy as np
 from rich.progress import track
 
+from jaxcollab.agents.ktane.behaviour import behaviour, episode_steps
 from jaxcollab.agents.ktane.config import KtaneConfig
-from jaxcollab.analysis.behaviour import behaviour, episode_steps
 from jaxcollab.analysis.replay import replay, rollout_config
 from jaxcollab.core.config import typed
 from jaxcollab.core.errors import ConfigValueError
@@ -43,7 +44,8 @@ def _config(results: Mapping, run_dir: Path) -> dict:
 def landed(turn: Mapping, role: int, mode: str) -> int:
     """The step a recorded turn's action landed on: its ``step``, or in ``async`` mode a
     Defuser's two steps later when its reply took time (its ``latency_s`` in centiseconds: the
-    step in between was the wait while it thought; :meth:`jaxcollab.llm.ktane.KtaneGame.turn`)."""
+    step in between was the wait while it thought;
+    :meth:`jaxcollab.agents.ktane.llm.KtaneGame.turn`)."""
     from jaxcollab.envs.ktane.mission import DEFUSER
 
     if mode != "async" or role != DEFUSER:
@@ -56,14 +58,15 @@ def _actions(env, record: dict, mode: str):
     the game decoded it, on the step each landed on (:func:`landed`; steps without one are
     waits, zeros): int32 ``[max_episode_steps, 2, ACTION_LEN]``, or in ``async`` mode a
     :class:`~jaxcollab.envs.ktane.rules.TimedAction` over
-    :func:`~jaxcollab.llm.ktane.async_max_steps` steps whose Defuser steps last what the game's
-    did (a reply's latency while it thought, then the poll sleep). An Expert step with several
+    :func:`~jaxcollab.agents.ktane.llm.async_max_steps` steps whose Defuser steps last what the
+    game's did (a reply's latency while it thought, then the poll sleep). An Expert step with
+    several
     cycles (async) sends the last message among them."""
+    from jaxcollab.agents.ktane.llm import POLL_S, async_max_steps, decode_action, message_phrase
     from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES
     from jaxcollab.envs.ktane.modules.base import ACTION_LEN, MESSAGE
     from jaxcollab.envs.ktane.rules import TimedAction
     from jaxcollab.llm.bridge import clip
-    from jaxcollab.llm.ktane import POLL_S, async_max_steps, decode_action, message_phrase
     from jaxcollab.llm.parse import Parsed
 
     timed = mode == "async"
@@ -169,7 +172,7 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
 
     Returns:
         ``env``, ``agent``, ``episodes``, ``lost`` (episodes not solved), ``behaviour``
-        (:func:`jaxcollab.analysis.behaviour.behaviour`: Defuser and Expert shares by outcome
+        (:func:`jaxcollab.agents.ktane.behaviour.behaviour`: Defuser and Expert shares by outcome
         and game phase, message rates, what followed each strike) and ``lost_episodes``
         (``env``, ``episode``, ``outcome``, ``strikes``, ``steps``).
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from jaxcollab.agents.learned import LearnedConfig
 from jaxcollab.core.config import bounded
 
 
@@ -35,7 +34,7 @@ class KtaneBlock:
 
 
 @dataclass
-class KtaneConfig(RulesetConfig, LearnedConfig):
+class KtaneConfig(RulesetConfig):
     """Every run-config key the Keep-Talking family reads, beside the common ones."""
 
     ktane: KtaneBlock = field(default_factory=KtaneBlock)

@@ -16,8 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.agents.maze.config import Collabgap, MazeConfig
+from jaxcollab.agents.maze.task import check_sampler, maze_task
 from jaxcollab.core.config import typed
-from jaxcollab.core.family import Family, LLMGame, ScriptedTeam, Spec, Team
+from jaxcollab.core.family import Family, LLMGame, RoundTask, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import privileged_policy
 from jaxcollab.envs.maze import export_instances
@@ -92,10 +93,10 @@ def evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 
 def _llm_game(env_name: str, env, params, options: Mapping):
-    """:class:`~jaxcollab.llm.maze.MazeGame` with ``maze.setting``, ``maze.rounds``,
+    """:class:`~jaxcollab.agents.maze.llm.MazeGame` with ``maze.setting``, ``maze.rounds``,
     ``maze.samples``, ``maze.advance``, ``maze.tell_partner`` (and the calibrator fitted on
     ``maze.calibration_dir``: none when that run gave nothing to fit, :func:`_calibrator`)."""
-    from jaxcollab.llm.maze import MazeGame
+    from jaxcollab.agents.maze.llm import MazeGame
 
     block = typed(MazeConfig, options).maze
     cal = _calibrator(env_name, block.calibration_dir, block.rounds)[0] \
@@ -107,10 +108,10 @@ def _llm_game(env_name: str, env, params, options: Mapping):
 @functools.lru_cache(maxsize=4)
 def _calibrator(env_name: str, calibration_dir: str | None, rounds: int):
     """``(calibrator or None, fit counts)`` fitted once on the ``calibration_dir`` run's
-    transcript of ``env_name`` (:func:`~jaxcollab.llm.maze.fit_conversation_calibrator`). A
+    transcript of ``env_name`` (:func:`~jaxcollab.agents.maze.llm.fit_conversation_calibrator`). A
     model that never reported a vector in every round leaves nothing to fit: the step then
     plays the raw vectors, says so once, and its results record it (``calibration``)."""
-    from jaxcollab.llm.maze import fit_conversation_calibrator
+    from jaxcollab.agents.maze.llm import fit_conversation_calibrator
     from jaxcollab.llm.run import read_transcripts, transcript_path
 
     if not calibration_dir:
@@ -138,15 +139,15 @@ def _llm_summary(records: list[dict], options: Mapping) -> dict:
     """``protocols.<maze.setting>``: the run's results by round in the layout of the trained
     transformers' maze runs (``rounds``, ``maze_success``, ``step_accuracy``, with 90 %
     bootstrap intervals, calibration loss and confidence histograms;
-    :func:`jaxcollab.llm.maze_results.by_round`). With ``maze.advance=path`` the team walked
+    :func:`jaxcollab.agents.maze.llm_results.by_round`). With ``maze.advance=path`` the team walked
     the whole path, so ``success_rate`` / ``maze_success``, ``step_accuracy`` and ``endings``
     are those of its last-round decisions (the first wrong one ends the maze), not the walk's;
     with ``team``, ``step_accuracy`` credits only the moves an agent chose, and
     ``fallback_moves`` counts the steps the documented fallback ``d`` played
-    (:func:`~jaxcollab.llm.maze_results.team_decisions`).
+    (:func:`~jaxcollab.agents.maze.llm_results.team_decisions`).
     ``verbalized_calibrated`` adds ``calibration.<env>``, the fit's counts (``fitted``,
     ``records``, ``vectors``, ``steps``; ``fit_conversation_calibrator``)."""
-    from jaxcollab.llm.maze_results import by_round, team_decisions
+    from jaxcollab.agents.maze.llm_results import by_round, team_decisions
 
     block = typed(MazeConfig, options).maze
     setting, advance = str(block.setting), str(block.advance)
@@ -194,6 +195,8 @@ FAMILY = Family(
     config=MazeConfig,
     schemas={"collabgap": Collabgap},
     check=_check,
+    task=RoundTask(maze_task, check_sampler, experiment="mazes"),
+    example="maze/split-6x6",
 )
 register_family(FAMILY)
 

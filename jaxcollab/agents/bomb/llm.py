@@ -6,7 +6,8 @@ SANZARU §3 and Table 1: each role is told what it perceives, which channels eac
 make. The reply format is ``<thoughts>free text</thoughts><action>[CALLS]</action>`` (GPTNT's
 format, F.1) with CALLS a JSON list of at most one each of ``speak``, ``gesture`` and either
 ``act`` or ``wait``, or the same calls in SANZARU's call syntax (Table 1: ``speak(to="mute",
-text="…")``, ``wait()``; :mod:`jaxcollab.llm.callsyntax`); ``llm.tools=native`` offers the four
+text="…")``, ``wait()``; :mod:`jaxcollab.agents.bomb.callsyntax`); ``llm.tools=native``
+offers the four
 calls as OpenAI tool definitions. A call without ``to`` goes to everyone its channel reaches
 (Table 1: Deaf's ``speak(text=…)`` reaches Mute and Blind). A call the role cannot make (Mute
 speaking, Deaf cutting) is passed to the environment, which bounces or rejects it and counts it
@@ -28,9 +29,9 @@ import re
 import jax
 import numpy as np
 
+from jaxcollab.agents.bomb.callsyntax import read_calls
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.llm.bridge import Episode, Game, Turn, clip
-from jaxcollab.llm.callsyntax import read_calls
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import SOFT, Parsed, parse_reply, parse_tool_calls
 
@@ -222,7 +223,7 @@ def fit_caps(env, turn: dict) -> tuple[dict, str]:
 
 def parse_calls(text: str, finish_reason: str = "stop") -> Parsed:
     """A bomb reply's calls: the JSON format (:func:`~jaxcollab.llm.parse.parse_reply`) or,
-    where that yields no calls, SANZARU's call syntax (:func:`~jaxcollab.llm.callsyntax.
+    where that yields no calls, SANZARU's call syntax (:func:`~jaxcollab.agents.bomb.callsyntax.
     read_calls`) in the ``<action>`` block (else after ``</thoughts>``, else anywhere), keeping
     the reply's soft classes. Never raises."""
     parsed = parse_reply(text, finish_reason)

@@ -35,9 +35,9 @@ from jaxcollab.envs.bomb.bank import CYCLE, parse_turn_order
 from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.rules import BombAction
 from jaxcollab.envs.bomb.state import required_value, seq_index
+from jaxcollab.marl.views import NOBODY
 
 ACT, TARGET = 0, 1
-NOBODY = 0  # recipient head value: send nothing
 _BOARD = ("header", "light", "display", "display2", "light2", "wires", "keys", "pressed",
           "plate", "strip", "manual_mode")
 SPEECH_BYTE0 = ord("A")
@@ -250,6 +250,21 @@ class BombView:
         out = jnp.stack([speech, gesture], 1)
         to = jnp.stack([action.speak_to, action.gesture_to], 1)
         return jnp.where(to[..., None] >= 0, out, -1)
+
+
+    def on(self, env) -> BombView:
+        """This view of the same variant on ``env``'s message caps (``env`` a
+        :class:`~jaxcollab.envs.bomb.BombEnv` of the variant, or the bank's pinned-instance env,
+        which carries its variants in the params).
+
+        Raises:
+            ValueError: ``env`` is another variant."""
+        from jaxcollab.agents.bomb.bank import PinnedInstances
+
+        if env.name != self.env.name and not isinstance(env, PinnedInstances):
+            raise ValueError(f"{env.name!r} is not this view's {self.env.name!r}")
+        return dataclasses.replace(self, env=BombEnv(self.env.name, env.speech_bytes,
+                                                     env.gesture_symbols))
 
 
 def make_view(name: str, symbols: int = 1, alphabet: int = 8) -> BombView:

@@ -61,6 +61,7 @@ class KtaneView:
     alphabet: int = 8
 
     n_agents = 2
+    inbox = None  # no symbol channel: words travel in the message heads only (no dial)
 
     def __post_init__(self):
         if not 1 <= self.symbols <= 8:
@@ -181,6 +182,23 @@ class KtaneView:
         words = jnp.where((action[:, VERB] == MESSAGE)[:, None], words, V.PAD)
         out = jnp.concatenate([action[:, :2], words], 1)
         return jnp.pad(out, ((0, 0), (0, ACTION_LEN - out.shape[1]))).astype(jnp.int32)
+
+
+    def recipient_head(self, channel: int) -> int:
+        """Never called: a view without an inbox has no recipient heads.
+
+        Raises:
+            ValueError: always (``dial`` needs an inbox; the trainer refuses it first)."""
+        raise ValueError("the Keep-Talking view has no symbol channel (no recipient head)")
+
+    def on(self, env) -> KtaneView:
+        """This view, on ``env`` if it is this view's environment.
+
+        Raises:
+            ValueError: ``env`` is another environment."""
+        if env.name != self.env.name:
+            raise ValueError(f"{env.name!r} is not this view's {self.env.name!r}")
+        return self
 
 
 def make_ktane_view(name: str, symbols: int = 1, alphabet: int = 8) -> KtaneView:

@@ -23,8 +23,8 @@ decides, so every round of every step is scored, as the trained transformers are
 every path step, paper App. E). Along the path the prompts of a step depend only on the
 position, the moves so far and the earlier rounds of that step, so a ``path`` run's round-k
 maze success is that of a team committing round k's move (the first wrong one would end its
-maze), for every round from one run (:mod:`jaxcollab.llm.maze_results`); its last round is the
-``team`` game itself.
+maze), for every round from one run (:mod:`jaxcollab.agents.maze.llm_results`); its last round
+is the ``team`` game itself.
 Episode ``i`` plays maze instance ``i`` of the run's seed, as every other team does (with
 ``maze.rollouts=R``, episode ``e`` is rollout ``e % R`` of maze ``e // R``: the paper's 30 mazes x
 10 rollouts). Defaults follow the paper: temperature 1.0.

@@ -17,12 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxcollab
+from jaxcollab.agents.bomb.rl_view import BombView
 from jaxcollab.agents.bomb.teams import oracle_hint
 from jaxcollab.agents.bomb.view import BLANK_ID, parse
 from jaxcollab.core.rollout import Policy
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.rules import delivery
-from jaxcollab.marl.view import BombView
 
 FEATURES = ("light", "heard_speech", "heard_gesture", "answer")
 NONE = "none"

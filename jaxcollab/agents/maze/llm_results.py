@@ -139,7 +139,7 @@ def confidence_histogram(records: Sequence[dict], k: int) -> dict:
 
 def team_decisions(records: Sequence[dict]) -> dict:
     """How the team decided the steps it played (``maze.advance=team``): per step the move of
-    its last round that gave one (:class:`~jaxcollab.llm.maze.MazeGame`), else the documented
+    its last round that gave one (:class:`~jaxcollab.agents.maze.llm.MazeGame`), else the documented
     fallback ``d``, which the game plays but no agent chose.
 
     Returns:

@@ -390,7 +390,7 @@ class KtaneGame(Game):
         return env.max_episode_steps if self.mode == "sync" else async_max_steps(env)
 
     def _state(self, ep: Episode) -> dict:
-        return ep.data.setdefault("ktane", {
+        return ep.scratch.setdefault("ktane", {
             "clock_s": 0.0, "queue": {r: [] for r in ROLE_NAMES}, "pending": None,
             "expert_next_s": 0.0, "simon": (), "last": None})
 

@@ -1,0 +1,30 @@
+"""The chained-parity family's plots (style of :mod:`jaxcollab.io.plots`): the exact theory
+(``eval/theory.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jaxcollab.io.plots import COLORS, GRID_ALPHA, figure, save
+
+
+def theory_plot(results: dict, path: str | Path) -> None:
+    """Exact excess squared error (log scale) and decision accuracy by round under both
+    protocols (``results``: :func:`jaxcollab.collab.theory.parity_curves`). Writes a PNG."""
+    rounds = results["rounds"]
+    fig, axes = figure(2, 5.0)
+    ax_err, ax_acc = axes[0]
+    for name, prefix, style in (("probability", "prob", "o-"), ("action", "action", "s--")):
+        ax_err.plot(rounds, [max(v, 1e-12) for v in results[f"{prefix}_excess_mse"]], style,
+                    color=COLORS[name], label=f"{name} exchange")
+        ax_acc.plot(rounds, results[f"{prefix}_accuracy"], style, color=COLORS[name],
+                    label=f"{name} exchange")
+    ax_err.set(yscale="log", xlabel="round k", ylabel="E[(p* − q_k)²]", title="Posterior error")
+    ax_acc.axhline(results["bayes_accuracy"], color="gray", ls=":", label="Bayes (full info)")
+    ax_acc.set(xlabel="round k", ylabel="decision accuracy", title="Accuracy")
+    for ax in (ax_err, ax_acc):
+        ax.set_xticks(rounds)
+        ax.grid(alpha=GRID_ALPHA)
+        ax.legend()
+    fig.suptitle("Chained parity: exact theory")
+    save(fig, path)
