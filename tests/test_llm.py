@@ -18,10 +18,11 @@ from jaxcollab.agents.maze.llm import parse_move
 from jaxcollab.agents.maze.llm_results import bootstrap_interval
 from jaxcollab.core.rollout import split_episode_key
 from jaxcollab.envs.bomb import tables as T
+from jaxcollab.io.llm_run import RunConfig, evaluate
 from jaxcollab.llm.bridge import Episode
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, Reply, Request
 from jaxcollab.llm.parse import ERROR_CLASSES, parse_reply, parse_tool_calls
-from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.llm.run import transcript_path
 
 GOOD = '[{"call": "wait"}]'
 

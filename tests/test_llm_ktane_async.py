@@ -24,10 +24,11 @@ from jaxcollab.envs.ktane.channel import (
 )
 from jaxcollab.envs.ktane.modules.base import SELECT, WAIT
 from jaxcollab.envs.ktane.rules import TimedAction
+from jaxcollab.io.llm_run import RunConfig
+from jaxcollab.io.llm_run import evaluate as llm_evaluate
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import Episode
-from jaxcollab.llm.run import RunConfig, transcript_path
-from jaxcollab.llm.run import evaluate as llm_evaluate
+from jaxcollab.llm.run import transcript_path
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,11 @@ import time
 import httpx
 import pytest
 
+from jaxcollab.io.llm_run import RunConfig, evaluate
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.client import LLMConfig
 from jaxcollab.llm.parse import ERROR_CLASSES
-from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.llm.run import transcript_path
 
 pytestmark = pytest.mark.slow
 MODEL = "gemma3-270m"

@@ -14,10 +14,11 @@ import pytest
 from eval.otherplay import assignments, parse_args, summarize
 from eval.otherplay import run as otherplay
 from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.io.llm_run import RunConfig, evaluate
 from jaxcollab.io.run import RunCollision
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
 from jaxcollab.llm.roles import TeamClient, role_configs
-from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.llm.run import transcript_path
 
 ROOT = Path(__file__).parents[1]
 

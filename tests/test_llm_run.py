@@ -20,11 +20,12 @@ import pytest
 from llm_server import good_reply
 
 from jaxcollab.agents.ktane.llm import OMITTED
+from jaxcollab.io.llm_run import RunConfig, evaluate
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.bridge import MAX_FEEDBACK_CHARS, Episode, Game
 from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError
 from jaxcollab.llm.play import Host
-from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.llm.run import transcript_path
 from jaxcollab.scale.preempt import Preempted
 
 
@@ -105,7 +106,8 @@ def test_a_transcript_cut_short_beside_saved_chunks_is_replayed(server, tmp_path
     nothing) and its results equal the first run's, never those of the partial transcript
     (maze path play: the solo model walks both mazes right, so one record alone gives the
     same 1.0 success rate but half the mazes and tokens)."""
-    rc = RunConfig(env="maze/split-6x6", episodes=2, batch=1, setting="solo", advance="path")
+    rc = RunConfig(env="maze/split-6x6", episodes=2, batch=1,
+                   options={"maze": {"setting": "solo", "advance": "path"}})
     first = evaluate(cfg(server, "maze"), rc, tmp_path)
     assert first["success_rate"] == 1.0 and first["protocols"]["solo"]["mazes"] == 2
     path = transcript_path(tmp_path, "maze/split-6x6")

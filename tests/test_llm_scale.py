@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from llm_server import Batching, LLMServer, Never, Serial
 
+from jaxcollab.io.llm_run import RunConfig, evaluate
 from jaxcollab.llm import jsonl
 from jaxcollab.llm.hostonly import DispatchInCallback, no_dispatch
-from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.llm.run import transcript_path
 
 ROOT = Path(__file__).parents[1]
 
@@ -82,9 +83,10 @@ def test_concurrency_128_plays_256_bomb_episodes(tmp_path):
 @pytest.mark.full
 @pytest.mark.parametrize("env,episodes,concurrency,extra", [
     ("bomb/base-1", 1, 256, {}), ("bomb/base-1", 63, 8, {}), ("bomb/base-1", 63, 256, {}),
-    ("ktane/wires", 63, 32, {"mode": "sync"}), ("ktane/wires", 63, 64, {"mode": "async"}),
-    ("ktane/wires", 1, 1, {"mode": "async"}),
-    ("maze/split-6x6", 63, 128, {"setting": "verbalized", "rounds": 2}),
+    ("ktane/wires", 63, 32, {"ktane": {"mode": "sync"}}),
+    ("ktane/wires", 63, 64, {"ktane": {"mode": "async"}}),
+    ("ktane/wires", 1, 1, {"ktane": {"mode": "async"}}),
+    ("maze/split-6x6", 63, 128, {"maze": {"setting": "verbalized", "rounds": 2}}),
 ])
 def test_any_concurrency_and_episode_count_finishes(tmp_path, env, episodes, concurrency, extra):
     """A sample of the matrix concurrency {1 … 256} x episodes {1, 63, 256} over the families
@@ -92,7 +94,7 @@ def test_any_concurrency_and_episode_count_finishes(tmp_path, env, episodes, con
     model = "maze" if env.startswith("maze") else "good"
     with LLMServer() as server:
         out = evaluate(cfg(server, model, concurrency=concurrency),
-                       RunConfig(env=env, episodes=episodes, **extra), tmp_path)
+                       RunConfig(env=env, episodes=episodes, options=extra), tmp_path)
     assert out["episodes"] == episodes and "stopped" not in out
     assert sorted(r["episode"] for r in records(tmp_path, env)) == list(range(episodes))
 
@@ -123,8 +125,8 @@ def test_async_ktane_charges_the_clock_with_service_time_not_queue(tmp_path):
     reply's dispatch lag is the server's own timing of that generation (GPTNT C.4.2: one game
     against its own API calls), not the time it queued behind the other games' requests."""
     with LLMServer(latency=Serial(0.1)) as server:
-        out = evaluate(cfg(server, concurrency=4), RunConfig(env="ktane/wires", episodes=4,
-                                                             mode="async"), tmp_path)
+        rc = RunConfig(env="ktane/wires", episodes=4, options={"ktane": {"mode": "async"}})
+        out = evaluate(cfg(server, concurrency=4), rc, tmp_path)
     turns = [t for r in records(tmp_path, "ktane/wires") for ts in r["agents"].values()
              for t in ts if "dispatch_s" in t]
     lags = [round(t["dispatch_s"] - t["clock_s"], 2) for t in turns]

@@ -21,8 +21,9 @@ import pytest
 from llm_server import LLMServer
 
 from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.io.llm_run import RunConfig, evaluate
 from jaxcollab.llm.client import LLMConfig
-from jaxcollab.llm.run import RunConfig, evaluate, transcript_path
+from jaxcollab.llm.run import transcript_path
 from jaxcollab.report import NotARunError, write_report
 from jaxcollab.report.stats import Z90, wilson
 

@@ -45,9 +45,10 @@ from pathlib import Path
 
 import jaxcollab
 from jaxcollab.core.family import Spec
+from jaxcollab.io.llm_run import RunConfig
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
 from jaxcollab.llm.play import reserve_callback_threads
-from jaxcollab.llm.run import LLMTeam, RunConfig, read_transcripts, transcript_path
+from jaxcollab.llm.run import LLMTeam, read_transcripts, transcript_path
 
 EPISODES, CONCURRENCIES = 256, (64, 128, 256)
 FIXED_S, FAST_S, SLOW_S, BATCH_S, CAP, SERIAL_S = 1.0, 0.2, 2.0, 1.0, 128, 0.01
