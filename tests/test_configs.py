@@ -74,7 +74,7 @@ def _config_classes() -> set[type]:
                 if dataclasses.is_dataclass(c):
                     visit(c)
 
-    families = [jaxcollab.family(name) for name in registry.PLUGINS]
+    families = [jaxcollab.family(name) for name in registry.family_names()]
     for cls in (*schema.SCHEMAS.values(), *schema.TASK_SCHEMAS.values(), collab_config.Collab,
                 schema.RolloutKeys, schema.ExportKeys,
                 *(c for f in families for c in (f.config, f.export_config) if c is not None)):

@@ -31,7 +31,7 @@ def _defuser_first_module_turn(name: str):
     r = jaxcollab.rollout(env, team("random", env), jaxcollab.episode_keys(0, N_EPISODES),
                           max_steps=3, trajectory=True)
     action = np.asarray(r.trajectory["actions"][2, :, 0])  # [B, 3] Defuser's (verb, target, _)
-    layout = env.types[0].layout
+    layout = env.board.types[0].layout
     module = jax.device_get(jax.vmap(layout.unpack)(r.state.modules[:, 0]))
     assert (np.asarray(r.state.zoom) == 0).all()  # every episode zoomed in first
     return action, module

@@ -307,7 +307,7 @@ def test_button_strip_is_hidden_until_held():
     env = jaxcollab.make("ktane/button")
     _, state = jax.jit(env.reset)(jax.random.key(0))
     state = state.replace(zoom=jnp.int32(0))
-    layout = env.types[0].layout
+    layout = env.board.types[0].layout
     m = layout.unpack(state.modules[0])
     hidden = state.replace(modules=state.modules.at[0].set(layout.pack(dict(m, strip=2))))
     observe = jax.jit(env.observe)

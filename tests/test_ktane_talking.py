@@ -76,10 +76,10 @@ def test_team_reads_rules_not_the_hidden_answer():
     policy = team("talking", env)
     key = jax.random.key(5)
     state = env.init_state(key)
-    m = env.types[0].layout.unpack(state.modules[0])
+    m = env.board.types[0].layout.unpack(state.modules[0])
     wrong = jnp.argmax((m["colors"] >= 0) & (jnp.arange(6) != m["answer"]))
     forged = state.replace(modules=state.modules.at[0].set(
-        env.types[0].layout.pack(dict(m, answer=wrong))))
+        env.board.types[0].layout.pack(dict(m, answer=wrong))))
     act, step, observe = jax.jit(policy.act), jax.jit(env.step), jax.jit(env.observe)
     cuts = []
     for s in (state, forged):

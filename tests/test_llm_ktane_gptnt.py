@@ -67,7 +67,7 @@ def row(board, **changes) -> np.ndarray:
 
 def describe(board, slot: int) -> dict:
     env, state, _ = board
-    kind = env.types[slot]
+    kind = env.board.types[slot]
     rules = jax.device_get(env.default_params.rules)
     return kind.describe(jax.device_get(kind.layout.unpack(state.modules[slot])), rules)
 
@@ -120,7 +120,7 @@ def line_loop(board) -> list[str]:
 
 def test_simon_flashes_are_frames_not_a_list(board):
     env, state, _ = board
-    kind = env.types[1]
+    kind = env.board.types[1]
     m = kind.layout.unpack(state.modules[1])
     staged = np.array(state.modules)
     staged[1] = np.asarray(kind.layout.pack(dict(m, stage=3)))

@@ -1,47 +1,43 @@
 """Name → environment registry: ``jaxcollab.make("parity/probability")``.
 
-Registration is lazy and has no back-edges: this module imports no family. A name's prefix
-(``parity`` in ``parity/action``) selects its family module (:data:`FAMILIES`, module paths as
-strings), which is imported on first use and registers its names, so ``make("parity/action")``
-loads the parity module only. A family registers each name with an entry point, either a
-``"module:attribute"`` string (plus keyword arguments) resolved when the environment is built,
-or a factory callable. Groups (``bomb/all``, ``bomb/base``) name several environments at once
-and are expanded by :func:`resolve`.
+Families are found through the package entry-point group :data:`GROUP`
+(``jaxcollab.families``): each installed family declares one entry point, named by the prefix
+of its environment names, whose target is the module that registers the family (its
+environments with :func:`register`, its :class:`~jaxcollab.core.family.Family` with
+:func:`register_family`) when imported, or that module's ``Family`` object
+(``"package.module:FAMILY"``), which is registered here. The built-ins are declared the same way
+in ``pyproject.toml``, so a family in another installed package is found like them::
 
-Each prefix also has one :class:`~jaxcollab.core.family.Family` plug-in (its teams, evaluation,
-exporter, LLM game and config keys; :data:`PLUGINS`, imported lazily like the environments), or
-one registered at run time with :func:`register_family`; :func:`family` returns it. Adding a
-family is a package plus one line in :data:`FAMILIES` and :data:`PLUGINS` (or two calls,
-:func:`register` and :func:`register_family`, from user code).
+    [project.entry-points."jaxcollab.families"]
+    toy = "toyfamily"
+
+Loading is lazy and has no back-edges: this module imports no family. A name's prefix
+(``parity`` in ``parity/action``) selects its entry point, loaded on first use, so
+``make("parity/action")`` imports the parity family only. An environment is registered with
+a ``"module:attribute"`` string (plus keyword arguments) resolved when the environment is
+built, or a factory callable. Groups (``bomb/all``, ``bomb/base``) name several environments
+at once and are expanded by :func:`resolve`. User code may also register a family at run
+time, with :func:`register` and :func:`register_family`.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
+import importlib.metadata
+import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxcollab.core.env import Environment
+from jaxcollab.core.family import Family
 
-#: Family prefix → the module that registers its environments (imported lazily).
-FAMILIES: dict[str, str] = {
-    "bomb": "jaxcollab.envs.bomb",
-    "ktane": "jaxcollab.envs.ktane",
-    "maze": "jaxcollab.envs.maze",
-    "parity": "jaxcollab.envs.parity",
-}
-
-#: Family prefix → the module that registers its :class:`~jaxcollab.core.family.Family`.
-PLUGINS: dict[str, str] = {
-    "bomb": "jaxcollab.agents.bomb",
-    "ktane": "jaxcollab.agents.ktane",
-    "maze": "jaxcollab.agents.maze",
-    "parity": "jaxcollab.agents.parity",
-}
+#: The entry-point group every family declares itself in (module docstring).
+GROUP = "jaxcollab.families"
 
 _FACTORIES: dict[str, Callable[[], Environment]] = {}
-_PLUGINS: dict[str, Any] = {}
+_PLUGINS: dict[str, Family] = {}
 _GROUPS: dict[str, list[str]] = {}
 
 
@@ -83,12 +79,47 @@ def register(name: str, factory: Callable[[], Environment] | str, groups: Iterab
         _GROUPS.setdefault(group, []).append(name)
 
 
+@functools.cache
+def entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """Family prefix → its entry point in :data:`GROUP`, of every installed package (read once
+    per process).
+
+    Raises:
+        ValueError: two installed packages declare the same family name.
+    """
+    found: dict[str, importlib.metadata.EntryPoint] = {}
+    for ep in importlib.metadata.entry_points(group=GROUP):
+        if ep.name in found and found[ep.name].value != ep.value:
+            raise ValueError(f"family {ep.name!r} is declared twice in the entry-point group "
+                             f"{GROUP!r}: {found[ep.name].value!r} and {ep.value!r}")
+        found[ep.name] = ep
+    return found
+
+
+def _load_family(prefix: str) -> None:
+    """Load the entry point of family ``prefix``: import its module (which registers the
+    family), and register the :class:`~jaxcollab.core.family.Family` it names, if it names one.
+
+    Raises:
+        ValueError: the entry point names neither a module nor a ``Family`` named ``prefix``.
+    """
+    ep = entry_points()[prefix]
+    loaded = ep.load()
+    if isinstance(loaded, types.ModuleType):  # importing it registered the family
+        return
+    if not isinstance(loaded, Family) or loaded.name != prefix:
+        raise ValueError(f"entry point {prefix} = {ep.value!r} of {GROUP!r} must name a module "
+                         f"or a Family named {prefix!r}, not {loaded!r}")
+    if _PLUGINS.get(prefix) is not loaded:
+        register_family(loaded)
+
+
 def _load(name: str | None = None) -> None:
-    """Import the family module of ``name`` (every family when ``name`` is ``None`` or its
-    prefix is not a known family)."""
+    """Load the family of ``name`` (every family when ``name`` is ``None`` or its prefix is
+    not an installed family)."""
     family = None if name is None else name.split("/")[0]
-    for module in [FAMILIES[family]] if family in FAMILIES else FAMILIES.values():
-        importlib.import_module(module)
+    for prefix in [family] if family in entry_points() else entry_points():
+        _load_family(prefix)
 
 
 def names() -> list[str]:
@@ -103,10 +134,15 @@ def groups() -> dict[str, list[str]]:
     return {g: list(members) for g, members in sorted(_GROUPS.items())}
 
 
+#: What an error lists when no family is installed at all (a stale or missing install).
+_NONE = f"none (no package declares the entry-point group {GROUP!r}; pip install -e . ?)"
+
+
 def _unknown(name: str, valid: list[str]) -> KeyError:
     close = difflib.get_close_matches(name, valid, n=3)
     hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-    return KeyError(f"unknown environment {name!r}.{hint} Valid names: {', '.join(valid)}")
+    return KeyError(f"unknown environment {name!r}.{hint} Valid names: "
+                    f"{', '.join(valid) or _NONE}")
 
 
 def make(name: str) -> Environment:
@@ -157,14 +193,14 @@ def family(name: str):
         KeyError: no family of that prefix (lists the known ones).
     """
     prefix = name.split("/")[0]
-    if prefix not in _PLUGINS and prefix in PLUGINS:
-        importlib.import_module(PLUGINS[prefix])
+    if prefix not in _PLUGINS and prefix in entry_points():
+        _load_family(prefix)
     if prefix not in _PLUGINS:
         raise KeyError(f"no family plug-in for {prefix!r} (from {name!r}); known: "
-                       f"{', '.join(family_names())}")
+                       f"{', '.join(family_names()) or _NONE}")
     return _PLUGINS[prefix]
 
 
 def family_names() -> list[str]:
     """The prefixes of every known family (built in or registered), sorted."""
-    return sorted(set(PLUGINS) | set(_PLUGINS))
+    return sorted(set(entry_points()) | set(_PLUGINS))

@@ -442,9 +442,9 @@ class Report:
 def _families() -> list:
     """Every registered family's plug-in, loaded through the registry (this module imports
     none)."""
-    from jaxcollab.core.registry import PLUGINS, family
+    from jaxcollab.core.registry import family, family_names
 
-    return [family(name) for name in PLUGINS]
+    return [family(name) for name in family_names()]
 
 
 def with_families(base: type, slot: str) -> type:

@@ -41,7 +41,7 @@ def describe_edgework(edge) -> dict:
 
 
 def _module_dict(env: KtaneEnv, slot: int, vec, rules) -> dict:
-    t = env.types[slot]
+    t = env.board.types[slot]
     return t.describe(t.layout.unpack(np.asarray(vec)), rules)
 
 
@@ -84,10 +84,10 @@ def _record(env, seed, i, start, final, steps, rules) -> dict:
         "modules": [
             {
                 "slot": s,
-                "type": env.types[s].name,
+                "type": env.board.types[s].name,
                 "initial": _module_dict(env, s, start.modules[s], rules),
             }
-            for s in range(env.n_slots)
+            for s in range(env.board.n_slots)
         ],
         "oracle_actions": actions,
         "outcome": T.OUTCOMES[int(final.outcome)],

@@ -21,7 +21,7 @@ def oracle_defuser(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.
     verb, target = env.module_oracle(state, params)
     z = jnp.maximum(state.zoom, 0)
     working = (state.zoom >= 0) & ~state.solved[z]
-    here = (jnp.asarray(env.slot_face) == state.face) & ~state.solved
+    here = (jnp.asarray(env.board.slot_face) == state.face) & ~state.solved
     nav_verb = jnp.where(jnp.any(here), SELECT, FLIP)
     nav_target = (jnp.argmax(here) % T.SLOTS_PER_FACE).astype(jnp.int32)  # its face label
     row = jnp.stack([jnp.where(working, verb, nav_verb), jnp.where(working, target, nav_target)])

@@ -38,13 +38,14 @@ def _random_defuser(env: KtaneEnv, key: jax.Array, row: jax.Array) -> jax.Array:
     """Uniform over the zoomed module's (verb, target) pairs; selects a slot when idle."""
     face, zoom, solved = defuser_view(env, row)
     u = uniforms(key, 3)  # cheap counter-based draws (see jaxcollab.envs.ktane.draw)
-    verbs = np.stack([np.resize(t.verbs, 4) for t in env.kinds])  # each type's verbs cycled to 4
+    # each type's verbs cycled to 4
+    verbs = np.stack([np.resize(t.verbs, 4) for t in env.board.kinds])
     z = jnp.maximum(zoom, 0)
-    kind = jnp.asarray(env.slot_kind)[z]
+    kind = jnp.asarray(env.board.slot_kind)[z]
     verb = jnp.asarray(verbs)[kind, randint(u[0], 0, 4)]
-    target = randint(u[1], 0, jnp.asarray(env.n_targets)[kind])
-    here = jnp.asarray(env.slot_face) == face
-    on_face = jnp.flatnonzero(here, size=env.n_slots, fill_value=0)
+    target = randint(u[1], 0, jnp.asarray(env.board.n_targets)[kind])
+    here = jnp.asarray(env.board.slot_face) == face
+    on_face = jnp.flatnonzero(here, size=env.board.n_slots, fill_value=0)
     slot = on_face[randint(u[2], 0, jnp.maximum(here.sum(), 1))]
     working = (zoom >= 0) & ~solved[z]
     label = slot % T.SLOTS_PER_FACE  # select by the face's set-of-marks label

@@ -123,7 +123,7 @@ class KtaneView:
     @property
     def head_sizes(self) -> tuple[int, ...]:
         """Sizes of the action heads: verb, target, then ``symbols`` words."""
-        targets = max(KT.SLOTS_PER_FACE, 4, int(self.env.n_targets.max()))
+        targets = max(KT.SLOTS_PER_FACE, 4, int(self.env.board.n_targets.max()))
         return (len(VERBS), targets) + (self.alphabet,) * self.symbols
 
     @property
@@ -145,7 +145,7 @@ class KtaneView:
         down)."""
         idle = np.isin(np.arange(len(VERBS)), [WAIT, MESSAGE, SELECT, ROTATE, FLIP])
         work = np.stack([np.isin(np.arange(len(VERBS)), (WAIT, MESSAGE, BACK) + tuple(k.verbs))
-                         for k in self.env.kinds])
+                         for k in self.env.board.kinds])
         return idle, work
 
     def action_mask(self, enc: jax.Array, actor: jax.Array) -> jax.Array:
@@ -158,10 +158,11 @@ class KtaneView:
         idle, work = (jnp.asarray(m) for m in self._verb_masks)
         _, zoom, solved = defuser_view(self.env, enc[DEFUSER])
         slot = jnp.maximum(zoom, 0)
-        kind = jnp.asarray(self.env.slot_kind)[slot]
+        kind = jnp.asarray(self.env.board.slot_kind)[slot]
         working = (zoom >= 0) & ~solved[slot]
         verbs = jnp.where(working, work[kind], idle)
-        n_targets = jnp.where(working, jnp.asarray(self.env.n_targets)[kind], self.head_sizes[1])
+        n_targets = jnp.where(working, jnp.asarray(self.env.board.n_targets)[kind],
+                              self.head_sizes[1])
         targets = jnp.arange(self.head_sizes[1]) < n_targets
         words = jnp.ones(sum(self.head_sizes[2:]), bool)
         mine = jnp.concatenate([verbs, targets, words])

@@ -169,7 +169,7 @@ def parse_instruction(phrase: jax.Array):
 
 def _go_to(env: KtaneEnv, face, slot):
     """Select ``slot`` if it is on the visible face, else flip the bomb."""
-    here = jnp.asarray(env.slot_face)[jnp.maximum(slot, 0)] == face
+    here = jnp.asarray(env.board.slot_face)[jnp.maximum(slot, 0)] == face
     return do(jnp.where(here, SELECT, FLIP), slot % T.SLOTS_PER_FACE)
 
 
@@ -220,12 +220,12 @@ def defuser_turn(env: KtaneEnv, row: jax.Array, mem: DefuserMemory):
     finished = ((mode == PLAN) & ((mem.done >= mem.n_plan) | struck)) | (
         (mode == HOLDING) & (row[_LAST_AT] != V.tok("wait")) & ~answered)
     slot_solved = (mem.slot >= 0) & solved[jnp.maximum(mem.slot, 0)] & (
-        jnp.asarray(env.slot_face)[jnp.maximum(mem.slot, 0)] == face)
+        jnp.asarray(env.board.slot_face)[jnp.maximum(mem.slot, 0)] == face)
     mode = jnp.where(finished | slot_solved, NAV, mode)
     mem = mem.replace(mode=mode, slot=jnp.where(slot_solved, -1, mem.slot))
 
     # --- this turn's action, by mode ----------------------------------------------------------
-    here = (jnp.asarray(env.slot_face) == face) & ~solved
+    here = (jnp.asarray(env.board.slot_face) == face) & ~solved
     slot = jnp.where(mem.slot >= 0, mem.slot, jnp.where(jnp.any(here), jnp.argmax(here), -1))
     on_it = (zoom == slot) & (slot >= 0)
     is_password = _title(row, slot) == V.tok(passwords.PASSWORDS.title)
@@ -337,16 +337,16 @@ def expert_turn(env: KtaneEnv, manual: Ruleset, row: jax.Array, mem: ExpertMemor
         desc=jnp.where(module, phrase, mem.desc),
     )
     desc = mem.desc
-    titles = V.toks([t.title for t in env.kinds])
+    titles = V.toks([t.title for t in env.board.kinds])
     kind = jnp.maximum(lookup(titles, desc[1]), 0)
     slot = lookup(V.toks(T.FACES), desc[3]) * T.SLOTS_PER_FACE + lookup(V.LABEL, desc[2])
     slot = jnp.clip(slot, 0, T.MAX_SLOTS - 1)
     ctx = Ctx(facts=mem.facts, strikes=digit(desc[5]), display=jnp.zeros(4, jnp.int32),
               rules=manual)
     words = desc[DESC_HEAD : DESC_HEAD + VIEW_LEN]
-    branches = [_answer_branch(t.name) for t in env.kinds]
+    branches = [_answer_branch(t.name) for t in env.board.kinds]
     answer, note = jax.lax.switch(kind, branches, words, mem.notes[slot], ctx, key)
-    needs = jnp.asarray([READINGS[t.name].edgework for t in env.kinds])[kind] & ~mem.known
+    needs = jnp.asarray([READINGS[t.name].edgework for t in env.board.kinds])[kind] & ~mem.known
     ask = jnp.zeros_like(answer).at[0].set(V.tok("edgework"))
     reply = jnp.where(needs, ask, answer)
     act = (edge | module) & (mem.desc[0] == V.tok("module"))

@@ -22,9 +22,10 @@ def defuser_view(env: KtaneEnv, row: jax.Array) -> tuple[jax.Array, jax.Array, j
     slot (-1 = none; its face-view label reads ``zoom``) and bool ``[n_slots]`` (slots not on
     the visible face read unsolved)."""
     face = jnp.argmax(jnp.asarray(V.toks(T.FACES)) == row[FACE_AT])
-    mark = row[np.minimum(HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 1, row.shape[0] - 1)]
+    mark = row[np.minimum(HEADER_LEN + SLOT_TOKENS * np.arange(env.board.n_slots) + 1,
+                          row.shape[0] - 1)]
     zoomed = (mark == V.tok("zoom")) & (face < 2)
     zoom = jnp.where(jnp.any(zoomed), jnp.argmax(zoomed), -1)
-    status = HEADER_LEN + SLOT_TOKENS * np.arange(env.n_slots) + 3
+    status = HEADER_LEN + SLOT_TOKENS * np.arange(env.board.n_slots) + 3
     solved = row[np.minimum(status, row.shape[0] - 1)] == V.tok("solved")
     return face.astype(jnp.int32), zoom.astype(jnp.int32), solved

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 
+from jaxcollab.envs.ktane.board import Board
 from jaxcollab.envs.ktane.edgework import display_digits, facts
 from jaxcollab.envs.ktane.modules.base import Ctx
 from jaxcollab.envs.ktane.ruleset import Ruleset
 from jaxcollab.envs.ktane.state import BombState
 
-if TYPE_CHECKING:
-    from jaxcollab.envs.ktane.env import KtaneEnv
 
-
-def switch(env: KtaneEnv, kind, method: str, *args):
+def switch(board: Board, kind, method: str, *args):
     """``lax.switch`` over the mission's module types, calling ``method`` on unpacked state."""
 
     def branch(t):
@@ -25,10 +21,10 @@ def switch(env: KtaneEnv, kind, method: str, *args):
 
         return call
 
-    return jax.lax.switch(kind, [branch(t) for t in env.kinds], *args)
+    return jax.lax.switch(kind, [branch(t) for t in board.kinds], *args)
 
 
-def act(env: KtaneEnv, key, vec, kind, verb, target, ctx):
+def act(board: Board, key, vec, kind, verb, target, ctx):
     """A module action on packed state ``vec``: ``(vec, strike, solved, valid)``."""
 
     def branch(t):
@@ -38,7 +34,7 @@ def act(env: KtaneEnv, key, vec, kind, verb, target, ctx):
 
         return call
 
-    return jax.lax.switch(kind, [branch(t) for t in env.kinds], key, vec, verb, target, ctx)
+    return jax.lax.switch(kind, [branch(t) for t in board.kinds], key, vec, verb, target, ctx)
 
 
 def context(state: BombState, rules: Ruleset) -> Ctx:
@@ -52,8 +48,8 @@ def context(state: BombState, rules: Ruleset) -> Ctx:
     )
 
 
-def module_oracle(env: KtaneEnv, state: BombState, rules: Ruleset) -> tuple[jax.Array, jax.Array]:
+def module_oracle(board: Board, state: BombState, rules: Ruleset) -> tuple[jax.Array, jax.Array]:
     """The zoomed module's next correct ``(verb, target)`` (reads hidden state; for oracles)."""
     z = jnp.maximum(state.zoom, 0)
     ctx = context(state, rules)
-    return switch(env, jnp.asarray(env.slot_kind)[z], "oracle", state.modules[z], ctx)
+    return switch(board, jnp.asarray(board.slot_kind)[z], "oracle", state.modules[z], ctx)

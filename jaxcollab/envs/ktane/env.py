@@ -42,6 +42,7 @@ from jaxcollab.core.env import Environment
 from jaxcollab.core.spaces import Discrete, MultiDiscrete
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.board import Board
 from jaxcollab.envs.ktane.dispatch import context, module_oracle
 from jaxcollab.envs.ktane.mission import DEFUSER, ROLE_NAMES, KtaneParams, Mission
 from jaxcollab.envs.ktane.modules import module_type
@@ -71,22 +72,17 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
     name: str = dataclasses.field(default="ktane", compare=False)
     #: The mission without its seed (a runtime param): the static config compared and hashed.
     static_mission: Mission = dataclasses.field(init=False, repr=False)
+    #: The module type of each slot and its tables (:class:`Board`), what the rules read.
+    board: Board = dataclasses.field(init=False, repr=False, compare=False)
 
     n_agents = 2
     role_names = ROLE_NAMES
 
     def __post_init__(self):
         mission = self.mission
-        types = [module_type(m) for m in mission.modules]
-        kinds = list(dict.fromkeys(types))  # distinct types, lax.switch branches
-        n_slots = len(types)
         derived = dict(
             static_mission=dataclasses.replace(mission, seed=None),
-            types=types, kinds=kinds, n_slots=n_slots,
-            slot_kind=np.array([kinds.index(t) for t in types], np.int32),
-            slot_face=np.arange(n_slots, dtype=np.int32) // T.SLOTS_PER_FACE,
-            n_targets=np.array([t.n_targets for t in kinds], np.int32),
-            accepts=np.array([[v in t.verbs for v in range(len(VERBS))] for t in kinds]),
+            board=Board(tuple(module_type(m) for m in mission.modules)),
             # Upper bound on turns per episode (each Defuser turn costs at least 3 s).
             max_turns=2 * math.ceil(mission.time_limit_s / T.TURN_S) + 2,
         )
@@ -121,7 +117,7 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         """``(verb, target, w_1 … w_L)`` per role, int32 ``[2, ACTION_LEN]``: a verb id, a
         target (a face slot label, a rotation 0–3 or a module's labelled target) and
         vocabulary tokens."""
-        targets = max(T.SLOTS_PER_FACE, 4, int(self.n_targets.max()))
+        targets = max(T.SLOTS_PER_FACE, 4, int(self.board.n_targets.max()))
         row = [len(VERBS), targets] + [len(V.VOCAB)] * (ACTION_LEN - 2)
         return MultiDiscrete([row, row])
 
@@ -134,7 +130,7 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
 
     def init_state(self, key, params=None) -> BombState:
         """:meth:`reset` without the observation: a fresh bomb (edgework, then each module)."""
-        return init_state(self, key, self._params(params))
+        return init_state(self.board, key, self._params(params))
 
     def context(self, state: BombState, params=None) -> Ctx:
         """What module rules read: edgework facts, strikes, the displayed timer digits and the
@@ -144,14 +140,14 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
     def module_oracle(self, state: BombState, params=None) -> tuple[jax.Array, jax.Array]:
         """The zoomed module's next correct ``(verb, target)`` under the params' rules (reads
         hidden state; for agents)."""
-        return module_oracle(self, state, self._params(params).rules)
+        return module_oracle(self.board, state, self._params(params).rules)
 
     # --- step -----------------------------------------------------------------------------
 
     def step_env(self, key, state: BombState, actions, params):
         """One turn: ``(state, reward, info)`` (see :func:`jaxcollab.envs.ktane.rules.
         transition`)."""
-        return transition(self, key, state, actions, params)
+        return transition(self.board, key, state, actions, params)
 
     def end_flags(self, state: BombState, params=None):
         """Terminated once the bomb has an outcome (solved, strikeout, timeout: the timer is
@@ -159,7 +155,7 @@ class KtaneEnv(Environment[BombState, KtaneParams]):
         return state.outcome != T.RUNNING, jnp.bool_(False)
 
     def observe(self, state: BombState, params=None):
-        return observe(self, state, self._params(params))
+        return observe(self.board, state, self._params(params))
 
     # --- host side --------------------------------------------------------------------------
 

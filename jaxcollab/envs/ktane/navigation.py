@@ -2,31 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax.numpy as jnp
 
 from jaxcollab.envs.ktane import tables as T
+from jaxcollab.envs.ktane.board import Board
 from jaxcollab.envs.ktane.modules.base import BACK, FLIP, ROTATE, SELECT
-
-if TYPE_CHECKING:
-    from jaxcollab.envs.ktane.env import KtaneEnv
-    from jaxcollab.envs.ktane.state import BombState
+from jaxcollab.envs.ktane.state import BombState
 
 
-def navigate(env: KtaneEnv, state: BombState, verb, target):
+def navigate(board: Board, state: BombState, verb, target):
     """Face and zoom after a select / back / rotate / flip; returns ``(face, zoom, valid)``.
 
     ``select`` targets the visible face's module by its set-of-marks label (0 = ``[A]``, in
     reading order on that face), so slot ``face * SLOTS_PER_FACE + target``.
     """
     on_face = (target >= 0) & (target < T.SLOTS_PER_FACE)
-    slot = jnp.clip(state.face * T.SLOTS_PER_FACE + target, 0, env.n_slots - 1)
+    slot = jnp.clip(state.face * T.SLOTS_PER_FACE + target, 0, board.n_slots - 1)
     select = (
         (verb == SELECT)
         & on_face
         & (slot == state.face * T.SLOTS_PER_FACE + target)
-        & (jnp.asarray(env.slot_face)[slot] == state.face)
+        & (jnp.asarray(board.slot_face)[slot] == state.face)
     )
     rotate = (verb == ROTATE) & (target >= 0) & (target < len(T.ROTATIONS))
     flip = verb == FLIP

@@ -6,22 +6,18 @@ and the Expert's row holds nothing else.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.board import Board
 from jaxcollab.envs.ktane.dispatch import switch
 from jaxcollab.envs.ktane.edgework import Edgework, display_digits
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, KtaneParams
 from jaxcollab.envs.ktane.modules.base import MESSAGE_WORDS, VIEW_LEN
 from jaxcollab.envs.ktane.state import BombState
-
-if TYPE_CHECKING:
-    from jaxcollab.envs.ktane.env import KtaneEnv
 
 HEADER_LEN = 21
 FACE_LEN = 48
@@ -34,10 +30,11 @@ def _pad(tokens: jax.Array, length: int) -> jax.Array:
     return jnp.pad(tokens, (0, length - tokens.shape[0]))
 
 
-def observe(env: KtaneEnv, state: BombState, params: KtaneParams) -> jax.Array:
-    """Both roles' observations, int32 ``[2, OBS_LEN]`` word tokens (see :class:`KtaneEnv`)."""
+def observe(board: Board, state: BombState, params: KtaneParams) -> jax.Array:
+    """Both roles' observations, int32 ``[2, OBS_LEN]`` word tokens (see
+    :class:`~jaxcollab.envs.ktane.env.KtaneEnv`)."""
     defuser = jnp.concatenate(
-        [header(state, params), face_view(env, state), zoom_view(env, state, params.rules),
+        [header(state, params), face_view(board, state), zoom_view(board, state, params.rules),
          heard(state, EXPERT)]
     )
     expert = _pad(heard(state, DEFUSER), OBS_LEN)
@@ -87,35 +84,35 @@ def header(state: BombState, params: KtaneParams) -> jax.Array:
         ]
     )
 
-def face_view(env: KtaneEnv, state: BombState) -> jax.Array:
+def face_view(board: Board, state: BombState) -> jax.Array:
     """Tokens of the visible face: module slots on front/back, edgework on the sides. While
     zoomed, the slots lose their labels (the zoomed one reads ``zoom``): only the zoomed
     module's elements are interactable, so each label is unique within an observation (GPTNT
     App. D.2)."""
-    titles = V.toks([t.title for t in env.types])
+    titles = V.toks([t.title for t in board.types])
     status = jnp.where(state.solved, V.tok("solved"), V.tok("unsolved"))
     slots = jnp.stack(
         [
-            jnp.full(env.n_slots, V.tok("module")),
+            jnp.full(board.n_slots, V.tok("module")),
             jnp.where(
                 state.zoom >= 0,
-                jnp.where(jnp.arange(env.n_slots) == state.zoom, V.tok("zoom"), 0),
-                jnp.asarray(V.LABEL)[np.arange(env.n_slots) % T.SLOTS_PER_FACE],
+                jnp.where(jnp.arange(board.n_slots) == state.zoom, V.tok("zoom"), 0),
+                jnp.asarray(V.LABEL)[np.arange(board.n_slots) % T.SLOTS_PER_FACE],
             ),
             jnp.asarray(titles),
             status,
-            jnp.full(env.n_slots, V.tok(";")),
+            jnp.full(board.n_slots, V.tok(";")),
         ],
         axis=1,
     )
-    slots = jnp.where((jnp.asarray(env.slot_face) == state.face)[:, None], slots, 0)
+    slots = jnp.where((jnp.asarray(board.slot_face) == state.face)[:, None], slots, 0)
     modules = _pad(slots.reshape(-1), FACE_LEN)
     return jnp.where(state.face < 2, modules, side_view(state.edge, state.face))
 
-def zoom_view(env: KtaneEnv, state: BombState, rules) -> jax.Array:
+def zoom_view(board: Board, state: BombState, rules) -> jax.Array:
     """The zoomed module's view tokens under ``rules`` (zeros when not zoomed)."""
     z = jnp.maximum(state.zoom, 0)
-    view = switch(env, jnp.asarray(env.slot_kind)[z], "view", state.modules[z], rules)
+    view = switch(board, jnp.asarray(board.slot_kind)[z], "view", state.modules[z], rules)
     return jnp.where(state.zoom >= 0, view, 0)
 
 

@@ -4,7 +4,7 @@ B.4.1 and C.4; see :mod:`jaxcollab.envs.ktane.env` for the rules in words).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -12,14 +12,12 @@ import numpy as np
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.board import Board
 from jaxcollab.envs.ktane.dispatch import act, context
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT, KtaneParams
 from jaxcollab.envs.ktane.modules.base import ACTION_LEN, MESSAGE, MODULE_VERBS, VERBS, WAIT
 from jaxcollab.envs.ktane.navigation import navigate
 from jaxcollab.envs.ktane.state import FEEDBACK, BombState
-
-if TYPE_CHECKING:
-    from jaxcollab.envs.ktane.env import KtaneEnv
 
 
 class TimedAction(NamedTuple):
@@ -47,7 +45,7 @@ def timed_action(actions, elapsed_s: float) -> TimedAction:
     return TimedAction(np.asarray(actions, np.int32), np.int32(round(float(elapsed_s) * 100)))
 
 
-def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParams):
+def transition(board: Board, key, state: BombState, actions, params: KtaneParams):
     """One turn of a running episode without the observation: ``(state, reward, info)`` (ended
     episodes are frozen by :meth:`jaxcollab.core.env.Environment.step`, not here).
 
@@ -73,7 +71,7 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
     role = state.turn % 2
     verb, target = actions[role, 0], actions[role, 1]
     phrase = jnp.clip(actions[role, 2:], 0, len(V.VOCAB) - 1)
-    defuser_state, strike, valid = defuser_turn(env, key, state, verb, target, phrase, params,
+    defuser_state, strike, valid = defuser_turn(board, key, state, verb, target, phrase, params,
                                                 elapsed_cs)
     expert_state = expert_turn(state, verb, phrase)
     new = jax.tree.map(lambda d, e: jnp.where(role == DEFUSER, d, e), defuser_state, expert_state)
@@ -89,7 +87,7 @@ def transition(env: KtaneEnv, key, state: BombState, actions, params: KtaneParam
     return new, reward, info
 
 
-def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, phrase, params: KtaneParams,
+def defuser_turn(board: Board, key, state: BombState, verb, target, phrase, params: KtaneParams,
                  elapsed_cs=T.TURN_S * 100):
     """The Defuser's turn: navigate, act on the zoomed module, or message; then ``elapsed_cs``
     centiseconds of game time pass, ``elapsed_cs × rate(strikes before the action)`` of bomb
@@ -97,19 +95,19 @@ def defuser_turn(env: KtaneEnv, key, state: BombState, verb, target, phrase, par
 
     Returns ``(state, strike, ok)``.
     """
-    face, zoom, nav_ok = navigate(env, state, verb, target)
+    face, zoom, nav_ok = navigate(board, state, verb, target)
     z = jnp.maximum(state.zoom, 0)
-    kind = jnp.asarray(env.slot_kind)[z]
-    n_targets = jnp.asarray(env.n_targets)[kind]
+    kind = jnp.asarray(board.slot_kind)[z]
+    n_targets = jnp.asarray(board.n_targets)[kind]
     can_act = (
         jnp.isin(verb, jnp.asarray(MODULE_VERBS))
         & (state.zoom >= 0)
         & ~state.solved[z]
-        & jnp.asarray(env.accepts)[kind, jnp.clip(verb, 0, len(VERBS) - 1)]
+        & jnp.asarray(board.accepts)[kind, jnp.clip(verb, 0, len(VERBS) - 1)]
         & (target >= 0)
         & (target < n_targets)
     )
-    vec, strike, solved_now, valid = act(env, 
+    vec, strike, solved_now, valid = act(board, 
         key,
         state.modules[z],
         kind,

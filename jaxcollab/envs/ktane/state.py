@@ -3,21 +3,18 @@ App. B.1)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import chex
 import jax
 import jax.numpy as jnp
 
 from jaxcollab.envs.ktane import tables as T
 from jaxcollab.envs.ktane import vocab as V
+from jaxcollab.envs.ktane.board import Board
 from jaxcollab.envs.ktane.draw import fold_in
 from jaxcollab.envs.ktane.edgework import Edgework, facts, sample_edgework
 from jaxcollab.envs.ktane.mission import KtaneParams
 from jaxcollab.envs.ktane.modules.base import MESSAGE_WORDS
 
-if TYPE_CHECKING:
-    from jaxcollab.envs.ktane.env import KtaneEnv
 
 @chex.dataclass(frozen=True)
 class BombState:
@@ -64,9 +61,9 @@ def _bomb_key(key: jax.Array, seed: jax.Array) -> jax.Array:
     return jax.random.wrap_key_data(data, impl=jax.random.key_impl(key)) if typed else data
 
 
-def init_state(env: KtaneEnv, key: jax.Array, params: KtaneParams) -> BombState:
-    """A fresh bomb for ``env``'s mission: edgework from ``fold_in(key, 0)``, then module ``i``
-    from ``fold_in(key, i + 1)`` under ``params.rules``; a fixed mission
+def init_state(board: Board, key: jax.Array, params: KtaneParams) -> BombState:
+    """A fresh bomb on ``board`` (a mission's slots): edgework from ``fold_in(key, 0)``, then
+    module ``i`` from ``fold_in(key, i + 1)`` under ``params.rules``; a fixed mission
     (``params.bomb_seed >= 0``) replaces ``key`` by one derived from the seed alone, so all its
     episodes get the same bomb."""
     key = _bomb_key(key, params.bomb_seed)
@@ -75,14 +72,14 @@ def init_state(env: KtaneEnv, key: jax.Array, params: KtaneParams) -> BombState:
     modules = jnp.stack(
         [
             t.layout.pack(t.generate(fold_in(key, i + 1), f, params.rules))
-            for i, t in enumerate(env.types)
+            for i, t in enumerate(board.types)
         ]
     )
     zero = jnp.int32(0)
     return BombState(
         edge=edge,
         modules=modules,
-        solved=jnp.zeros(env.n_slots, bool),
+        solved=jnp.zeros(board.n_slots, bool),
         strikes=zero,
         time_left_cs=params.time_limit_cs,
         turn=zero,
