@@ -94,7 +94,7 @@ def test_learned_team_plays_through_rollout_as_trained(trained, tmp_path):
     out = jaxcollab.rollout(env, learned_team(tmp_path, env), keys, trainer.heldout_params(16),
                             batched_params=True, max_steps=3 * 8, until_done=True)
     rate = float((np.asarray(out.state.ending) == T.DEFUSED).mean())
-    assert rate == pytest.approx(float(np.asarray(trainer.evaluate(ts.params, keys))[0]))
+    assert rate == float(np.asarray(trainer.evaluate(ts.params, keys))[0])  # one rollout
     assert np.asarray(out.state.round).max() <= 8
     # the bank protocol plays it on the pinned instances, every turn order, as other teams
     team = learned({"checkpoint": str(tmp_path / "team")})

@@ -94,7 +94,7 @@ def train(cfg: DictConfig, job) -> dict:
         ts = ckpt.restore(ts)
     curve = job.results.data.get("curve") or {k: [] for k in (
         "updates", "env_steps", "train_success", "heldout_success", "seconds")}
-    eval_keys = jax.random.split(jax.random.PRNGKey(cfg.eval_seed), cfg.eval_episodes)
+    eval_keys = jaxcollab.episode_keys(cfg.eval_seed, cfg.eval_episodes)  # the one convention
     done = int(np.asarray(ts.update)[0])
     timed = {"steps": 0, "seconds": 0.0}
     with job.logger.progress(f"{cfg.env} {ppo.algo}", cfg.updates) as bar:

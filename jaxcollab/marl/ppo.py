@@ -29,7 +29,7 @@ import optax
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcollab.core.errors import ConfigValueError
-from jaxcollab.core.rollout import split_episode_key
+from jaxcollab.core.rollout import Policy, policy, rollout
 from jaxcollab.io.schema import PPOConfig
 from jaxcollab.marl import networks as nn
 from jaxcollab.marl.views import NOBODY, View, view_of
@@ -407,31 +407,35 @@ class Trainer:
 
     # ---- greedy held-out evaluation --------------------------------------------------------
 
+    def greedy_policy(self, params) -> Policy:
+        """The greedy team of one seed's ``params`` as a :func:`jaxcollab.rollout` policy: the
+        acting role (the view's ``actor`` of the observation and the turns played) plays the
+        most likely choice of every head. Its state is the GRU state float32
+        ``[n_agents, hidden]`` and the turns played (int32)."""
+        view = self.view
+
+        def act(key, obs, carry):
+            hidden, turn = carry
+            enc = view.encode(obs)
+            actor = view.actor(enc, turn)
+            logp, _, hidden = self.act(params, enc, actor, hidden)
+            return self.joint(nn.greedy(logp), actor), (hidden, turn + 1)
+
+        return policy(act, init=lambda key: (jnp.zeros((self.n, self.cfg.hidden), jnp.float32),
+                                             jnp.int32(0)), name="learned")
+
     @functools.partial(jax.jit, static_argnums=(0,))
     def evaluate(self, params, keys: jax.Array) -> jax.Array:
-        """Greedy play of one episode per key (reset key as in :func:`jaxcollab.rollout`;
-        turn orders :meth:`heldout_params`), no auto-reset: the fraction that succeeded, per
-        seed of ``params`` (leading seed axis)."""
-        env, view = self.view.env, self.view
-        reset_keys = jax.vmap(lambda k: split_episode_key(k)[0])(keys)
+        """Greedy play (:meth:`greedy_policy`) of one episode per key through
+        :func:`jaxcollab.rollout` (keys by the one convention, e.g. ``episode_keys(seed, n)``;
+        turn orders :meth:`heldout_params`): the fraction that succeeded, per seed of
+        ``params`` (leading seed axis)."""
         p0 = self.heldout_params(keys.shape[0])
 
         def one_seed(params):
-            obs, state = jax.vmap(env.reset)(reset_keys, p0)
-            hidden = jnp.zeros((keys.shape[0], self.n, self.cfg.hidden), jnp.float32)
-
-            def step(carry, turn):
-                obs, state, hidden = carry
-                enc = view.encode(obs)
-                actor = view.actor(enc, jnp.full(keys.shape[0], turn))
-                logp, _, hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
-                joint = jax.vmap(self.joint)(nn.greedy(logp), actor)
-                obs, state, *_ = jax.vmap(env.step, (None, 0, 0, 0))(
-                    jax.random.PRNGKey(0), state, joint, p0)
-                return (obs, state, hidden), None
-
-            (_, state, _), _ = jax.lax.scan(step, (obs, state, hidden), jnp.arange(view.max_turns))
-            return view.success(state).mean()
+            out = rollout(self.env, self.greedy_policy(params), keys, p0, batched_params=True,
+                          max_steps=self.view.max_turns)
+            return self.view.success(out.state).mean()
 
         return jax.vmap(one_seed)(params)
 

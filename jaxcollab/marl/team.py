@@ -16,12 +16,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 
 from jaxcollab.core.env import Environment
 from jaxcollab.core.family import ScriptedTeam
-from jaxcollab.core.rollout import Policy, policy
-from jaxcollab.marl import networks as nn
+from jaxcollab.core.rollout import Policy
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.views import view_of
 from jaxcollab.scale.preempt import TrainState as Checkpoint
@@ -53,24 +51,11 @@ def load_team(path: str | Path) -> tuple[PPOConfig, dict]:
 def team_policy(cfg: PPOConfig, params, env: Environment) -> Policy:
     """The greedy team of ``params`` on ``env`` (the trained environment's observations; for a
     bomb variant any message caps and turn order, also the bank's pinned-instance env: the
-    view's :meth:`~jaxcollab.marl.views.View.on`): a :class:`Policy` whose state is the GRU
-    state float32 ``[n_agents, hidden]`` and the turns played (int32, for views whose actor is
-    the turn's parity).
+    view's :meth:`~jaxcollab.marl.views.View.on`): :meth:`Trainer.greedy_policy` of the view.
 
     Raises:
         ValueError: ``env`` is not of the trained variant."""
-    view = view_of(cfg.env, cfg.symbols, cfg.alphabet).on(env)
-    trainer = Trainer(cfg, view)
-
-    def act(key, obs, carry):
-        hidden, turn = carry
-        enc = view.encode(obs)
-        actor = view.actor(enc, turn)
-        logp, _, hidden = trainer.act(params, enc, actor, hidden)
-        return trainer.joint(nn.greedy(logp), actor), (hidden, turn + 1)
-
-    return policy(act, init=lambda key: (jnp.zeros((view.n_agents, cfg.hidden), jnp.float32),
-                                         jnp.int32(0)), name="learned")
+    return Trainer(cfg, view_of(cfg.env, cfg.symbols, cfg.alphabet).on(env)).greedy_policy(params)
 
 
 def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Policy:
