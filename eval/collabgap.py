@@ -16,7 +16,7 @@ Gap, Probably, §6, R3-R7, Figs. 7-11)::
   their partner (R7's prompt change for models whose reasoning the API hides);
 * ``solo``: one agent with the whole maze (the full-maze reference of Fig. 7).
 
-Each step is one run of the one driver (``eval/rollout.py``'s :func:`~eval.rollout.run`,
+Each step is one run of the one driver (:func:`jaxcollab.agents.driver.run`,
 ``agent=llm``) into ``DIR/<step>/`` with its own ``results.json``, request cache and
 transcripts, so every step is resumable and guarded like any rollout: rerunning the command
 skips finished chunks and replays cached replies; a rerun with another model, endpoint or
@@ -40,19 +40,16 @@ plotted step's results by round, :func:`jaxcollab.agents.maze.llm_results.by_rou
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-# run as a script, Python puts eval/ on the path, not the repository root that holds eval/
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from eval.rollout import PACING  # noqa: E402
-from eval.rollout import run as rollout  # noqa: E402
-from jaxcollab.agents.maze import plots  # noqa: E402
-from jaxcollab.io.run import hydra_main, start_run  # noqa: E402
-from jaxcollab.io.schema import Rollout  # noqa: E402
-from jaxcollab.llm.play import reserve_callback_threads  # noqa: E402
+from jaxcollab.agents.driver import PACING
+from jaxcollab.agents.driver import run as rollout
+from jaxcollab.agents.maze import plots
+from jaxcollab.io.run import hydra_main, start_run
+from jaxcollab.io.schema import Rollout
+from jaxcollab.llm.play import reserve_callback_threads
 
 #: ``plots`` entries drawn by :func:`jaxcollab.agents.maze.plots.llm_maze_plot` (in order).
 CURVES = ("maze_success", "step_accuracy", "calibration_loss")

@@ -43,30 +43,21 @@ success as reference lines: :func:`jaxcollab.io.plots.learned_plot`).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import jax
 from omegaconf import DictConfig, OmegaConf
 
-# run as a script, Python puts eval/ on the path, not the repository root that holds train/
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import jaxcollab  # noqa: E402
-from jaxcollab.core.errors import ConfigValueError  # noqa: E402
-from jaxcollab.core.family import Family, Spec, Team  # noqa: E402
-from jaxcollab.io.plots import learned_plot  # noqa: E402
-from jaxcollab.io.results import ResultsFile  # noqa: E402
-from jaxcollab.io.run import (  # noqa: E402
-    env_selection,
-    guard_results,
-    hydra_main,
-    start_run,
-    validate,
-)
-from jaxcollab.io.schema import Marl  # noqa: E402
-from jaxcollab.marl.team import as_team  # noqa: E402
-from jaxcollab.marl.views import view_of  # noqa: E402
-from train import marl as trainer  # noqa: E402
+import jaxcollab
+from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.core.family import Family, Spec, Team
+from jaxcollab.io.plots import learned_plot
+from jaxcollab.io.results import ResultsFile
+from jaxcollab.io.run import env_selection, guard_results, hydra_main, start_run, validate
+from jaxcollab.io.schema import Marl
+from jaxcollab.marl import run as trainer
+from jaxcollab.marl.team import as_team
+from jaxcollab.marl.views import view_of
 
 #: The sweep's keys each training run takes as they are (``ppo`` too, with its ``env``).
 TRAIN_KEYS = ("seed", "updates", "chunk", "eval_episodes", "eval_seed")

@@ -34,9 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-# run as a script, Python puts eval/ on the path, not the repository root that holds eval/
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
@@ -177,8 +174,8 @@ def run(argv: list[str]) -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from eval.rollout import plug_in
-    from eval.rollout import run as rollout
+    from jaxcollab.agents.driver import plug_in
+    from jaxcollab.agents.driver import run as rollout
     from jaxcollab.core.errors import ConfigValueError
     from jaxcollab.io.results import ResultsFile
     from jaxcollab.io.run import guard_results, validate

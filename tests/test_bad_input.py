@@ -476,7 +476,7 @@ def test_evaluations_never_write_into_another_runs_results(tmp_path, cli):
 
 def test_training_resume_under_a_changed_config_names_the_keys(tmp_path, cli, composed):
     """``train/calibration.py`` used to resume silently under a changed config."""
-    from train.collab import FROZEN
+    from jaxcollab.collab.run import FROZEN
 
     out = f"out_dir={tmp_path}"
     start_run(composed("train/calibration.py", CAL, "preset=cpu", out)[1], frozen=FROZEN)

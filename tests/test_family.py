@@ -116,6 +116,7 @@ def test_every_built_in_family_names_an_example_of_its_own():
 def test_the_rl_view_and_the_round_task_come_from_the_plug_in():
     """One plug-in object for every consumer: the RL trainer's view (``Family.rl``, through
     :func:`jaxcollab.marl.views.view_of`) and the round trainer's task (``Family.task``)."""
+    from jaxcollab.agents.maze import _experiment as maze_experiment
     from jaxcollab.collab.data import round_task
     from jaxcollab.marl.views import view_of
 
@@ -129,7 +130,8 @@ def test_the_rl_view_and_the_round_task_come_from_the_plug_in():
         view_of("maze/split-6x6")
     assert [f for f in family_names() if jaxcollab.family(f).task] == ["maze", "parity"]
     assert round_task({"name": "parity"}).theory and not round_task({"name": "maze"}).theory
-    assert round_task({"name": "maze"}).experiment == "mazes"
+    assert round_task({"name": "parity"}).experiment == "protocols"
+    assert round_task({"name": "maze"}).experiment is maze_experiment  # the wing's Mazes
     with pytest.raises(ValueError, match=r"unknown task 'bomb'; expected one of \['maze', "
                        r"'parity'\]"):
         round_task({"name": "bomb"})
@@ -149,7 +151,7 @@ def test_entry_points_ask_the_plug_in():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    for path in ("eval/rollout.py", "eval/export.py", "eval/llm.py", "eval/protocols.py",
+    for path in ("jaxcollab/agents/driver.py", "eval/export.py", "eval/llm.py", "eval/protocols.py",
                  "jaxcollab/llm/run.py"):
         text = (root / path).read_text()
         for banned in ("hasattr(", "import_module", "family ==", "family==", "startswith(\"bomb",

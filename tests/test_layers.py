@@ -23,7 +23,7 @@ GENERIC = ("core", "io", "scale", "llm", "marl", "analysis", "report")
 NO_WING = ("collab", "models")
 #: Entry points that ask the plug-in only (``jaxcollab.family``): they name no family.
 FAMILY_BLIND = ("eval/analyze.py", "eval/bounds.py", "eval/export.py", "eval/llm.py",
-                "eval/protocols.py", "eval/rollout.py")
+                "eval/protocols.py", "eval/rollout.py", "jaxcollab/agents/driver.py")
 
 
 def _module_name(path: Path) -> str:
@@ -75,14 +75,15 @@ def imports(module: str) -> set[str]:
 
 
 def unit(module: str) -> str:
-    """The layer unit of a module: ``envs.<f>`` / ``agents.<f>`` for a family's, the top
+    """The layer unit of a module: ``envs.<f>`` / ``agents.<f>`` for a family's (a wing is a
+    package: a plain module of ``agents/``, the rollout driver, is the ``agents`` unit), the top
     package (``core``, ``llm``, ...) otherwise; ``train`` / ``eval`` for the entry points."""
     parts = module.split(".")
     if parts[0] != "jaxcollab":
         return parts[0]
     if len(parts) == 1:
         return "jaxcollab"
-    if parts[1] in ("envs", "agents") and len(parts) > 2:
+    if len(parts) > 2 and (parts[1] == "envs" or parts[1] == "agents" and parts[2] in WINGS):
         return f"{parts[1]}.{parts[2]}"
     return parts[1]
 

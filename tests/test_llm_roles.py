@@ -202,7 +202,7 @@ def test_roles_are_run_identity_and_checked_up_front(tmp_path):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from eval.rollout import check_config
+    from jaxcollab.agents.driver import check_config
     from jaxcollab.io.results import ResultsFile
     from jaxcollab.io.run import guard_results, validate
 

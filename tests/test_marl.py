@@ -142,7 +142,7 @@ def test_an_unknown_variant_is_refused():
     from omegaconf import OmegaConf
 
     from jaxcollab.core.errors import ConfigValueError
-    from train.marl import check_config
+    from jaxcollab.marl.run import check_config
 
     cfg = OmegaConf.create({"env": "bomb/nope", "ppo": {"turn_order": "cycle", "dial": False}})
     with pytest.raises(ConfigValueError, match=r"env='bomb/nope' is invalid; expected one of "
@@ -157,7 +157,7 @@ def test_the_trainer_check_covers_each_family_through_its_view():
 
     from jaxcollab.core.errors import ConfigValueError
     from jaxcollab.io.schema import Marl
-    from train.marl import check_config
+    from jaxcollab.marl.run import check_config
 
     def cfg(env, **ppo):
         return OmegaConf.merge(OmegaConf.structured(Marl), {"env": env, "out_dir": "x",

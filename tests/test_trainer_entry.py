@@ -12,8 +12,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf, open_dict
 
+from jaxcollab.collab.run import FROZEN, protocol_names
 from jaxcollab.io.run import RunCollision, start_run, validate
-from train.collab import FROZEN, protocol_names
 
 ROOT = Path(__file__).resolve().parent.parent
 

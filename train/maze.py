@@ -1,12 +1,15 @@
-"""``python train/maze.py ...`` runs ``python train/collab.py ...``: the one training driver,
-kept under this name for the documented commands (experiment=maze_messages; see that module).
+"""``python train/maze.py ...`` is ``python train/collab.py ...``: the one training driver
+(:mod:`jaxcollab.collab.run`), kept under this name for the documented commands
+(experiment=maze_messages).
 """
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `train` when run as a script
-from train.collab import main, run  # noqa: E402, F401
+from jaxcollab.collab.run import run
+from jaxcollab.io.run import hydra_main
+
+main = hydra_main(run, str(Path(__file__).resolve().parents[1] / "configs"), "collab")
+
 
 if __name__ == "__main__":
     main()

@@ -182,8 +182,11 @@ class RoundTask:
             scores (the maze split; ``None``).
         check: ``check(task_cfg)``: the checks that need its generator, run before any work
             (raise ``ConfigValueError`` naming the key).
-        experiment: which ``train/collab.py`` experiment plays it: ``"protocols"`` (scored
-            against the task's Bayes target) or ``"mazes"`` (scored by walking the source's
+        experiment: which ``train/collab.py`` experiment plays it: ``"protocols"`` (the generic
+            one, :mod:`jaxcollab.collab.run`: scored against the task's Bayes target) or the
+            family's own, a factory ``experiment(cfg, out, results, logger)`` of an object with
+            ``conversations()``, ``record(name, metrics)`` and ``finish()`` (the maze's
+            :class:`jaxcollab.agents.maze.experiment.Mazes`: scored by walking the source's
             mazes, with Bayes-move baselines).
         theory: whether exact Bayes curves and ideal decoders exist for it
             (:mod:`jaxcollab.collab.theory`, :mod:`jaxcollab.collab.ideal`: chained parity's).
@@ -191,7 +194,7 @@ class RoundTask:
 
     build: Callable[[Mapping, jax.Array], tuple[Any, Any]]
     check: Callable[[Mapping], None] = lambda cfg: None
-    experiment: str = "protocols"
+    experiment: str | Callable[..., Any] = "protocols"
     theory: bool = False
 
 

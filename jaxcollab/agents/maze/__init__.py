@@ -183,6 +183,13 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
                                f"(the setting is {str(block.setting)!r})")
 
 
+def _experiment(cfg, out, results, logger):
+    """The round trainer's maze experiment (imported on use: it needs the trainer)."""
+    from jaxcollab.agents.maze.experiment import Mazes
+
+    return Mazes(cfg, out, results, logger)
+
+
 #: The maze family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="maze",
@@ -195,7 +202,7 @@ FAMILY = Family(
     config=MazeConfig,
     schemas={"collabgap": Collabgap},
     check=_check,
-    task=RoundTask(maze_task, check_sampler, experiment="mazes"),
+    task=RoundTask(maze_task, check_sampler, experiment=_experiment),
     example="maze/split-6x6",
 )
 register_family(FAMILY)

@@ -1,0 +1,367 @@
+"""Round-by-round collaborative training, the one driver behind ``train/collab.py`` (Narrowing the
+Collaboration Gap, Probably, §3, §5 and App. E, "Conversation loop").
+
+    python train/collab.py experiment=parity_separation preset=cpu     # the paper's Figure 3
+    python train/collab.py task=parity protocol=action preset=cpu       # one protocol
+    python train/collab.py task=parity preset=cpu seeds=[0,1,2,3]       # seeds, vmapped
+    python train/collab.py experiment=maze_messages preset=cpu          # mazes + baselines
+    python train/collab.py experiment=parity_calibration preset=cpu     # Figure 5 (R2)
+    python train/collab.py experiment=maze_calibration preset=cpu
+
+(``train/maze.py`` and ``train/calibration.py`` are that script under their old names.)
+
+Read :func:`run` top to bottom: it builds the task's data, the experiment's conversations and
+then plays the rounds — in round r every conversation trains its round-r speaker, a fresh model
+on its own view plus all earlier messages (:class:`jaxcollab.collab.trainer.RoundTrainer`) —
+and scores them. An experiment is a configuration of that loop: which conversations it holds
+and what it writes as rounds finish. The config (``configs/collab.yaml``, schema
+:class:`jaxcollab.collab.config.Collab`) picks one:
+
+* **protocols** (parity; the default): one conversation per protocol in ``protocols`` (or
+  ``protocol.name``), all from the same key so that round 1 (no messages yet) is trained once
+  and the curves differ by the messages alone; ``seeds=[…]`` trains every seed's models together
+  (vmapped, :class:`~jaxcollab.collab.trainer.SeedTrainers`); ``separation`` adds the Figure 3
+  checks.
+* **maze protocols** (``task=maze``; the maze family's own experiment,
+  :class:`jaxcollab.agents.maze.experiment.Mazes`): the same conversations scored by maze
+  success, plus one-round baselines — a solo agent on the full maze and agent 1 alone on its
+  half (agent 0 alone *is* round 1) — trained like one round on as many mazes as a round's
+  chunk, and the exact Bayes first move of each half view (``bayes_mazes``).
+* **calibration** (``calibration`` and ``bias.conditions`` set): the ``unbiased`` conversation
+  and, per bias condition, ``biased_raw`` / ``biased_self`` / ``biased_conversation``
+  (:mod:`jaxcollab.collab.conversations`), then post-hoc treatments.
+
+Writes into ``out_dir`` ``results.json`` (updated as each round ends), the plot, and each
+conversation's ``round_<r>/`` directories (checkpoint, messages, test predictions). Rerunning
+with the same ``out_dir`` resumes at the first unfinished round (a round stopped by SIGTERM /
+SIGINT resumes from its saved training state); a changed :data:`FROZEN` key is refused, naming
+the keys. A signal stops the run at the next safe point, within moments while data are built or
+a training chunk compiles (:func:`jaxcollab.scale.preempt.interruptible`), else after the
+training chunk or round in progress, and the process exits with status 128 + the signal.
+
+``results.json`` (besides ``config``, ``run``, ``wall_seconds``) holds ``timing_seconds``,
+where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.summary`:
+``wall``, ``cpu``, and per phase — ``data``, ``compile``, ``training steps``, ``evaluation``
+(validation and predictions), ``saving``, ``plots``, ``other`` — its wall seconds under
+``phases`` and its CPU seconds, compiles included, under ``phases_cpu``), and:
+
+* protocols: ``theory`` (exact curves by round k = 0..K,
+  :func:`jaxcollab.collab.theory.parity_curves`); ``protocols.<name>``: lists by round —
+  ``rounds`` (1-based), ``test_mse_vs_pstar`` (E[(p − p*)²], probability²), ``test_accuracy``
+  (fraction), ``test_ce`` (nats), ``best_val_loss`` (nats), ``train_seconds``,
+  ``theory_mse_vs_pstar`` — and ``per_round`` (every metric of each round); ``separation``
+  (the checks, with ``passed``). With ``seeds``: ``protocols.<name>.seeds`` and each listed
+  metric as ``{per_seed [seeds][rounds], mean, std, min, max}``
+  (:func:`jaxcollab.io.seeds.spread`; ``train_seconds`` is the shared fit's), ``per_round`` by
+  round a list by seed, separation on the mean curves; plot ``seeds.png``, else
+  ``separation.png``; each seed's rounds in ``<protocol>/seed_<s>/``.
+* mazes: ``dataset`` (mazes and examples per split, generator acceptance rate);
+  ``protocols.<name>``: ``rounds``, ``maze_success`` (fraction of test mazes whose every step
+  is decided right after that round; :func:`jaxcollab.agents.maze.task.maze_scores`),
+  ``step_accuracy``, ``train_seconds``; ``baselines.solo`` and
+  ``baselines.half_view.agent0|agent1``: ``maze_success``, ``step_accuracy``;
+  ``bayes_first_move`` (per agent, over the first ``bayes_mazes`` test mazes, the first-move
+  accuracy of the exact Bayes posterior and of the trained half-view model); plot
+  ``maze_success.png``.
+* calibration: ``rounds``, ``cross_fit``; ``conditions.<name>``: ``beta``, ``gamma``,
+  ``expected_conversation_weights`` ``[1/β, −γ/β]``, ``treatments.<treatment>.{accuracy, ece,
+  cce}`` plus ``maze_success`` (mazes) or ``mse_vs_pstar`` (parity) by round,
+  ``calibrators.<treatment>.round_<r>`` (per fold: ``weights``, class-1.. ``bias``,
+  ``converged``), on parity ``ideal_decoder.<treatment>`` (the exact ideal-decoder curve,
+  :func:`jaxcollab.collab.ideal.conversation_mse`); ``calibrators_converged``;
+  ``theory_mse_vs_pstar`` (parity); ``runs.<name>`` (each conversation's trainer metrics by
+  round); plot ``mse.png`` (parity) or ``success.png`` (mazes), one panel per condition.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+import jaxcollab.collab.config  # noqa: F401  (registers the schema)
+from jaxcollab.collab import conversations as conv
+from jaxcollab.collab import messages, theory
+from jaxcollab.collab.data import check_task, round_task
+from jaxcollab.collab.data import task_data as build_task
+from jaxcollab.collab.fit import TrainConfig
+from jaxcollab.collab.ideal import conversation_mse
+from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
+from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.envs.parity import make_alphas
+from jaxcollab.io import plots
+from jaxcollab.io.phases import Phases, phase
+from jaxcollab.io.results import ResultsFile
+from jaxcollab.io.run import start_run
+from jaxcollab.io.seeds import spread
+from jaxcollab.scale import preempt
+from jaxcollab.scale.distributed import is_main
+
+#: Config keys a resumed run must share with the run that wrote ``results.json``.
+FROZEN = ("seed", "seeds", "n_rounds", "task", "model", "train", "protocol", "protocols", "data",
+          "bias", "calibration")
+#: Parity metrics listed by round in ``protocols.<name>``.
+LISTED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "train_seconds")
+
+
+def protocol_names(cfg: DictConfig) -> list[str]:
+    """The protocols to run: ``protocols`` if set, else ``protocol.name``."""
+    return list(cfg.protocols) if cfg.protocols else [cfg.protocol.name]
+
+
+def task_data(cfg: DictConfig, key: jax.Array):
+    """``(task, source)``: the task's data and what it was made from (on mazes ``(train,
+    test, stats)`` of the maze split; None on parity): its plug-in's builder
+    (:func:`jaxcollab.collab.data.task_data`)."""
+    return build_task(OmegaConf.to_container(cfg.task), key)
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Checks that need the task's data, before the run directory gets a file: the task's own
+    (:func:`jaxcollab.collab.data.check_task`: the maze sampler must reach its mazes), and a
+    set ``model.block_size`` must hold the last round's prefix and answer
+    (:func:`jaxcollab.collab.trainer.required_context`, measured on a few examples of the task).
+
+    Raises:
+        ConfigValueError: naming the key and the smallest valid value.
+    """
+    check_task(OmegaConf.to_container(cfg.task))
+    if cfg.model.block_size is None:
+        return
+    few = OmegaConf.merge(cfg, {"task": {"n_examples": 64}})
+    with phase("data"):
+        task, _ = task_data(few, jax.random.PRNGKey(0))
+    kinds = ["probability"] if cfg.calibration is not None else protocol_names(cfg)
+    need = max(required_context(task, messages.MessageCodec(k, task.vocab, task.class_chars,
+                                                            cfg.protocol.digits), cfg.n_rounds)
+               for k in kinds)
+    if cfg.model.block_size < need:
+        raise ConfigValueError("model.block_size", cfg.model.block_size,
+                               f"null (sized to the task) or an integer >= {need}, the tokens "
+                               f"round {cfg.n_rounds} needs (its prefix and the answer)")
+
+
+def trainer(cfg: DictConfig, task, kind: str, run_dir: Path, key: jax.Array, progress,
+            n_rounds: int | None = None, **hooks) -> RoundTrainer:
+    """One conversation of ``kind`` messages over ``task`` (``n_rounds`` default: the run's)."""
+    codec = messages.MessageCodec(kind, task.vocab, task.class_chars, cfg.protocol.digits)
+    return RoundTrainer(task, codec, OmegaConf.to_container(cfg.model), TrainConfig(**cfg.train),
+                        n_rounds or cfg.n_rounds, run_dir, key, progress=progress,
+                        cross_fit=cfg.data.cross_fit, **hooks)
+
+
+def _curve(entry: dict, metric: str) -> list[float]:
+    """A metric by round: the list of one seed, or the mean over seeds."""
+    values = entry[metric]
+    return values["mean"] if isinstance(values, dict) else values
+
+
+class Protocols:
+    """Parity: one conversation per protocol (and seed), scored on p*."""
+
+    def __init__(self, cfg: DictConfig, out: Path, results: ResultsFile, logger):
+        self.cfg, self.out, self.results, self.logger = cfg, out, results, logger
+        self.seeds = None if cfg.seeds is None else list(cfg.seeds)
+        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
+        results.set(("theory",), theory.parity_curves(alphas, cfg.n_rounds))
+        self.done: dict[str, list] = {}
+
+    def _one_seed(self, seed: int, run_dir) -> dict[str, RoundTrainer]:
+        key_data, key_train = jax.random.split(jax.random.PRNGKey(seed))
+        task, _ = task_data(self.cfg, key_data)
+        first, *_ = names = protocol_names(self.cfg)
+        # One key for every protocol: round r of each starts from the same weights and batches,
+        # so the curves differ by the messages alone, and round 1 is trained once.
+        return {name: trainer(self.cfg, task, name, run_dir(name), key_train,
+                              self.logger.progress,
+                              first_round_from=None if name == first else run_dir(first))
+                for name in names}
+
+    def conversations(self) -> dict:
+        if self.seeds is None:
+            return self._one_seed(self.cfg.seed, lambda name: self.out / name)
+        per_seed = [self._one_seed(s, lambda name, s=s: self.out / name / f"seed_{s}")
+                    for s in self.seeds]
+        return {name: SeedTrainers([t[name] for t in per_seed], self.out / name)
+                for name in protocol_names(self.cfg)}
+
+    def record(self, name: str, metrics) -> None:
+        done = self.done.setdefault(name, [])
+        done.append(metrics)
+        curve = self.results.data["theory"][plots.THEORY_KEYS[name]]
+        if self.seeds is None:
+            entry = {"rounds": [m["round"] for m in done]}
+            entry.update({k: [m[k] for m in done] for k in LISTED})
+        else:
+            entry = {"rounds": [by_seed[0]["round"] for by_seed in done], "seeds": self.seeds}
+            entry.update({k: spread([[by_seed[s][k] for by_seed in done]
+                                     for s in range(len(self.seeds))]) for k in LISTED})
+        entry["theory_mse_vs_pstar"] = [curve[r] for r in entry["rounds"]]
+        entry["per_round"] = done
+        self.results.set(("protocols", name), entry)
+        means = {k: _curve(entry, k)[-1] for k in LISTED}
+        # "<protocol>/round" is the x-axis: wandb steps must increase across protocols
+        self.logger.log({f"{name}/round": entry["rounds"][-1],
+                         **{f"{name}/{k}": v for k, v in means.items()}})
+        if is_main():  # one process draws (multi-host)
+            with phase("plots"):
+                if self.seeds is None:
+                    plots.separation_plot(self.results.data, self.out / "separation.png")
+                else:
+                    plots.seeds_plot(self.results.data, self.out / "seeds.png")
+        print(f"{name} round {entry['rounds'][-1]}"
+              + (f" (mean of {len(self.seeds)} seeds)" if self.seeds else "") + ": "
+              + ", ".join(f"{k}={v:.5g}" for k, v in means.items()))
+
+    def finish(self) -> None:
+        checks = self.cfg.separation
+        if checks is None:
+            return
+        prob, act = ({r: v for r, v in zip(self.results.data["protocols"][p]["rounds"],
+                                           _curve(self.results.data["protocols"][p],
+                                                  "test_mse_vs_pstar"), strict=True)}
+                     for p in ("probability", "action"))
+        self.results.set(("separation",), {
+            **OmegaConf.to_container(checks),
+            "probability_mse_at_round": prob[checks.round],
+            "action_mse_at_rounds": [act[r] for r in checks.action_rounds],
+            "passed": bool(prob[checks.round] < checks.prob_below
+                           and all(act[r] > checks.action_above for r in checks.action_rounds)),
+        })
+        print(f"separation: {self.results.data['separation']}")
+
+
+class Calibration:
+    """The calibration experiment (paper §5 R2, Figure 5): one conversation per treatment and
+    bias condition, scored by round after the last round."""
+
+    #: Ideal-decoder curve of each conversation (parity): the calibrator kind it sends through.
+    IDEAL = {"unbiased": None, "biased_raw": None, "biased_self": "self",
+             "biased_conversation": "conversation"}
+
+    def __init__(self, cfg: DictConfig, out: Path, results: ResultsFile, logger):
+        self.cfg, self.out, self.results, self.logger = cfg, out, results, logger
+        self.task, mazes = task_data(cfg, jax.random.split(jax.random.PRNGKey(cfg.seed))[0])
+        self.maze_ids = None if mazes is None else mazes[1].examples()["maze"]
+        self.conditions = conv.check_conditions(OmegaConf.to_container(cfg.bias.conditions))
+        self.done: dict[str, list[dict]] = {}
+        n_rounds = cfg.n_rounds
+        results.set(("rounds",), list(range(1, n_rounds + 1)))
+        results.set(("cross_fit",), bool(cfg.data.cross_fit))
+        results.data.setdefault("calibrators_converged", True)
+        for cond, (beta, gamma) in self.conditions.items():
+            results.set(("conditions", cond, "beta"), beta)
+            results.set(("conditions", cond, "gamma"), gamma)
+            results.set(("conditions", cond, "expected_conversation_weights"),
+                        [1 / beta, -gamma / beta])
+        if round_task({"name": cfg.task.name}).theory:
+            alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
+            curve = theory.parity_curves(alphas, n_rounds)["prob_excess_mse"][1:]
+            results.set(("theory_mse_vs_pstar",), [float(v) for v in curve])
+            for cond, (beta, gamma) in self.conditions.items():
+                ideal = {t: np.asarray(conversation_mse(alphas, n_rounds, beta, gamma, k)).tolist()
+                         for t, k in self.IDEAL.items()}
+                ideal["unbiased"] = [float(v) for v in curve]
+                results.set(("conditions", cond, "ideal_decoder"), ideal)
+
+    def conversations(self) -> dict:
+        codec = messages.MessageCodec("probability", self.task.vocab, self.task.class_chars,
+                                      self.cfg.protocol.digits)
+        common = {"task": self.task, "codec": codec,
+                  "model": OmegaConf.to_container(self.cfg.model),
+                  "train": TrainConfig(**self.cfg.train), "n_rounds": self.cfg.n_rounds,
+                  # this experiment's training key (its measured figures were made with it)
+                  "key": jax.random.fold_in(jax.random.PRNGKey(self.cfg.seed), 1),
+                  "cross_fit": bool(self.cfg.data.cross_fit), "progress": self.logger.progress}
+        self.runs = conv.make_trainers(common, self.out, self.conditions,
+                                       self.cfg.calibration.newton_steps, self._fit_log)
+        return self.runs
+
+    def _fit_log(self, name: str):
+        """Records each round's fitted calibrators of conversation ``name``."""
+        cond, treatment = name.split("/")
+
+        def log(r: int, cals) -> None:
+            entry = {"weights": np.asarray(cals.weights).tolist(),
+                     "bias": np.asarray(cals.bias[:, 1:]).tolist(),
+                     "converged": np.asarray(cals.converged).tolist()}
+            self.results.set(("conditions", cond, "calibrators", treatment, f"round_{r}"), entry)
+            if not all(entry["converged"]):
+                self.results.set(("calibrators_converged",), False)
+                print(f"WARNING: {name} round {r}: a calibrator fit did not converge")
+
+        return log
+
+    def record(self, name: str, metrics: dict) -> None:
+        self.done.setdefault(name, []).append(metrics)
+        self.results.set(("runs", name), self.done[name])
+        print(f"{name} round {metrics['round']}: speaker posterior "
+              f"test_mse_vs_pstar={metrics['test_mse_vs_pstar']:.5g}", flush=True)
+
+    def finish(self) -> None:
+        test, cal = self.task.test, self.cfg.calibration
+        for cond in self.conditions:
+            scores = conv.condition_treatments(self.runs, cond, test.labels, test.target,
+                                               cal.n_bins, self.maze_ids, cal.newton_steps)
+            self.results.set(("conditions", cond, "treatments"), scores)
+        metric = "mse_vs_pstar" if self.maze_ids is None else "maze_success"
+        data = self.results.data
+        panels = {c: {t: m[metric] for t, m in d["treatments"].items()}
+                  for c, d in data["conditions"].items()}
+        if is_main():
+            if self.maze_ids is None:
+                plots.plot_by_condition(self.out / "mse.png", data["rounds"], panels,
+                                        "E[(m_k − p*)²]", True)
+            else:
+                plots.plot_by_condition(self.out / "success.png", data["rounds"], panels,
+                                        "maze success", False)
+        for cond, d in data["conditions"].items():
+            print(f"{cond} (β={d['beta']:g}, γ={d['gamma']:g}): {metric} by round")
+            for t, m in d["treatments"].items():
+                print(f"  {t:>22}: " + " ".join(f"{v:.5f}" for v in m[metric]))
+
+
+def experiment(cfg: DictConfig):
+    """The experiment the config describes (module docstring)."""
+    if cfg.calibration is not None:
+        return Calibration
+    kind = round_task({"name": cfg.task.name}).experiment
+    return Protocols if kind == "protocols" else kind  # else the family's own experiment
+
+
+def run(cfg: DictConfig) -> dict:
+    """The whole job on a composed config; returns the results (also in ``results.json``)."""
+    with Phases() as spent:  # where the time goes
+        results, out = _run(cfg)
+    results.set(("wall_seconds",), spent.wall_seconds)
+    results.set(("timing_seconds",), spent.summary())
+    print(spent.line())
+    print(f"wrote {out / 'results.json'}")
+    return results.data
+
+
+def _run(cfg: DictConfig) -> tuple[ResultsFile, Path]:
+    job = start_run(cfg, frozen=FROZEN, check=check_config)  # schema, ranges, cross-key
+    # checks (task shapes included), resume guard: all before the first file
+    cfg, out, results = job.cfg, job.out, job.results
+    with preempt.guard():  # SIGTERM / SIGINT: stop at the next safe point, keeping every round
+        # data, and what it records up front (on a worker thread: a signal need not wait)
+        with phase("data"):
+            exp = preempt.interruptible(experiment(cfg), cfg, out, results, job.logger,
+                                        saved="nothing yet (no round had finished)")
+        conversations = exp.conversations()  # name -> trainer, validated before any training
+
+        # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
+        # speaker on its view plus the messages of rounds < r, then sends its messages.
+        for r in range(1, cfg.n_rounds + 1):
+            for name, conversation in conversations.items():
+                if r <= conversation.n_rounds:  # the maze baselines play one round
+                    exp.record(name, conversation.play(r))
+                if signum := preempt.requested():
+                    preempt.stop(signum, f"every finished round in {out}")
+
+        exp.finish()
+    job.finish()
+    return results, out
