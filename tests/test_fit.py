@@ -62,6 +62,7 @@ def test_chunked_fit_equals_the_step_by_step_loop(data):
     assert result.final_train_loss == losses[-1][1]
 
 
+@pytest.mark.full  # the default tier keeps its sibling tests; CI runs -m full
 def test_dot_product_attention_matches_explicit_softmax_attention():
     """The kernel path (jax.nn.dot_product_attention) equals the explicit einsum/softmax path
     used under dropout, for every query position and for the last one only."""

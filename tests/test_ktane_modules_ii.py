@@ -283,6 +283,7 @@ def test_passwords_arrows_cycle_submit_strikes_or_solves():
 # --- set-of-marks labels (GPTNT App. D.2) -------------------------------------------------------
 
 
+@pytest.mark.full  # the default tier keeps its sibling tests; CI runs -m full
 def test_set_of_marks_letters_are_unique_and_in_reading_order_for_every_module():
     import re
 

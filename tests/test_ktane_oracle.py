@@ -273,6 +273,7 @@ def test_oracle_solves_1000_instances_of_every_module_by_the_rules_without_a_str
     assert flips == 1000
 
 
+@pytest.mark.full  # the default tier keeps its sibling tests; CI runs -m full
 def test_oracle_solves_the_five_new_modules_by_an_independent_reading_of_the_rules():
     # all five on the front, a second Maze on the back
     env = KtaneEnv(Mission(NEW + ("maze",) * 2, time_limit_s=1800), "ktane-test/new")
