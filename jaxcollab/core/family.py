@@ -1,14 +1,15 @@
 """Family plug-ins: everything an entry point needs to know about a family, in one object.
 
 A family (``bomb``, ``ktane``, ``maze``, ``parity``, or one a user adds) is a package of
-environments plus one :class:`Family`, registered with :func:`jaxcollab.register_family`. The
-entry points (``eval/rollout.py``, ``eval/export.py``, ``eval/protocols.py``, the LLM run, the
-RL and round trainers) ask the plug-in and nothing else: its teams by name, its evaluation (the
-family's ``results.json`` keys, documented by its ``evaluate``), its exporter, its LLM game, its
-config keys, its trace analysis (``eval/analyze.py``), its information bounds
-(``eval/bounds.py``), its RL view (``train/marl.py``), its round-trainer task
-(``train/collab.py``), its report sections (``eval/report.py``) and an example environment
-(for tests that cover every family).
+environments plus one :class:`Family`, registered with :func:`jaxcollab.register_family` by
+the module its package declares in the ``jaxcollab.families`` entry-point group
+(:mod:`jaxcollab.core.registry`). The entry points (``eval/rollout.py``, ``eval/export.py``,
+``eval/protocols.py``, the LLM run, the RL and round trainers) ask the plug-in and nothing
+else: its teams by name, its evaluation (the family's ``results.json`` keys, documented by its
+``evaluate``), its exporter, its LLM game, its config keys, its trace analysis
+(``eval/analyze.py``), its information bounds (``eval/bounds.py``), its RL view
+(``train/marl.py``), its round-trainer task (``train/collab.py``), its report sections
+(``eval/report.py``) and an example environment (for tests that cover every family).
 
 **A team is a team.** Every team, scripted, privileged oracle or LLM, is a :class:`Team`: an
 object whose ``play(env, keys, params, ids)`` plays one episode per key to its end and returns
