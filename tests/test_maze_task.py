@@ -6,11 +6,11 @@ import jax
 import numpy as np
 import pytest
 
+from jaxcollab.agents.maze.plots import maze_success_plot
 from jaxcollab.agents.maze.task import collab_task, maze_split
 from jaxcollab.collab.data import build_prefix, check_task
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.maze import text
-from jaxcollab.io.plots import maze_success_plot
 
 
 @pytest.fixture(scope="module")

@@ -104,34 +104,6 @@ def seeds_plot(summary: dict, path: str | Path, metric: str = "test_mse_vs_pstar
     save(fig, path)
 
 
-def maze_success_plot(results: dict, path: str | Path) -> None:
-    """Maze success (left) and step accuracy (right) by round for each protocol in
-    ``results["protocols"]``, with the trained baselines as horizontal lines. Writes a PNG."""
-    fig, axes = figure(2, 5.0)
-    baselines = results.get("baselines", {})
-    lines = dict(baselines.get("half_view", {}))
-    if "solo" in baselines:
-        lines["solo"] = baselines["solo"]
-    rounds = sorted({r for res in results.get("protocols", {}).values() for r in res["rounds"]})
-    for ax, key, title in zip(
-        axes[0], ("maze_success", "step_accuracy"), ("maze success", "step accuracy"), strict=True
-    ):
-        for name, res in results.get("protocols", {}).items():
-            ax.plot(res["rounds"], res[key], "o-", color=COLORS.get(name), label=name)
-        for name, value in lines.items():
-            color, style = BASELINE_STYLE.get(name, ("tab:green", "-."))
-            label = "solo (full maze)" if name == "solo" else f"{name} alone (half view)"
-            ax.axhline(value[key], color=color, linestyle=style, label=label)
-        ax.set_xticks(rounds)
-        ax.set_xlabel("round (decision after the round)")
-        ax.set_ylabel(title)
-        ax.set_ylim(0, 1)
-        ax.grid(True, alpha=GRID_ALPHA)
-        ax.set_title(f"Split-mask 6x6 mazes: {title}")
-    axes[0, 0].legend(fontsize=8)
-    save(fig, path)
-
-
 def plot_by_condition(path: Path, rounds: list[int], panels: dict, ylabel: str, log: bool):
     """One panel per bias condition, one line per treatment (paper Figure 5 layout).
 

@@ -13,11 +13,11 @@ import jax
 import numpy as np
 from omegaconf import DictConfig
 
+from jaxcollab.agents.maze.plots import maze_success_plot
 from jaxcollab.agents.maze.task import collab_task, maze_scores
 from jaxcollab.collab import messages
 from jaxcollab.collab.run import protocol_names, task_data, trainer
 from jaxcollab.envs.maze import reference, text
-from jaxcollab.io import plots
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.scale.distributed import is_main
 
@@ -74,7 +74,7 @@ class Mazes:
         self.logger.log({f"{name}/{k}": got[k] for k in ("round", "maze_success",
                                                          "step_accuracy")})
         if is_main():  # one process draws (multi-host)
-            plots.maze_success_plot(self.results.data, self.out / "maze_success.png")
+            maze_success_plot(self.results.data, self.out / "maze_success.png")
         print(f"{name} round {r}: maze_success={got['maze_success']:.4f}, "
               f"step_accuracy={got['step_accuracy']:.4f}")
 

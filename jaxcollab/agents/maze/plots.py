@@ -1,5 +1,6 @@
-"""The maze family's plots (style of :mod:`jaxcollab.io.plots`): the collaboration-gap paper's
-LLM figures (``eval/collabgap.py``)."""
+"""The maze family's plots (style of :mod:`jaxcollab.io.plots`): the trained transformers'
+maze experiment (``train/maze.py``) and the collaboration-gap paper's LLM figures
+(``eval/collabgap.py``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,39 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxcollab.io.plots import COLORS, GRID_ALPHA, figure, save, treatment_style
+from jaxcollab.io.plots import BASELINE_STYLE, COLORS, GRID_ALPHA, figure, save, treatment_style
 
 #: The LLM maze panels of :func:`llm_maze_plot`: results key -> axis label.
 LLM_MAZE_PANELS = {"maze_success": "maze success", "step_accuracy": "move accuracy",
                    "calibration_loss": "calibration loss"}
+
+
+def maze_success_plot(results: dict, path: str | Path) -> None:
+    """Maze success (left) and step accuracy (right) by round for each protocol in
+    ``results["protocols"]``, with the trained baselines as horizontal lines. Writes a PNG."""
+    fig, axes = figure(2, 5.0)
+    baselines = results.get("baselines", {})
+    lines = dict(baselines.get("half_view", {}))
+    if "solo" in baselines:
+        lines["solo"] = baselines["solo"]
+    rounds = sorted({r for res in results.get("protocols", {}).values() for r in res["rounds"]})
+    for ax, key, title in zip(
+        axes[0], ("maze_success", "step_accuracy"), ("maze success", "step accuracy"), strict=True
+    ):
+        for name, res in results.get("protocols", {}).items():
+            ax.plot(res["rounds"], res[key], "o-", color=COLORS.get(name), label=name)
+        for name, value in lines.items():
+            color, style = BASELINE_STYLE.get(name, ("tab:green", "-."))
+            label = "solo (full maze)" if name == "solo" else f"{name} alone (half view)"
+            ax.axhline(value[key], color=color, linestyle=style, label=label)
+        ax.set_xticks(rounds)
+        ax.set_xlabel("round (decision after the round)")
+        ax.set_ylabel(title)
+        ax.set_ylim(0, 1)
+        ax.grid(True, alpha=GRID_ALPHA)
+        ax.set_title(f"Split-mask 6x6 mazes: {title}")
+    axes[0, 0].legend(fontsize=8)
+    save(fig, path)
 
 
 def _floats(values) -> np.ndarray:
