@@ -137,12 +137,12 @@ def test_async_ktane_charges_the_clock_with_service_time_not_queue(tmp_path):
 
 @pytest.mark.full
 def test_a_batching_server_is_timed_by_the_client(tmp_path):
-    """A continuous-batching server (vLLM-like: no timings) serves 16 bomb episodes 8 at a
-    time; each latency is the client's wall time since sending."""
+    """A continuous-batching server (vLLM-like: no timings) serves 16 bomb episodes; each
+    latency is the client's wall time since sending. (How many requests are in flight depends
+    on this process's XLA:CPU pool, sized before JAX started: the CLI test above checks that.)"""
     with LLMServer(latency=Batching(0.05, 8)) as server:
         out = evaluate(cfg(server, concurrency=16), RunConfig(env="bomb/base-1", episodes=16),
                        tmp_path)
-        assert server.in_flight_max >= 8
     assert out["episodes"] == 16 and set(out["latency_timed_by"]) == {"client"}
 
 
