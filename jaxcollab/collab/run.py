@@ -1,14 +1,6 @@
 """Round-by-round collaborative training, the one driver behind ``train/collab.py`` (Narrowing the
-Collaboration Gap, Probably, §3, §5 and App. E, "Conversation loop").
-
-    python train/collab.py experiment=parity_separation preset=cpu     # the paper's Figure 3
-    python train/collab.py task=parity protocol=action preset=cpu       # one protocol
-    python train/collab.py task=parity preset=cpu seeds=[0,1,2,3]       # seeds, vmapped
-    python train/collab.py experiment=maze_messages preset=cpu          # mazes + baselines
-    python train/collab.py experiment=parity_calibration preset=cpu     # Figure 5 (R2)
-    python train/collab.py experiment=maze_calibration preset=cpu
-
-(``train/maze.py`` and ``train/calibration.py`` are that script under their old names.)
+Collaboration Gap, Probably, §3, §5 and App. E, "Conversation loop"); the commands are in
+``train/collab.py``'s docstring.
 
 Read :func:`run` top to bottom: it builds the task's data, the experiment's conversations and
 then plays the rounds — in round r every conversation trains its round-r speaker, a fresh model

@@ -199,8 +199,7 @@ class LLMConfig:
             STALL_TIMEOUTS * float(self.timeout_s)
 
     def __post_init__(self) -> None:
-        check_fields(self, self.key_prefix)
-        self.check()
+        check_fields(self, self.key_prefix)  # the bounds, then :meth:`check`
 
     def check(self) -> None:
         check_llm_values(vars(self), self.key_prefix.rstrip("."))
