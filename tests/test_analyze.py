@@ -379,6 +379,7 @@ def late_server():
         yield srv
 
 
+@pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
 def test_ktane_async_llm_behaviour_reads_one_step_per_cycle(tmp_path, late_server):
     """``ktane.mode=async`` against a late server on the wires board the stub solves by
     cutting B (seed 1). Steps: the Defuser's wait while it thinks (3.2 s), Expert messages,

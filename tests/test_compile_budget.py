@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 600
 
@@ -34,6 +36,7 @@ print(json.dumps(compiled))
 """
 
 
+@pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
 def test_unbatched_reset_and_step_of_every_module_type_compile():
     env = {**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"}  # a real compile
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True,

@@ -261,6 +261,7 @@ def check_instance(rec):
         ), a
 
 
+@pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
 def test_oracle_solves_1000_instances_of_every_module_by_the_rules_without_a_strike():
     # every module type on the front, plus a Memory on the back (the oracle must flip)
     env = KtaneEnv(Mission(ALL + ("memory",), time_limit_s=600), "ktane-test/all")

@@ -151,6 +151,7 @@ def r3(server, tmp_path_factory):
     return out, cmd, env, sent, len(server.requests), first
 
 
+@pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
 def test_r3_reserves_the_callback_threads_once_for_every_step(r3):
     """The thread pool is sized before JAX starts, for the whole chained experiment: each of
     the four steps used to warn that it started with too few threads (``PJRT_NPROC``)."""
@@ -159,6 +160,7 @@ def test_r3_reserves_the_callback_threads_once_for_every_step(r3):
     assert first.stdout.count("maze.setting=") == 4  # every step's own progress line stays
 
 
+@pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
 def test_r3_chains_action_verbalized_fit_and_calibrated(r3):
     out, _, _, sent, resent, _ = r3
     res = json.loads((out / "results.json").read_text())
@@ -192,6 +194,7 @@ def test_r3_chains_action_verbalized_fit_and_calibrated(r3):
         [(e, test[e // 2]) for e in range(4)]
 
 
+@pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
 def test_r3_rerun_with_another_model_is_refused(r3):
     out, cmd, env, _, _, _ = r3
     other = subprocess.run([c.replace("llm.model=maze", "llm.model=good") for c in cmd],

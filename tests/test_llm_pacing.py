@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from llm_server import LLMServer, fixed_latency
 
 from jaxcollab.llm.play import reserve_callback_threads
@@ -18,6 +19,7 @@ from jaxcollab.llm.play import reserve_callback_threads
 ROOT = Path(__file__).parents[1]
 
 
+@pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
 def test_the_cli_keeps_concurrency_requests_in_flight(tmp_path):
     """16 bomb episodes at concurrency 8 against a server that takes 0.5 s per reply: the
     server serves at least 6 requests at once (2 with the default pool on this CPU)."""
