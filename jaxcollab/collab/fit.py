@@ -183,19 +183,15 @@ def _batched(fn: Callable, tokens: np.ndarray, batch: int) -> np.ndarray:
 
 
 @partial(jax.jit, static_argnums=(0, 1))
-def _class_probs(graphdef, seeds: bool, params, tokens, class_tokens):
-    def probs(params, tokens):
-        return jax.nn.softmax(answer_logits(graphdef, params, tokens)[:, class_tokens], axis=-1)
+def _answer_outputs(graphdef, seeds: bool, params, tokens, class_tokens):
+    """``(log_probs [.., B, V], class_probs [.., B, C])`` at the answer position: one program
+    for validation and prediction, so each round compiles one forward pass, not two."""
+    def outputs(params, tokens):
+        logits = answer_logits(graphdef, params, tokens)
+        return (jax.nn.log_softmax(logits, axis=-1),
+                jax.nn.softmax(logits[:, class_tokens], axis=-1))
 
-    return over_seeds(probs, seeds)(params, tokens)
-
-
-@partial(jax.jit, static_argnums=(0, 1))
-def _log_probs(graphdef, seeds: bool, params, tokens):
-    def log_probs(params, tokens):
-        return jax.nn.log_softmax(answer_logits(graphdef, params, tokens), axis=-1)
-
-    return over_seeds(log_probs, seeds)(params, tokens)
+    return over_seeds(outputs, seeds)(params, tokens)
 
 
 def predict_probs(graphdef, params, tokens: np.ndarray, class_tokens, batch: int,
@@ -204,14 +200,17 @@ def predict_probs(graphdef, params, tokens: np.ndarray, class_tokens, batch: int
     characters only (mass on other characters is dropped and the rest renormalised).
     ``seeds``: params and ``tokens`` have a leading seed axis; the result is ``[S, N, C]``."""
     cls = jnp.asarray(class_tokens)
-    return _batched(lambda t: _class_probs(graphdef, seeds, params, t, cls), tokens, batch)
+    return _batched(lambda t: _answer_outputs(graphdef, seeds, params, t, cls)[1], tokens, batch)
 
 
 def mean_loss(graphdef, params, tokens: np.ndarray, targets: np.ndarray, batch: int,
-              seeds: bool = False) -> float | np.ndarray:
+              seeds: bool = False, class_tokens=(0,)) -> float | np.ndarray:
     """Mean answer-position cross-entropy (nats, over the full vocabulary) on ``tokens``;
-    ``seeds``: per seed, float ``[S]`` (params, ``tokens`` and ``targets`` lead with ``S``)."""
-    logp = _batched(lambda t: _log_probs(graphdef, seeds, params, t), tokens, batch)
+    ``seeds``: per seed, float ``[S]`` (params, ``tokens`` and ``targets`` lead with ``S``).
+    ``class_tokens``: those :func:`predict_probs` is given, so both share one compiled program
+    (the loss does not depend on them)."""
+    cls = jnp.asarray(class_tokens)
+    logp = _batched(lambda t: _answer_outputs(graphdef, seeds, params, t, cls)[0], tokens, batch)
     picked = np.take_along_axis(logp, np.asarray(targets)[..., None], axis=-1)[..., 0]
     loss = -picked.mean(axis=-1)
     return loss if seeds else float(loss)
@@ -291,6 +290,7 @@ def fit(
     on_step: Callable[[int, float], None] = lambda step, loss: None,
     checkpoint_dir: str | Path | None = None,
     seeds: bool = False,
+    class_tokens=(0,),
 ) -> FitResult:
     """Train a **fresh** model (initialised from ``key``) and keep its best-validation params.
 
@@ -308,6 +308,8 @@ def fit(
             here (an outer :func:`~jaxcollab.scale.preempt.guard` still stops the model build).
         seeds: train S models at once: ``key`` ``[S]`` and each data array gain a leading seed
             axis, every seed keeps its own best-validation params (see :class:`FitResult`).
+        class_tokens: the class token ids the caller will :func:`predict_probs` with, so
+            validation and prediction share one compiled forward pass (:func:`mean_loss`).
 
     Raises:
         jaxcollab.scale.preempt.Preempted: a signal arrived (state saved to ``checkpoint_dir``).
@@ -349,7 +351,7 @@ def fit(
                 on_step(j, float(loss))
             with phase("evaluation"):
                 val = mean_loss(graphdef, loop["params"], val_tokens, val_targets, tc.eval_batch,
-                                seeds)
+                                seeds, class_tokens)
             improved = (np.asarray(loop["best_step"]) == 0) | (val < loop["best_val"])
             loop.update(best=_keep_best(jnp.asarray(improved), loop["params"], loop["best"]),
                         best_val=np.where(improved, val, loop["best_val"]),

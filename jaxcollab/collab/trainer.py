@@ -392,7 +392,7 @@ def fit_and_predict(trainers: Sequence[RoundTrainer], r: int,
                        lead.train.steps) as update:
         result = fit(lead.model_cfg, lead.train, tokens[..., :-n_val, :], targets[..., :-n_val],
                      tokens[..., -n_val:, :], targets[..., -n_val:], keys, update,
-                     checkpoint_dir=state_dir, seeds=seeds)
+                     checkpoint_dir=state_dir, seeds=seeds, class_tokens=lead.task.class_tokens)
     with phase("saving"):
         for i, t in enumerate(trainers):
             save_params(t.round_dir(r) / "checkpoint",
