@@ -87,7 +87,7 @@ ROWS = [
     ("train/collab.py", ["experiment=parity_separation", "protocols=[action]"],
      r"protocols=\['action'\] is invalid; expected both"),
     ("train/collab.py", ["experiment=parity_separation", "task.n_rounds=2"],
-     r"separation=\[3, 3, 5\] is invalid; expected rounds in 1\.\.n_rounds=2"),
+     r"separation=\[3, 3, 5, 3, 4, 5\] is invalid; expected rounds in 1\.\.n_rounds=2"),
     ("train/collab.py", ["out_dir={file}"], r"out_dir='.*file' is invalid; expected a directory, "
      r"but it is an existing file"),
     ("train/collab.py", ["out_dir={file}/run"], r"but .*file is an existing file"),

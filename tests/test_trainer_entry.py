@@ -85,6 +85,8 @@ def test_cpu_preset_shows_the_separation(tmp_path):
     subprocess.run(cmd, cwd=ROOT, check=True)
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["separation"]["passed"], results["separation"]
+    ratios = results["separation"]["mse_ratio_at_rounds"]  # action / probability MSE vs p*
+    assert len(ratios) == 3 and min(ratios) >= 10, ratios  # rounds 3-5 (issue 36)
     assert (tmp_path / "separation.png").stat().st_size > 0
     for name in ("action", "probability"):
         assert results["protocols"][name]["rounds"] == [1, 2, 3, 4, 5]

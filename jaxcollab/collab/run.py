@@ -215,12 +215,15 @@ class Protocols:
                                            _curve(self.results.data["protocols"][p],
                                                   "test_mse_vs_pstar"), strict=True)}
                      for p in ("probability", "action"))
+        ratios = [act[r] / prob[r] if prob[r] > 0 else float("inf") for r in checks.ratio_rounds]
         self.results.set(("separation",), {
             **OmegaConf.to_container(checks),
             "probability_mse_at_round": prob[checks.round],
             "action_mse_at_rounds": [act[r] for r in checks.action_rounds],
+            "mse_ratio_at_rounds": ratios,
             "passed": bool(prob[checks.round] < checks.prob_below
-                           and all(act[r] > checks.action_above for r in checks.action_rounds)),
+                           and all(act[r] > checks.action_above for r in checks.action_rounds)
+                           and all(x >= checks.min_ratio for x in ratios)),
         })
         print(f"separation: {self.results.data['separation']}")
 
