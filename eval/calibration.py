@@ -66,11 +66,14 @@ def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.CalibrationEval`).
 
     Raises:
-        ConfigValueError: a task other than parity.
+        ConfigValueError: a task other than parity, or more rounds than bits.
     """
     if not round_task({"name": cfg.task.name}).theory:
         raise ConfigValueError("task", cfg.task.name, "'parity' (the ideal decoders decode "
                                "chained parity)")
+    if cfg.n_rounds > cfg.task.n_bits:  # round k reveals bit k
+        raise ConfigValueError("n_rounds", cfg.n_rounds,
+                               f"an integer in 1..task.n_bits={cfg.task.n_bits}")
 
 
 def reference_check(alphas: np.ndarray, cfg: DictConfig, beta: float, gamma: float, results):

@@ -74,7 +74,8 @@ ROWS = [
     ("train/collab.py", ["preset=gpu"], r"Could not find 'preset/gpu'"),
     ("train/collab.py", ["logger.mode=cloud"],
      r"Invalid value 'cloud', expected one of \[disabled, offline, online\]"),
-    ("train/collab.py", ["task.name=maze9"], r"Invalid value 'maze9'.*task\.name"),
+    ("train/collab.py", ["task.name=maze9"], r"task\.name='maze9' is invalid; expected 'parity' "
+     r"in task/parity"),
     ("train/collab.py", ["task.name=maze"], r"task\.name='maze' is invalid; expected 'parity'"),
     ("train/collab.py", ["task.bogus=1"], r"Key 'bogus' not in 'ParityTask'"),
     ("train/collab.py", ["task.test_fraction=1.5"],

@@ -135,6 +135,70 @@ def test_no_class_restates_another_class_defaults():
                 f"{a.__qualname__} and {b.__qualname__} both state the defaults of {same}")
 
 
+def _family_of(path: str) -> str | None:
+    """The family whose environment or wing holds ``path`` (``jaxcollab/envs/maze/...``), or
+    None for a generic module."""
+    parts = Path(path).parts
+    return parts[2].removesuffix(".py") if len(parts) > 2 and parts[1] in ("envs",
+                                                                           "agents") else None
+
+
+def _constants() -> dict[str, list[tuple[str, object]]]:
+    """Module-level numeric constants of the library (``WALL_PROB = 0.3``,
+    ``HEIGHT = WIDTH = 6``) by name: ``[(module path, value)]``."""
+    found: dict[str, list[tuple[str, object]]] = {}
+    for path in sorted((ROOT / "jaxcollab").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                value = node.value.value
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name) and target.id.isupper():
+                            found.setdefault(target.id, []).append(
+                                (str(path.relative_to(ROOT)), value))
+    return found
+
+
+def _restated_constants(stated: dict[type, dict], constants: dict) -> list[str]:
+    """``Class.field = value`` wherever a config class states as a literal the value of a
+    library constant named for its field (``wall_prob`` and ``WALL_PROB``, ``n_bits`` and
+    ``SEED_N_BITS``): the class should read the constant. A family's class is compared with
+    its own family's constants and the generic ones, a generic class with all."""
+    out = []
+    for cls, fields in ((c, f) for c, f in stated.items() if f):  # made ones state none
+        home = _family_of(str(Path(inspect.getsourcefile(cls)).relative_to(ROOT)))
+        for name, value in fields.items():
+            for const, places in constants.items():
+                if const != name.upper() and not const.endswith(f"_{name.upper()}"):
+                    continue
+                out += [f"{cls.__qualname__}.{name} = {value!r} restates {const} of {where}"
+                        for where, v in places if v == value and type(v) is type(value)
+                        and home in (None, _family_of(where))]
+    return out
+
+
+def test_no_class_restates_a_library_constant():
+    """A config default that is a constant of the environment (the maze generator's
+    ``WALL_PROB``, the bomb bank's ``REPEATS``, parity's seed coefficients) reads it: stated
+    twice, the two could drift apart."""
+    stated = {c: _stated(c) for c in _config_classes()}
+    assert not (bad := _restated_constants(stated, _constants())), bad
+
+
+def test_restated_constant_scan_finds_one():
+    """The scan above sees what it looks for: the literal defaults these schemas once held."""
+    @dataclasses.dataclass
+    class Old:
+        wall_prob: float = 0.3
+        repeats: int = 3
+        n_bits: int = 30
+        width: int = 7  # no constant has this value
+
+    bad = _restated_constants({Old: _stated(Old)}, _constants())
+    assert sorted(b.split(" restates ")[1].split(" of ")[0] for b in bad) == [
+        "REPEATS", "SEED_N_BITS", "WALL_PROB"], bad
+
+
 def test_no_subclass_or_default_instance_restates_a_default():
     """A subclass redeclares a field only to change its default, and a block's default
     instance (``field(default_factory=lambda: PPOConfig(env=...))``) sets only what differs

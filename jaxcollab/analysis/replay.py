@@ -76,8 +76,11 @@ def _nothing(key, obs):
 
 _IGNORED = stateless(_nothing, "replay")
 
+#: Episodes per compiled replay by default (ours: a trajectory holds every step's observations).
+CHUNK = 32
 
-def replay(env, keys, params, actions, *, batched_params: bool = True, chunk: int = 32):
+
+def replay(env, keys, params, actions, *, batched_params: bool = True, chunk: int = CHUNK):
     """Play recorded ``actions`` (pytree ``[B, T, ...]`` host arrays, ``T`` steps by which
     every episode has ended, e.g. ``env.max_episode_steps``; pad with the env's no-op) on
     episode keys ``[B]`` and ``params`` (``[B]`` with ``batched_params``), ``chunk`` episodes per

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import jax
+from omegaconf import MISSING
 
+from jaxcollab.core.config import bounded, count
 from jaxcollab.core.env import Environment
 from jaxcollab.core.rollout import Policy, episode_keys, rollout
 
@@ -173,11 +175,27 @@ class RL:
     protocol_plot: Callable[[dict, Path], None] | None = None
 
 
+@dataclasses.dataclass
+class TaskConfig:
+    """The keys of every round-trainer task's config, which a task's :attr:`RoundTask.config`
+    subclasses (setting ``name`` and ``n_rounds``, adding its own keys): the rounds of the
+    conversation and the data plan, the paper's (Narrowing the Collaboration Gap, Probably,
+    App. E: 2,000,000 examples, 10 % held out for the test split)."""
+
+    name: str = MISSING
+    n_rounds: int = count(MISSING)
+    n_examples: int = count(2_000_000)
+    test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class RoundTask:
     """A family's task for the round-by-round trainer (``train/collab.py``, ``task=<name>``).
 
     Attributes:
+        config: the task's config dataclass, the Hydra ``task`` group's ``<name>_schema``
+            (``configs/task/<name>.yaml``, registered by :mod:`jaxcollab.io.schema`): a
+            :class:`TaskConfig`.
         build: ``build(task_cfg, key) -> (jaxcollab.collab.data.CollabTask, source)``: the
             task's data from its config mapping, and what it was made from, for task-specific
             scores (the maze split; ``None``).
@@ -193,6 +211,7 @@ class RoundTask:
             (:mod:`jaxcollab.collab.theory`, :mod:`jaxcollab.collab.ideal`: chained parity's).
     """
 
+    config: type
     build: Callable[[Mapping, jax.Array], tuple[Any, Any]]
     check: Callable[[Mapping], None] = lambda cfg: None
     experiment: str | Callable[..., Any] = "protocols"
@@ -275,4 +294,4 @@ class Family:
 
 
 __all__ = ["RL", "Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "RoundTask",
-           "ScriptedTeam", "Spec", "Team"]
+           "ScriptedTeam", "Spec", "TaskConfig", "Team"]

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from jaxcollab.analysis.replay import CHUNK
 from jaxcollab.core.config import (
     bounded,
     check_fields,
@@ -32,27 +33,10 @@ from jaxcollab.core.config import (
     seed_field,
 )
 from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.core.family import Spec
 from jaxcollab.llm.client import LLMConfig
 
 # -- choices ---------------------------------------------------------------------------------
-
-class TaskName(StrEnum):
-    parity = "parity"
-    maze = "maze"
-
-
-class ParityView(StrEnum):
-    masked = "masked"  # n characters, ? where unseen (the paper)
-    own = "own"        # only the agent's own bits (the cpu preset)
-
-
-class MazeView(StrEnum):
-    masked = "masked"  # the agent's 36-character grid, ? where unseen
-
-
-class ParitySplit(StrEnum):
-    alternate = "alternate"
-
 
 class LoggerMode(StrEnum):
     disabled = "disabled"
@@ -72,55 +56,6 @@ class Fit(StrEnum):
 class TheoryMethod(StrEnum):
     closed_form = "closed_form"
     enumeration = "enumeration"
-
-
-# -- tasks -----------------------------------------------------------------------------------
-
-@dataclass
-class ParityTask:
-    """Chained parity (the paper's §1 task): ``alphas`` lead, the tail fills ``alpha_sum``."""
-
-    name: TaskName = TaskName.parity
-    alphas: list[float] = field(default_factory=lambda: [0.20, 0.15, 0.10, 0.02])
-    n_bits: int = count(30)
-    alpha_sum: float = bounded(0.49, gt=0.0, lt=0.5)
-    split: ParitySplit = ParitySplit.alternate
-    n_rounds: int = count(5)
-    n_examples: int = count(2_000_000)
-    test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
-    view: ParityView = ParityView.masked
-
-    def check(self) -> None:
-        if self.name != TaskName.parity:
-            raise ConfigValueError("task.name", _plain(self.name), "'parity' in task/parity")
-        if len(self.alphas) > self.n_bits:
-            raise ConfigValueError("task.alphas", list(self.alphas),
-                                   f"at most task.n_bits={self.n_bits} coefficients")
-        from jaxcollab.core.registry import family  # the task's own rule (paper, App. E)
-
-        family("parity").task.check({"name": "parity", "alphas": list(self.alphas),
-                                     "n_bits": self.n_bits, "alpha_sum": self.alpha_sum})
-
-
-@dataclass
-class MazeTask:
-    """Split-mask mazes (the paper's §2 task)."""
-
-    name: TaskName = TaskName.maze
-    height: int = count(6, 4)             # the generator's limits (envs/maze/generator.py)
-    width: int = bounded(6, ge=4, le=15)  # a row is one bitmask word
-    wall_prob: float = bounded(0.3, ge=0.0, lt=1.0)
-    n_rounds: int = count(4)
-    n_examples: int = count(2_000_000)
-    test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
-    view: MazeView = MazeView.masked
-
-    def check(self) -> None:
-        if self.name != TaskName.maze:
-            raise ConfigValueError("task.name", _plain(self.name), "'maze' in task/maze")
-        if self.height * self.width % 2:  # jaxcollab.envs.maze.text.sample_masks
-            raise ConfigValueError("task.height", self.height, f"an even number with the odd "
-                                   f"task.width={self.width}: each agent sees half the cells")
 
 
 # -- shared by training and evaluation (the training schema: jaxcollab.collab.config) --------
@@ -166,12 +101,6 @@ class CalibrationEval:
     bias: Bias = field(default_factory=Bias)
     out_dir: str = MISSING
 
-    def check(self) -> None:
-        parity = self.task.name == TaskName.parity  # else refused by eval/calibration.py
-        if parity and self.n_rounds > self.task.n_bits:  # round k reveals bit k
-            raise ConfigValueError("n_rounds", self.n_rounds,
-                                   f"an integer in 1..task.n_bits={self.task.n_bits}")
-
 
 @dataclass
 class Theory:
@@ -203,7 +132,7 @@ class RolloutKeys:
     # per environment; episode i has key episode_keys(seed, n)[i]
     episodes: int = episodes_field(1024)
     seed: int = seed_field()
-    chunk: int = count(16_384)  # episodes per compiled batch, each kept in out_dir/episodes/
+    chunk: int = count(Spec.chunk)  # episodes per compiled batch, each kept in out_dir/episodes/
     # agent=llm: the endpoint (rerunning with another model, url or option is refused)
     llm: LLMConfig = field(default_factory=LLMConfig)
     # agent=learned (every family with an RL view): a train/marl.py out_dir (or its team/)
@@ -271,7 +200,7 @@ class Analyze:
     """``configs/analyze.yaml``: ``eval/analyze.py`` (trace analysis of a finished run)."""
 
     run: str = MISSING
-    chunk: int = count(32)  # episodes per compiled replay
+    chunk: int = count(CHUNK)  # episodes per compiled replay
     judge: JudgeBlock = field(default_factory=JudgeBlock)
 
 
@@ -371,6 +300,28 @@ class Marl:
     out_dir: str = MISSING
 
 
+def _families() -> list:
+    """Every registered family's plug-in, loaded through the registry (this module imports
+    none)."""
+    from jaxcollab.core.registry import family, family_names
+
+    return [family(name) for name in family_names()]
+
+
+def family_default(key: str) -> Any:
+    """The default of the run-config key ``key`` as the registered families that read it
+    declare it (:attr:`jaxcollab.core.family.Family.config`; one default, as
+    :func:`with_families` checks), so a schema that sets it for them states it nowhere else.
+
+    Raises:
+        KeyError: no registered family reads ``key``.
+    """
+    for f in _families():
+        if key in f.keys():
+            return f.defaults()[key]
+    raise KeyError(f"no registered family reads the config key {key!r}")
+
+
 #: ``ppo.env`` of a sweep: set to each of ``envs`` in turn by ``eval/learned.py``.
 EACH_ENV = "<each of envs>"
 
@@ -407,7 +358,8 @@ class Learned:
     eval_seed: int = seed_field(Marl.eval_seed)
     ppo: LearnedPPO = field(default_factory=LearnedPPO)
     teams: list[str] | None = None          # scripted teams; null: each family's, but learned
-    repeats: int = count(3)                 # bank protocol (families with one): repeats
+    # bank protocol (families with one): repeats of each instance
+    repeats: int = count(family_default("repeats"))
     runs: list[str] = field(default_factory=list)  # rollout results.json (e.g. LLM) to show
     out_dir: str = MISSING
 
@@ -439,14 +391,6 @@ class Report:
             raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
 
 
-def _families() -> list:
-    """Every registered family's plug-in, loaded through the registry (this module imports
-    none)."""
-    from jaxcollab.core.registry import family, family_names
-
-    return [family(name) for name in family_names()]
-
-
 def with_families(base: type, slot: str) -> type:
     """``base`` with the config keys of every registered family
     (:attr:`jaxcollab.core.family.Family.config` or ``export_config``, named by ``slot``),
@@ -472,7 +416,9 @@ SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "learned": Learned}
 # the entry points' schemas a family owns (the maze's eval/collabgap.py)
 SCHEMAS |= {name: node for f in _families() for name, node in f.schemas.items()}
-TASK_SCHEMAS = {"parity": ParityTask, "maze": MazeTask}
+#: The Hydra ``task`` group's schemas (``task/<name>_schema``): each round-trainer task's config
+#: (:attr:`jaxcollab.core.family.RoundTask.config`), by family.
+TASK_SCHEMAS = {f.name: f.task.config for f in _families() if f.task is not None}
 
 
 def run_id() -> str:

@@ -51,7 +51,7 @@ from jaxcollab.envs.bomb.params import TURN_ORDERS, make_params, stack_params
 from jaxcollab.envs.bomb.state import BombState
 from jaxcollab.scale import preempt
 
-CHUNK = 16_384  # episodes per compiled batch
+CHUNK = Spec.chunk  # episodes per compiled batch
 #: Message caps (speech bytes, gesture symbols) of an LLM team when ``bomb.speech_bytes`` /
 #: ``bomb.gesture_symbols`` are null (ours): room for SANZARU Fig. 11's 138-gesture message and
 #: a paragraph of speech. Other teams keep the env's caps (256, 32): their messages are short

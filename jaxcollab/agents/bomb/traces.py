@@ -12,13 +12,12 @@ import numpy as np
 from rich.progress import track
 
 from jaxcollab.agents.bomb.teams import team_policy
+from jaxcollab.analysis.replay import CHUNK
 from jaxcollab.core.registry import make
 from jaxcollab.core.rollout import rollout
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.flags import episode_flags, fact_owners
 from jaxcollab.envs.bomb.params import TURN_ORDERS
-
-CHUNK = 32  # episodes per compiled replay (a trajectory holds every step's observations)
 
 
 def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: int,

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.agents.maze.config import Collabgap, MazeConfig
+from jaxcollab.agents.maze.config import Collabgap, MazeConfig, MazeTask
 from jaxcollab.agents.maze.task import check_sampler, maze_task
 from jaxcollab.core.config import typed
 from jaxcollab.core.family import Family, LLMGame, RoundTask, ScriptedTeam, Spec, Team
@@ -202,7 +202,7 @@ FAMILY = Family(
     config=MazeConfig,
     schemas={"collabgap": Collabgap},
     check=_check,
-    task=RoundTask(maze_task, check_sampler, experiment=_experiment),
+    task=RoundTask(MazeTask, maze_task, check_sampler, experiment=_experiment),
     example="maze/split-6x6",
 )
 register_family(FAMILY)

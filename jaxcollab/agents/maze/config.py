@@ -1,6 +1,8 @@
 """The maze family's config: its run-config keys (:attr:`jaxcollab.core.family.Family.config`:
-the ``maze`` block of its LLM protocol, the collaboration-gap paper §6) and the schema of
-``eval/collabgap.py``, that paper's experiments; each default stated here only."""
+the ``maze`` block of its LLM protocol, the collaboration-gap paper §6), the schema of
+``eval/collabgap.py``, that paper's experiments, and the round trainer's task
+(:class:`MazeTask`, the Hydra ``task`` group's ``maze_schema``); each default stated here only,
+or read from the environment's constants (:mod:`jaxcollab.envs.maze.generator`)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ from enum import StrEnum
 
 from omegaconf import MISSING
 
-from jaxcollab.core.config import check_episode_count, count
+from jaxcollab.core.config import bounded, check_episode_count, count
 from jaxcollab.core.errors import ConfigValueError
+from jaxcollab.core.family import TaskConfig
+from jaxcollab.envs.maze import generator
 from jaxcollab.llm.client import LLMConfig
 
 
@@ -112,3 +116,26 @@ class Collabgap:
             if fitted and s.calibration not in names[: names.index(s.name)]:
                 raise ConfigValueError(f"steps.{s.name}.calibration", s.calibration,
                                        f"an earlier step of {names}")
+
+
+class MazeView(StrEnum):
+    masked = "masked"  # the agent's 36-character grid, ? where unseen
+
+
+@dataclass
+class MazeTask(TaskConfig):
+    """Split-mask mazes (the paper's §2 task) for the round trainer: the generator's grids."""
+
+    name: str = "maze"
+    n_rounds: int = count(4)
+    height: int = count(generator.HEIGHT, generator.MIN_SIDE)
+    width: int = bounded(generator.WIDTH, ge=generator.MIN_SIDE, le=generator.MAX_WIDTH)
+    wall_prob: float = bounded(generator.WALL_PROB, ge=0.0, lt=1.0)
+    view: MazeView = MazeView.masked
+
+    def check(self) -> None:
+        if self.name != "maze":
+            raise ConfigValueError("task.name", self.name, "'maze' in task/maze")
+        if self.height * self.width % 2:  # jaxcollab.envs.maze.text.sample_masks
+            raise ConfigValueError("task.height", self.height, f"an even number with the odd "
+                                   f"task.width={self.width}: each agent sees half the cells")

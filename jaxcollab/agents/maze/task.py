@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import numpy as np
 
+from jaxcollab.agents.maze.config import MazeTask
 from jaxcollab.collab.data import CollabTask, TaskSplit
 from jaxcollab.collab.messages import decide
 from jaxcollab.core.config import typed
@@ -64,11 +65,8 @@ def maze_split(cfg: Mapping, key: jax.Array) -> tuple[text.MazeSet, text.MazeSet
                               _wall_prob(cfg), _shape(cfg))
 
 
-def _task(cfg: Mapping):
-    """The task's keys as attributes, each missing one at its schema default
-    (:class:`jaxcollab.io.schema.MazeTask`)."""
-    from jaxcollab.io.schema import MazeTask
-
+def _task(cfg: Mapping) -> MazeTask:
+    """The task's keys as attributes, each missing one at its schema default."""
     return typed(MazeTask, cfg)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 
+from jaxcollab.agents.parity.config import ParityTask, check_alphas
 from jaxcollab.collab.data import CollabTask, TaskSplit
 from jaxcollab.core.config import typed
 from jaxcollab.core.family import RoundTask
@@ -42,8 +43,6 @@ def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     Raises:
         ValueError: unknown view or split, or invalid coefficients.
     """
-    from jaxcollab.io.schema import ParityTask
-
     task = typed(ParityTask, cfg)  # a missing key at the schema's default
     view, split = task.view, task.split
     if view not in PARITY_VIEWS:
@@ -61,21 +60,5 @@ def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     )
 
 
-def check_alphas(cfg: Mapping) -> None:
-    """The coefficients ``cfg["alphas"]`` are valid for ``n_bits`` and ``alpha_sum`` (the
-    paper's App. E rule, :func:`jaxcollab.envs.parity.make_alphas`).
-
-    Raises:
-        ConfigValueError: ``task.alphas``, naming the rule broken."""
-    from jaxcollab.core.errors import ConfigValueError
-
-    try:
-        parity.make_alphas(list(cfg["alphas"]), cfg["n_bits"], cfg.get("alpha_sum"))
-    except ValueError as e:
-        raise ConfigValueError("task.alphas", list(cfg["alphas"]), "coefficients >= 0 summing "
-                               f"to at most task.alpha_sum={cfg.get('alpha_sum')} ({e})") \
-            from None
-
-
 #: The parity plug-in's round-trainer task: exact theory curves and ideal decoders exist for it.
-TASK = RoundTask(_parity_build, check_alphas, theory=True)
+TASK = RoundTask(ParityTask, _parity_build, check_alphas, theory=True)

@@ -22,6 +22,8 @@ from jaxcollab.core.env import Environment
 from jaxcollab.core.spaces import Discrete
 from jaxcollab.envs.maze.generator import (
     HEIGHT,
+    MAX_WIDTH,
+    MIN_SIDE,
     MOVE_DELTAS,
     WALL_PROB,
     WIDTH,
@@ -104,7 +106,8 @@ class MazeEnv(Environment[MazeState, MazeParams]):
         if self.decider not in range(N_AGENTS):
             raise ValueError(f"decider must be 0 or 1, got {self.decider!r}")
         h, w = self.shape
-        if h < 4 or not 4 <= w <= 15 or not 0 <= self.wall_prob < 1 or (h * w) % 2:
+        if (h < MIN_SIDE or not MIN_SIDE <= w <= MAX_WIDTH or not 0 <= self.wall_prob < 1
+                or (h * w) % 2):
             raise ValueError(f"bad maze shape {self.shape} or wall_prob {self.wall_prob}")
         object.__setattr__(self, "shape", (int(h), int(w)))
         object.__setattr__(self, "wall_prob", float(self.wall_prob))

@@ -32,10 +32,13 @@ import numpy as np
 
 HEIGHT = WIDTH = 6
 WALL_PROB = 0.3  # Narrowing the Collaboration Gap, Probably, App. E
+_HALF = 16  # bit offset of the goal search in a packed row
+#: The grids the sampler draws: ``MIN_SIDE <= H`` and ``MIN_SIDE <= W <= MAX_WIDTH`` (ours: the
+#: smallest grid with room for walls; a row's two searches share one int32, 15 bits each).
+MIN_SIDE, MAX_WIDTH = 4, _HALF - 1
 #: Moves in the order of their characters ``d r u l`` (row and column deltas).
 MOVE_CHARS = "drul"
 MOVE_DELTAS = np.array([[1, 0], [0, 1], [-1, 0], [0, -1]], np.int32)
-_HALF = 16  # bit offset of the goal search in a packed row
 
 
 def _rows_down(x: jax.Array) -> jax.Array:
@@ -196,10 +199,12 @@ def sample_mazes(
         ValueError: naming the bad argument.
     """
     h, w = shape
-    if n < 1 or chunk < 8 or not 0 <= wall_prob < 1 or h < 4 or not 4 <= w <= 15:
+    if (n < 1 or chunk < 8 or not 0 <= wall_prob < 1 or h < MIN_SIDE
+            or not MIN_SIDE <= w <= MAX_WIDTH):
         raise ValueError(
             f"need n >= 1 (got {n}), chunk >= 8 (got {chunk}), 0 <= wall_prob < 1 (got "
-            f"{wall_prob}) and shape (H, W) with H >= 4, 4 <= W <= 15 (got {shape})"
+            f"{wall_prob}) and shape (H, W) with H >= {MIN_SIDE}, {MIN_SIDE} <= W <= "
+            f"{MAX_WIDTH} (got {shape})"
         )
     found, total, i = [], 0, 0
     while total < n:
