@@ -3,7 +3,7 @@ Equation 1, Algorithm 1).
 
 ``python eval/calibration.py task=parity decoder=ideal bias.beta=B bias.gamma=G out_dir=DIR``
 
-The round-k speaker is an ideal decoder (:mod:`jaxcollab.collab.ideal`): it knows
+The round-k speaker is an ideal decoder (:mod:`jaxcollab.agents.parity.ideal`): it knows
 ``S_1..S_{k−1}`` from the message history plus its own bit, forms ``q_k``, and sends the biased
 report ``r_k`` (:mod:`jaxcollab.collab.bias`). Self and conversation calibrators are fitted per
 round (``fit=exact``: population optimum over the 2^K sign patterns; ``fit=samples``:
@@ -38,9 +38,9 @@ import jax
 import numpy as np
 from omegaconf import DictConfig
 
+from jaxcollab.agents.parity.ideal import exact_reports, message_mse, sampled_reports
 from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
 from jaxcollab.collab.data import round_task
-from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
 from jaxcollab.collab.metrics import round_metrics
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.parity import make_alphas

@@ -21,8 +21,8 @@ from __future__ import annotations
 from omegaconf import DictConfig
 
 from jaxcollab.agents.parity.plots import theory_plot
+from jaxcollab.agents.parity.theory import parity_curves, parity_curves_enumerated
 from jaxcollab.collab.data import round_task
-from jaxcollab.collab.theory import parity_curves, parity_curves_enumerated
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io.run import hydra_main, start_run

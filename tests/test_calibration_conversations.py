@@ -7,12 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcollab.agents.parity.ideal import conversation_mse
 from jaxcollab.collab import conversations as conv
 from jaxcollab.collab.bias import safe_log
 from jaxcollab.collab.biased_rounds import bias_messages
 from jaxcollab.collab.data import make_task
 from jaxcollab.collab.fit import TrainConfig
-from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.collab.trainer import _load_round, calibration_folds
 from jaxcollab.envs.parity import make_alphas

@@ -8,8 +8,8 @@ import jax
 import numpy as np
 import pytest
 
+from jaxcollab.agents.parity.ideal import exact_reports, message_mse, sampled_reports
 from jaxcollab.collab.calibration import treatment_messages
-from jaxcollab.collab.ideal import exact_reports, message_mse, sampled_reports
 from jaxcollab.envs.parity import make_alphas
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxcollab.collab.theory import KEYS, parity_curves, parity_curves_enumerated
+from jaxcollab.agents.parity.theory import KEYS, parity_curves, parity_curves_enumerated
 from jaxcollab.envs.parity import make_alphas
 
 ROOT = Path(__file__).resolve().parent.parent

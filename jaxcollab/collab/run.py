@@ -38,7 +38,7 @@ where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.
 ``phases`` and its CPU seconds, compiles included, under ``phases_cpu``), and:
 
 * protocols: ``theory`` (exact curves by round k = 0..K,
-  :func:`jaxcollab.collab.theory.parity_curves`); ``protocols.<name>``: lists by round —
+  :func:`jaxcollab.agents.parity.theory.parity_curves`); ``protocols.<name>``: lists by round —
   ``rounds`` (1-based), ``test_mse_vs_pstar`` (E[(p − p*)²], probability²), ``test_accuracy``
   (fraction), ``test_ce`` (nats), ``best_val_loss`` (nats), ``train_seconds``,
   ``theory_mse_vs_pstar`` — and ``per_round`` (every metric of each round); ``separation``
@@ -60,7 +60,7 @@ where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.
   cce}`` plus ``maze_success`` (mazes) or ``mse_vs_pstar`` (parity) by round,
   ``calibrators.<treatment>.round_<r>`` (per fold: ``weights``, class-1.. ``bias``,
   ``converged``), on parity ``ideal_decoder.<treatment>`` (the exact ideal-decoder curve,
-  :func:`jaxcollab.collab.ideal.conversation_mse`); ``calibrators_converged``;
+  :func:`jaxcollab.agents.parity.ideal.conversation_mse`); ``calibrators_converged``;
   ``theory_mse_vs_pstar`` (parity); ``runs.<name>`` (each conversation's trainer metrics by
   round); plot ``mse.png`` (parity) or ``success.png`` (mazes), one panel per condition.
 """
@@ -74,12 +74,13 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab.collab.config  # noqa: F401  (registers the schema)
+from jaxcollab.agents.parity import theory
+from jaxcollab.agents.parity.ideal import conversation_mse
 from jaxcollab.collab import conversations as conv
-from jaxcollab.collab import messages, theory
+from jaxcollab.collab import messages
 from jaxcollab.collab.data import check_task, round_task
 from jaxcollab.collab.data import task_data as build_task
 from jaxcollab.collab.fit import TrainConfig
-from jaxcollab.collab.ideal import conversation_mse
 from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.parity import make_alphas

@@ -207,8 +207,8 @@ class RoundTask:
             ``conversations()``, ``record(name, metrics)`` and ``finish()`` (the maze's
             :class:`jaxcollab.agents.maze.experiment.Mazes`: scored by walking the source's
             mazes, with Bayes-move baselines).
-        theory: whether exact Bayes curves and ideal decoders exist for it
-            (:mod:`jaxcollab.collab.theory`, :mod:`jaxcollab.collab.ideal`: chained parity's).
+        theory: whether exact Bayes curves and ideal decoders exist for it (chained
+            parity's: :mod:`jaxcollab.agents.parity.theory`, :mod:`jaxcollab.agents.parity.ideal`).
     """
 
     config: type

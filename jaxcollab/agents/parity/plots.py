@@ -10,7 +10,7 @@ from jaxcollab.io.plots import COLORS, GRID_ALPHA, figure, save
 
 def theory_plot(results: dict, path: str | Path) -> None:
     """Exact excess squared error (log scale) and decision accuracy by round under both
-    protocols (``results``: :func:`jaxcollab.collab.theory.parity_curves`). Writes a PNG."""
+    protocols (``results``: :func:`jaxcollab.agents.parity.theory.parity_curves`). Writes a PNG."""
     rounds = results["rounds"]
     fig, axes = figure(2, 5.0)
     ax_err, ax_acc = axes[0]
