@@ -18,27 +18,28 @@ instance; with fewer alphas than ``task.n_bits`` the tail is filled to ``task.al
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from jaxcollab.agents.parity.plots import theory_plot
-from jaxcollab.agents.parity.theory import parity_curves, parity_curves_enumerated
 from jaxcollab.collab.data import round_task
 from jaxcollab.core.errors import ConfigValueError
-from jaxcollab.envs.parity import make_alphas
+from jaxcollab.core.family import Theory
 from jaxcollab.io.run import hydra_main, start_run
 
-METHODS = {"closed_form": parity_curves, "enumeration": parity_curves_enumerated}
 
-
-def check_config(cfg: DictConfig) -> None:
-    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Theory`).
+def theory_of(cfg: DictConfig) -> Theory:
+    """The task's exact theory, from its plug-in (:attr:`~jaxcollab.core.family.RoundTask.
+    theory`).
 
     Raises:
-        ConfigValueError: a task other than parity.
+        ConfigValueError: a task without one (parity has it), or a method it lacks.
     """
-    if not round_task({"name": cfg.task.name}).theory:
+    theory = round_task({"name": cfg.task.name}).theory
+    if theory is None:
         raise ConfigValueError("task", cfg.task.name, "'parity' (the exact theory is chained "
                                "parity's)")
+    if cfg.method not in theory.methods:
+        raise ConfigValueError("method", cfg.method, f"one of {list(theory.methods)}")
+    return theory
 
 
 def compute(cfg: DictConfig) -> dict:
@@ -47,17 +48,18 @@ def compute(cfg: DictConfig) -> dict:
     Raises:
         ValueError: invalid α / rounds (from the theory module).
     """
-    alphas = make_alphas(list(cfg.task.alphas), int(cfg.task.n_bits), cfg.task.alpha_sum)
-    return {"method": cfg.method, **METHODS[cfg.method](alphas, int(cfg.n_rounds))}
+    curves = theory_of(cfg).curves(OmegaConf.to_container(cfg.task), int(cfg.n_rounds),
+                                   cfg.method)
+    return {"method": cfg.method, **curves}
 
 
 def run(cfg: DictConfig) -> dict:
     """Check, compute and write ``results.json`` and ``theory.png``; returns the results."""
-    job = start_run(cfg, check=check_config)
+    job = start_run(cfg, check=theory_of)
     results = compute(job.cfg)
     job.results.update(results)
     out = job.out
-    theory_plot(results, out / "theory.png")
+    theory_of(job.cfg).plot(results, out / "theory.png")
     rows = zip(results["rounds"], results["prob_excess_mse"], results["action_excess_mse"])
     print("round  prob_excess_mse  action_excess_mse")
     for k, p, a in rows:

@@ -6,9 +6,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcollab.agents.maze.task import naive_rare_action
 from jaxcollab.agents.parity.ideal import sampled_reports
 from jaxcollab.collab.biased_rounds import bias_messages
-from jaxcollab.collab.conversations import naive_rare_action, posthoc_messages, score
+from jaxcollab.collab.conversations import posthoc_messages, score
 from jaxcollab.collab.messages import MessageCodec
 from jaxcollab.envs.parity import VOCAB, make_alphas
 

@@ -117,6 +117,7 @@ def test_the_rl_view_and_the_round_task_come_from_the_plug_in():
     """One plug-in object for every consumer: the RL trainer's view (``Family.rl``, through
     :func:`jaxcollab.marl.views.view_of`) and the round trainer's task (``Family.task``)."""
     from jaxcollab.agents.maze import _experiment as maze_experiment
+    from jaxcollab.agents.parity.task import _experiment as parity_experiment
     from jaxcollab.collab.data import round_task
     from jaxcollab.marl.views import view_of
 
@@ -129,9 +130,14 @@ def test_the_rl_view_and_the_round_task_come_from_the_plug_in():
     with pytest.raises(KeyError, match="the maze family has no RL view"):
         view_of("maze/split-6x6")
     assert [f for f in family_names() if jaxcollab.family(f).task] == ["maze", "parity"]
-    assert round_task({"name": "parity"}).theory and not round_task({"name": "maze"}).theory
-    assert round_task({"name": "parity"}).experiment == "protocols"
-    assert round_task({"name": "maze"}).experiment is maze_experiment  # the wing's Mazes
+    parity, maze = round_task({"name": "parity"}), round_task({"name": "maze"})
+    assert parity.theory.methods == ("closed_form", "enumeration") and maze.theory is None
+    assert parity.scores is None and maze.scores.name == "maze_success"
+    assert parity.experiment is parity_experiment  # the wing's Protocols
+    assert maze.experiment is maze_experiment  # the wing's Mazes
+    assert (parity.config.__name__, maze.config.__name__) == ("ParityTask", "MazeTask")
+    assert (set(parity.run_keys), set(maze.run_keys)) == ({"seeds", "separation"},
+                                                          {"bayes_mazes"})
     with pytest.raises(ValueError, match=r"unknown task 'bomb'; expected one of \['maze', "
                        r"'parity'\]"):
         round_task({"name": "bomb"})

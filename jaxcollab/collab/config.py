@@ -15,7 +15,6 @@ comparison of the maze task's baselines.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -24,13 +23,11 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from jaxcollab.collab.conversations import check_conditions
-from jaxcollab.collab.data import round_chunks
+from jaxcollab.collab.data import round_chunks, round_task
 from jaxcollab.collab.fit import TrainConfig
-from jaxcollab.collab.messages import KINDS
 from jaxcollab.core.config import SEED_LIMIT, bounded, count, seed_field
 from jaxcollab.core.errors import ConfigValueError
-from jaxcollab.envs.maze.reference import MAX_UNSEEN
-from jaxcollab.envs.parity import n_test_examples
+from jaxcollab.core.registry import family, family_names
 from jaxcollab.io.schema import Bias, Calibration, Logger
 from jaxcollab.models.gpt import GPTConfig
 
@@ -159,7 +156,7 @@ class Collab:
 
     seed: int = seed_field()           # data, initialisation and batches
     seeds: list[int] | None = None     # these seeds at once (vmapped), instead of seed
-    task: Any = MISSING                # ParityTask | MazeTask, typed by the task group's schema
+    task: Any = MISSING                # a TaskConfig: the task group's schema (task/<name>)
     model: Model = field(default_factory=Model)
     protocol: MessageProtocol = field(default_factory=MessageProtocol)
     n_rounds: int = count("${task.n_rounds}")
@@ -185,66 +182,34 @@ class Collab:
                                   or len(set(seeds)) < len(seeds)):
             raise ConfigValueError("seeds", seeds, "null or a non-empty list of distinct "
                                    f"integers >= 0 and < {SEED_LIMIT}")
-        if seeds is not None and (self.task.name != "parity" or self.calibration is not None):
-            raise ConfigValueError("seeds", seeds, "null: vmapped seeds run the parity protocol "
-                                   "conversations (one seed per maze or calibration run)")
-        if self.separation is not None:
-            self._check_separation()
+        self._check_task_keys()
         if (self.calibration is None) != (self.bias is None or not self.bias.conditions):
             raise ConfigValueError("calibration", self.calibration, "a calibration block together"
                                    " with bias.conditions (experiment=parity_calibration or "
                                    "maze_calibration), or neither")
         if self.calibration is not None:
             self._check_calibration()
-        if self.bayes_mazes:
-            self._check_bayes()
+        self.task.check_run(self)  # the task's own keys (parity's separation, the maze's Bayes)
         self._check_round_chunks()
 
-    def _check_separation(self) -> None:
-        if self.task.name != "parity":
-            raise ConfigValueError("separation", dataclasses.asdict(self.separation),
-                                   f"null on task.name={str(self.task.name)!r}: the separation "
-                                   "checks are the parity experiment's (the paper's Figure 3)")
-        if set(self.protocol_names()) != set(KINDS):
-            raise ConfigValueError("protocols", self.protocol_names(),
-                                   f"both {list(KINDS)} when separation checks are set")
-        rounds = [self.separation.round, *self.separation.action_rounds,
-                  *self.separation.ratio_rounds]
-        if not all(1 <= r <= self.n_rounds for r in rounds):
-            raise ConfigValueError("separation", rounds, f"rounds in 1..n_rounds={self.n_rounds}")
-
-    def _check_bayes(self) -> None:
-        """The exact Bayes first move enumerates every completion of a half view: 2^(cells an
-        agent does not see), at most 2^MAX_UNSEEN (:func:`jaxcollab.envs.maze.reference.
-        bayes_first_move`); each agent sees half the cells."""
-        if self.task.name != "maze" or self.calibration is not None:
-            raise ConfigValueError("bayes_mazes", self.bayes_mazes, "0: the exact-Bayes "
-                                   "first-move check belongs to the maze protocol experiment "
-                                   "(task=maze without calibration)")
-        h, w, most = self.task.height, self.task.width, 2 * MAX_UNSEEN
-        if h * w > most:
-            key, value, other = (("task.height", h, f"task.width={w}") if most // w >= 4 else
-                                 ("task.width", w, f"task.height={h}"))
-            limit = most // (w if key == "task.height" else h)
-            raise ConfigValueError(key, value, f"an integer in 4..{limit} with {other} and "
-                                   f"bayes_mazes={self.bayes_mazes} (the exact Bayes first move "
-                                   f"enumerates the 2^(H·W/2) completions of a half view: "
-                                   f"H·W <= {most}), or bayes_mazes=0")
-
-    def _train_examples(self) -> int:
-        """Training examples of the task's split: exact on parity; on mazes a lower bound (the
-        split is by maze, and the training mazes hold at least 1 − test_fraction of the
-        examples)."""
-        n, frac = self.task.n_examples, self.task.test_fraction
-        if self.task.name == "parity":
-            return n - n_test_examples(n, frac)
-        return math.ceil((1 - frac) * n)
+    def _check_task_keys(self) -> None:
+        """A key only another task reads (:attr:`jaxcollab.core.family.RoundTask.run_keys`:
+        parity's ``separation``, the maze's ``bayes_mazes``) stays at its default."""
+        mine = round_task({"name": self.task.name}).run_keys
+        for name in family_names():
+            task = family(name).task
+            for key, why in ({} if task is None else task.run_keys).items():
+                value, default = getattr(self, key), _default(key)
+                if key not in mine and value != default:
+                    plain = dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+                    raise ConfigValueError(key, plain, f"{'null' if default is None else default}"
+                                           f": {why}")
 
     def _check_round_chunks(self) -> None:
         """The round trainer's data plan (:class:`jaxcollab.collab.trainer.RoundTrainer`),
         checked before the data are built: every round chunk holds its validation rows twice
         over and at least one minibatch of training rows."""
-        n_train, val = self._train_examples(), self.train.val_examples
+        n_train, val = self.task.train_examples(), self.train.val_examples
         n_chunks = self.n_rounds if self.data.cross_fit else 1
         where = (f"{n_train} training examples in {n_chunks} round chunks (task.n_examples="
                  f"{self.task.n_examples}, n_rounds={self.n_rounds}, "
@@ -273,6 +238,12 @@ class Collab:
             check_conditions(conditions)
         except ValueError as e:
             raise ConfigValueError("bias.conditions", conditions, str(e)) from None
+
+
+def _default(key: str):
+    """The schema's default of the top-level key ``key``."""
+    f = Collab.__dataclass_fields__[key]
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 def register() -> None:

@@ -21,7 +21,7 @@ one of the two, so no calibrator labels a row it was fitted on and later agents 
 messages of the kind they trained on. Post-hoc treatments keep the earlier reading:
 ``posthoc_self`` and ``posthoc_conversation`` calibrate the ``biased_raw`` conversation's test
 messages after the fact (:func:`fold_calibrate` on the test set; the next agents never saw
-them), and on mazes ``naive_rare_action`` applies the naive rare-action baseline (the paper's §6
+them), and a task may add its own baselines (on mazes ``naive_rare_action``, the paper's §6
 R4, Figure 8) to them.
 
 Bias conditions (paper R2): ``global`` (global miscalibration only, γ = 0) and
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -50,14 +51,13 @@ from jaxcollab.collab.calibration import (
 from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.collab.metrics import round_metrics
 from jaxcollab.collab.trainer import MessageTransform, Outgoing, RoundTrainer
-from jaxcollab.envs.maze.success import success_from_steps
+from jaxcollab.core.family import Scores
 
 UNBIASED, RAW = "unbiased", "biased_raw"
 #: The conversation treatments: name → calibrator kind applied before sending (None: none).
 CALIBRATED = {RAW: None, "biased_self": SELF, "biased_conversation": CONVERSATION}
 TREATMENTS = (UNBIASED, *CALIBRATED)
 POSTHOC = {"posthoc_self": SELF, "posthoc_conversation": CONVERSATION}
-NAIVE = "naive_rare_action"
 CONDITIONS = ("global", "global_anchoring")
 
 FitLog = Callable[[int, Calibrator], None]
@@ -197,32 +197,6 @@ def treatment_transform(codec: MessageCodec, treatment: str, beta: float, gamma:
     return send
 
 
-def naive_rare_action(probs, class_chars: str, rare: str = "ul", fallback: str = "dr"):
-    """The naive rare-action baseline for maze messages (Narrowing the Collaboration Gap, Probably,
-    §6 R4, Figure 8).
-
-    Wherever the arg-max class is a rare move (``rare``, default up or left), the vector is
-    replaced by a uniform split over ``fallback`` (default 0.5 down / 0.5 right).
-
-    Args:
-        probs: float ``[..., C]`` probability vectors in ``class_chars`` order.
-
-    Returns:
-        float32 ``[..., C]``.
-
-    Raises:
-        ValueError: a ``rare`` or ``fallback`` character that is not a class.
-    """
-    missing = sorted(set(rare + fallback) - set(class_chars))
-    if missing:
-        raise ValueError(f"classes {missing} are not in class_chars={class_chars!r}")
-    probs = np.asarray(probs, np.float32)
-    replace = np.isin(np.argmax(probs, -1), [class_chars.index(c) for c in rare])
-    split = np.zeros(len(class_chars), np.float32)
-    split[[class_chars.index(c) for c in fallback]] = 1.0 / len(fallback)
-    return np.where(replace[..., None], split, probs)
-
-
 def run_name(condition: str | None, treatment: str) -> str:
     """A conversation's name and directory: ``unbiased`` or ``<condition>/<treatment>``."""
     return treatment if treatment == UNBIASED else f"{condition}/{treatment}"
@@ -264,14 +238,15 @@ def sent_messages(trainer: RoundTrainer) -> np.ndarray:
     return np.stack(probs).astype(np.float32)
 
 
-def score(probs, labels, target, n_bins: int, maze_ids=None) -> dict:
+def score(probs, labels, target, n_bins: int, scores: Scores | None = None,
+          source: Any = None) -> dict:
     """Per-round scores of messages ``probs`` float ``[K, N, C]`` (lists by round).
 
     ``accuracy`` (fraction of examples whose decision is the label), ``ece`` / ``cce`` (binned
     self- and conversation-calibration errors, :mod:`jaxcollab.collab.metrics`), and either
-    ``maze_success`` (``maze_ids`` int ``[N]`` given: the fraction of test mazes whose every
-    step is decided right after round k, the paper's metric) or ``mse_vs_pstar`` (mean over
-    classes of ``(m − p_true)²``, probability²; for parity exactly ``E[(m − p*)²]``).
+    the task's own score (``scores``, of the decisions on the test examples of ``source``:
+    the maze's ``maze_success``, the paper's metric) or ``mse_vs_pstar`` (mean over classes
+    of ``(m − p_true)²``, probability²; for parity exactly ``E[(m − p*)²]``).
     """
     probs = np.asarray(probs, np.float32)
     onehot = np.eye(probs.shape[-1], dtype=np.float32)[labels]
@@ -279,11 +254,10 @@ def score(probs, labels, target, n_bins: int, maze_ids=None) -> dict:
     correct = np.asarray(decide(probs)) == labels
     out = {"accuracy": correct.mean(axis=1).tolist(), "ece": metrics["ece"],
            "cce": metrics["cce"]}
-    if maze_ids is None:
+    if scores is None:
         out["mse_vs_pstar"] = np.mean((probs - target) ** 2, axis=(1, 2)).tolist()
     else:
-        n_mazes = int(np.max(maze_ids)) + 1
-        out["maze_success"] = [success_from_steps(c, maze_ids, n_mazes) for c in correct]
+        out[scores.name] = scores.score(correct, source)
     return out
 
 
@@ -298,12 +272,14 @@ def posthoc_messages(kind: str, probs, labels, n_steps: int = 30) -> np.ndarray:
 
 
 def condition_treatments(runs: Mapping[str, RoundTrainer], condition: str, labels, target,
-                         n_bins: int, maze_ids=None, n_steps: int = 30) -> dict:
+                         n_bins: int, scores: Scores | None = None, source: Any = None,
+                         n_steps: int = 30) -> dict:
     """Scores (:func:`score`) of every treatment of one condition: the conversations, the
-    post-hoc calibrations of ``biased_raw``, and on mazes the naive rare-action baseline."""
+    post-hoc calibrations of ``biased_raw``, and the task's baselines
+    (:attr:`~jaxcollab.core.family.Scores.baselines`: on mazes the naive rare-action one)."""
     probs = {t: sent_messages(runs[run_name(condition, t)]) for t in TREATMENTS}
     for name, kind in POSTHOC.items():
         probs[name] = posthoc_messages(kind, probs[RAW], labels, n_steps)
-    if maze_ids is not None:
-        probs[NAIVE] = naive_rare_action(probs[RAW], runs[UNBIASED].codec.class_chars)
-    return {t: score(p, labels, target, n_bins, maze_ids) for t, p in probs.items()}
+    for name, baseline in ({} if scores is None else scores.baselines).items():
+        probs[name] = baseline(probs[RAW], runs[UNBIASED].codec.class_chars)
+    return {t: score(p, labels, target, n_bins, scores, source) for t, p in probs.items()}

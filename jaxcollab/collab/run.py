@@ -7,21 +7,25 @@ then plays the rounds — in round r every conversation trains its round-r speak
 on its own view plus all earlier messages (:class:`jaxcollab.collab.trainer.RoundTrainer`) —
 and scores them. An experiment is a configuration of that loop: which conversations it holds
 and what it writes as rounds finish. The config (``configs/collab.yaml``, schema
-:class:`jaxcollab.collab.config.Collab`) picks one:
+:class:`jaxcollab.collab.config.Collab`) picks one: the calibration experiment, or the task's
+own protocol experiment (its plug-in's :attr:`~jaxcollab.core.family.RoundTask.experiment`):
 
-* **protocols** (parity; the default): one conversation per protocol in ``protocols`` (or
-  ``protocol.name``), all from the same key so that round 1 (no messages yet) is trained once
-  and the curves differ by the messages alone; ``seeds=[…]`` trains every seed's models together
-  (vmapped, :class:`~jaxcollab.collab.trainer.SeedTrainers`); ``separation`` adds the Figure 3
-  checks.
-* **maze protocols** (``task=maze``; the maze family's own experiment,
+* **protocols** (``task=parity``, the default; the parity family's experiment,
+  :class:`jaxcollab.agents.parity.experiment.Protocols`): one conversation per protocol in
+  ``protocols`` (or ``protocol.name``), all from the same key so that round 1 (no messages yet)
+  is trained once and the curves differ by the messages alone; ``seeds=[…]`` trains every
+  seed's models together (vmapped, :class:`~jaxcollab.collab.trainer.SeedTrainers`);
+  ``separation`` adds the Figure 3 checks.
+* **maze protocols** (``task=maze``; the maze family's experiment,
   :class:`jaxcollab.agents.maze.experiment.Mazes`): the same conversations scored by maze
   success, plus one-round baselines — a solo agent on the full maze and agent 1 alone on its
   half (agent 0 alone *is* round 1) — trained like one round on as many mazes as a round's
   chunk, and the exact Bayes first move of each half view (``bayes_mazes``).
 * **calibration** (``calibration`` and ``bias.conditions`` set): the ``unbiased`` conversation
   and, per bias condition, ``biased_raw`` / ``biased_self`` / ``biased_conversation``
-  (:mod:`jaxcollab.collab.conversations`), then post-hoc treatments.
+  (:mod:`jaxcollab.collab.conversations`), then post-hoc treatments; the task's plug-in adds
+  its exact curves (:attr:`~jaxcollab.core.family.RoundTask.theory`, parity's) and its own
+  score and baselines (:attr:`~jaxcollab.core.family.RoundTask.scores`, the maze's).
 
 Writes into ``out_dir`` ``results.json`` (updated as each round ends), the plot, and each
 conversation's ``round_<r>/`` directories (checkpoint, messages, test predictions). Rerunning
@@ -74,29 +78,23 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 import jaxcollab.collab.config  # noqa: F401  (registers the schema)
-from jaxcollab.agents.parity import theory
-from jaxcollab.agents.parity.ideal import conversation_mse
 from jaxcollab.collab import conversations as conv
 from jaxcollab.collab import messages
 from jaxcollab.collab.data import check_task, round_task
 from jaxcollab.collab.data import task_data as build_task
 from jaxcollab.collab.fit import TrainConfig
-from jaxcollab.collab.trainer import RoundTrainer, SeedTrainers, required_context
+from jaxcollab.collab.trainer import RoundTrainer, required_context
 from jaxcollab.core.errors import ConfigValueError
-from jaxcollab.envs.parity import make_alphas
 from jaxcollab.io import plots
 from jaxcollab.io.phases import Phases, phase
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
-from jaxcollab.io.seeds import spread
 from jaxcollab.scale import preempt
 from jaxcollab.scale.distributed import is_main
 
 #: Config keys a resumed run must share with the run that wrote ``results.json``.
 FROZEN = ("seed", "seeds", "n_rounds", "task", "model", "train", "protocol", "protocols", "data",
           "bias", "calibration")
-#: Parity metrics listed by round in ``protocols.<name>``.
-LISTED = ("test_mse_vs_pstar", "test_accuracy", "test_ce", "best_val_loss", "train_seconds")
 
 
 def protocol_names(cfg: DictConfig) -> list[str]:
@@ -145,102 +143,15 @@ def trainer(cfg: DictConfig, task, kind: str, run_dir: Path, key: jax.Array, pro
                         cross_fit=cfg.data.cross_fit, **hooks)
 
 
-def _curve(entry: dict, metric: str) -> list[float]:
-    """A metric by round: the list of one seed, or the mean over seeds."""
-    values = entry[metric]
-    return values["mean"] if isinstance(values, dict) else values
-
-
-class Protocols:
-    """Parity: one conversation per protocol (and seed), scored on p*."""
-
-    def __init__(self, cfg: DictConfig, out: Path, results: ResultsFile, logger):
-        self.cfg, self.out, self.results, self.logger = cfg, out, results, logger
-        self.seeds = None if cfg.seeds is None else list(cfg.seeds)
-        alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
-        results.set(("theory",), theory.parity_curves(alphas, cfg.n_rounds))
-        self.done: dict[str, list] = {}
-
-    def _one_seed(self, seed: int, run_dir) -> dict[str, RoundTrainer]:
-        key_data, key_train = jax.random.split(jax.random.PRNGKey(seed))
-        task, _ = task_data(self.cfg, key_data)
-        first, *_ = names = protocol_names(self.cfg)
-        # One key for every protocol: round r of each starts from the same weights and batches,
-        # so the curves differ by the messages alone, and round 1 is trained once.
-        return {name: trainer(self.cfg, task, name, run_dir(name), key_train,
-                              self.logger.progress,
-                              first_round_from=None if name == first else run_dir(first))
-                for name in names}
-
-    def conversations(self) -> dict:
-        if self.seeds is None:
-            return self._one_seed(self.cfg.seed, lambda name: self.out / name)
-        per_seed = [self._one_seed(s, lambda name, s=s: self.out / name / f"seed_{s}")
-                    for s in self.seeds]
-        return {name: SeedTrainers([t[name] for t in per_seed], self.out / name)
-                for name in protocol_names(self.cfg)}
-
-    def record(self, name: str, metrics) -> None:
-        done = self.done.setdefault(name, [])
-        done.append(metrics)
-        curve = self.results.data["theory"][plots.THEORY_KEYS[name]]
-        if self.seeds is None:
-            entry = {"rounds": [m["round"] for m in done]}
-            entry.update({k: [m[k] for m in done] for k in LISTED})
-        else:
-            entry = {"rounds": [by_seed[0]["round"] for by_seed in done], "seeds": self.seeds}
-            entry.update({k: spread([[by_seed[s][k] for by_seed in done]
-                                     for s in range(len(self.seeds))]) for k in LISTED})
-        entry["theory_mse_vs_pstar"] = [curve[r] for r in entry["rounds"]]
-        entry["per_round"] = done
-        self.results.set(("protocols", name), entry)
-        means = {k: _curve(entry, k)[-1] for k in LISTED}
-        # "<protocol>/round" is the x-axis: wandb steps must increase across protocols
-        self.logger.log({f"{name}/round": entry["rounds"][-1],
-                         **{f"{name}/{k}": v for k, v in means.items()}})
-        if is_main():  # one process draws (multi-host)
-            with phase("plots"):
-                if self.seeds is None:
-                    plots.separation_plot(self.results.data, self.out / "separation.png")
-                else:
-                    plots.seeds_plot(self.results.data, self.out / "seeds.png")
-        print(f"{name} round {entry['rounds'][-1]}"
-              + (f" (mean of {len(self.seeds)} seeds)" if self.seeds else "") + ": "
-              + ", ".join(f"{k}={v:.5g}" for k, v in means.items()))
-
-    def finish(self) -> None:
-        checks = self.cfg.separation
-        if checks is None:
-            return
-        prob, act = ({r: v for r, v in zip(self.results.data["protocols"][p]["rounds"],
-                                           _curve(self.results.data["protocols"][p],
-                                                  "test_mse_vs_pstar"), strict=True)}
-                     for p in ("probability", "action"))
-        ratios = [act[r] / prob[r] if prob[r] > 0 else float("inf") for r in checks.ratio_rounds]
-        self.results.set(("separation",), {
-            **OmegaConf.to_container(checks),
-            "probability_mse_at_round": prob[checks.round],
-            "action_mse_at_rounds": [act[r] for r in checks.action_rounds],
-            "mse_ratio_at_rounds": ratios,
-            "passed": bool(prob[checks.round] < checks.prob_below
-                           and all(act[r] > checks.action_above for r in checks.action_rounds)
-                           and all(x >= checks.min_ratio for x in ratios)),
-        })
-        print(f"separation: {self.results.data['separation']}")
-
-
 class Calibration:
     """The calibration experiment (paper §5 R2, Figure 5): one conversation per treatment and
     bias condition, scored by round after the last round."""
 
-    #: Ideal-decoder curve of each conversation (parity): the calibrator kind it sends through.
-    IDEAL = {"unbiased": None, "biased_raw": None, "biased_self": "self",
-             "biased_conversation": "conversation"}
-
     def __init__(self, cfg: DictConfig, out: Path, results: ResultsFile, logger):
         self.cfg, self.out, self.results, self.logger = cfg, out, results, logger
-        self.task, mazes = task_data(cfg, jax.random.split(jax.random.PRNGKey(cfg.seed))[0])
-        self.maze_ids = None if mazes is None else mazes[1].examples()["maze"]
+        self.task, self.source = task_data(cfg, jax.random.split(jax.random.PRNGKey(cfg.seed))[0])
+        plugin = round_task({"name": cfg.task.name})
+        self.scores = plugin.scores  # the task's own score (mazes), else mse_vs_pstar
         self.conditions = conv.check_conditions(OmegaConf.to_container(cfg.bias.conditions))
         self.done: dict[str, list[dict]] = {}
         n_rounds = cfg.n_rounds
@@ -252,15 +163,13 @@ class Calibration:
             results.set(("conditions", cond, "gamma"), gamma)
             results.set(("conditions", cond, "expected_conversation_weights"),
                         [1 / beta, -gamma / beta])
-        if round_task({"name": cfg.task.name}).theory:
-            alphas = make_alphas(cfg.task.alphas, cfg.task.n_bits, cfg.task.alpha_sum)
-            curve = theory.parity_curves(alphas, n_rounds)["prob_excess_mse"][1:]
-            results.set(("theory_mse_vs_pstar",), [float(v) for v in curve])
-            for cond, (beta, gamma) in self.conditions.items():
-                ideal = {t: np.asarray(conversation_mse(alphas, n_rounds, beta, gamma, k)).tolist()
-                         for t, k in self.IDEAL.items()}
-                ideal["unbiased"] = [float(v) for v in curve]
-                results.set(("conditions", cond, "ideal_decoder"), ideal)
+        if plugin.theory is not None:  # the exact curves (parity's ideal decoders)
+            exact = plugin.theory.calibration(OmegaConf.to_container(cfg.task), n_rounds,
+                                              self.conditions)
+            results.set(("theory_mse_vs_pstar",), exact["theory_mse_vs_pstar"])
+            for cond, entry in exact["conditions"].items():
+                for key, value in entry.items():
+                    results.set(("conditions", cond, key), value)
 
     def conversations(self) -> dict:
         codec = messages.MessageCodec("probability", self.task.vocab, self.task.class_chars,
@@ -300,19 +209,20 @@ class Calibration:
         test, cal = self.task.test, self.cfg.calibration
         for cond in self.conditions:
             scores = conv.condition_treatments(self.runs, cond, test.labels, test.target,
-                                               cal.n_bins, self.maze_ids, cal.newton_steps)
+                                               cal.n_bins, self.scores, self.source,
+                                               cal.newton_steps)
             self.results.set(("conditions", cond, "treatments"), scores)
-        metric = "mse_vs_pstar" if self.maze_ids is None else "maze_success"
+        metric = "mse_vs_pstar" if self.scores is None else self.scores.name
         data = self.results.data
         panels = {c: {t: m[metric] for t, m in d["treatments"].items()}
                   for c, d in data["conditions"].items()}
         if is_main():
-            if self.maze_ids is None:
+            if self.scores is None:
                 plots.plot_by_condition(self.out / "mse.png", data["rounds"], panels,
                                         "E[(m_k − p*)²]", True)
             else:
                 plots.plot_by_condition(self.out / "success.png", data["rounds"], panels,
-                                        "maze success", False)
+                                        self.scores.label, False)
         for cond, d in data["conditions"].items():
             print(f"{cond} (β={d['beta']:g}, γ={d['gamma']:g}): {metric} by round")
             for t, m in d["treatments"].items():
@@ -320,11 +230,11 @@ class Calibration:
 
 
 def experiment(cfg: DictConfig):
-    """The experiment the config describes (module docstring)."""
+    """The experiment the config describes (module docstring): the calibration experiment, else
+    the task's own (:attr:`jaxcollab.core.family.RoundTask.experiment`)."""
     if cfg.calibration is not None:
         return Calibration
-    kind = round_task({"name": cfg.task.name}).experiment
-    return Protocols if kind == "protocols" else kind  # else the family's own experiment
+    return round_task({"name": cfg.task.name}).experiment
 
 
 def run(cfg: DictConfig) -> dict:

@@ -26,6 +26,7 @@ is a function of ``i`` and the config only, built by the family for every team a
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -187,6 +188,63 @@ class TaskConfig:
     n_examples: int = count(2_000_000)
     test_fraction: float = bounded(0.1, gt=0.0, lt=1.0)
 
+    def train_examples(self) -> int:
+        """The training examples of the task's split, or a lower bound: a split by episode
+        (the maze's, by maze) holds at least ``1 − test_fraction`` of the examples."""
+        return math.ceil((1 - self.test_fraction) * self.n_examples)
+
+    def check_run(self, run: Any) -> None:
+        """The cross-key checks of a round-trainer run on this task (``run``: the
+        ``train/collab.py`` schema, :class:`jaxcollab.collab.config.Collab`), of the keys
+        :attr:`RoundTask.run_keys` gives it; none by default.
+
+        Raises:
+            ConfigValueError: naming the key.
+        """
+
+
+@dataclasses.dataclass(frozen=True)
+class Theory:
+    """A round task's exact theory: the curves of ideal (Bayes) speakers, beside which the
+    trained ones are read (``eval/theory.py``, the calibration experiment).
+
+    Attributes:
+        curves: ``curves(task_cfg, n_rounds, method) -> dict``: the exact curves by round
+            (``eval/theory.py``'s ``results.json`` keys, documented by the family), ``method``
+            one of :attr:`methods`.
+        methods: the methods :attr:`curves` offers (``configs/theory.yaml`` ``method``).
+        plot: ``plot(results, path)`` writes :attr:`curves`' PNG.
+        calibration: ``calibration(task_cfg, n_rounds, conditions) -> dict``: the calibration
+            experiment's exact curves (``conditions``: name → ``(β, γ)``): its
+            ``theory_mse_vs_pstar`` by round and ``conditions.<name>.ideal_decoder``.
+    """
+
+    curves: Callable[[Mapping, int, str], dict]
+    methods: tuple[str, ...]
+    plot: Callable[[dict, Path], None]
+    calibration: Callable[[Mapping, int, Mapping[str, tuple[float, float]]], dict]
+
+
+@dataclasses.dataclass(frozen=True)
+class Scores:
+    """A round task's own score of its test decisions, for a task whose examples are the steps
+    of episodes (the maze's path steps): the calibration experiment reports it in place of the
+    squared error against the target.
+
+    Attributes:
+        name: its ``results.json`` key (``maze_success``); label: its plot's axis label.
+        score: ``score(correct, source) -> list``: by round, from ``correct`` bool ``[K, N]``
+            (each test example's decision after round k right) and the task's source
+            (:attr:`RoundTask.build`'s).
+        baselines: treatments of the raw biased messages the task adds, name →
+            ``baseline(probs [K, N, C], class_chars) -> probs`` (the maze's naive rare-action).
+    """
+
+    name: str
+    label: str
+    score: Callable[[Any, Any], list[float]]
+    baselines: Mapping[str, Callable[[Any, str], Any]] = dataclasses.field(default_factory=dict)
+
 
 @dataclasses.dataclass(frozen=True)
 class RoundTask:
@@ -199,23 +257,28 @@ class RoundTask:
         build: ``build(task_cfg, key) -> (jaxcollab.collab.data.CollabTask, source)``: the
             task's data from its config mapping, and what it was made from, for task-specific
             scores (the maze split; ``None``).
+        experiment: the task's protocol experiment, a factory ``experiment(cfg, out, results,
+            logger)`` of an object with ``conversations()``, ``record(name, metrics)`` and
+            ``finish()`` (:func:`jaxcollab.collab.run.run` plays it; parity's
+            :class:`jaxcollab.agents.parity.experiment.Protocols`, scored against p*; the
+            maze's :class:`jaxcollab.agents.maze.experiment.Mazes`, scored by walking the
+            source's mazes, with Bayes-move baselines).
         check: ``check(task_cfg)``: the checks that need its generator, run before any work
             (raise ``ConfigValueError`` naming the key).
-        experiment: which ``train/collab.py`` experiment plays it: ``"protocols"`` (the generic
-            one, :mod:`jaxcollab.collab.run`: scored against the task's Bayes target) or the
-            family's own, a factory ``experiment(cfg, out, results, logger)`` of an object with
-            ``conversations()``, ``record(name, metrics)`` and ``finish()`` (the maze's
-            :class:`jaxcollab.agents.maze.experiment.Mazes`: scored by walking the source's
-            mazes, with Bayes-move baselines).
-        theory: whether exact Bayes curves and ideal decoders exist for it (chained
-            parity's: :mod:`jaxcollab.agents.parity.theory`, :mod:`jaxcollab.agents.parity.ideal`).
+        run_keys: the ``train/collab.py`` keys only this task reads (its experiment's), each
+            with why; a run on another task refuses a value other than the schema's default.
+        theory: its exact theory, or ``None``.
+        scores: its own score of test decisions, or ``None`` (squared error against the
+            target, ``mse_vs_pstar``).
     """
 
     config: type
     build: Callable[[Mapping, jax.Array], tuple[Any, Any]]
+    experiment: Callable[..., Any]
     check: Callable[[Mapping], None] = lambda cfg: None
-    experiment: str | Callable[..., Any] = "protocols"
-    theory: bool = False
+    run_keys: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    theory: Theory | None = None
+    scores: Scores | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,5 +356,5 @@ class Family:
         return self.teams[name](options)
 
 
-__all__ = ["RL", "Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "RoundTask",
-           "ScriptedTeam", "Spec", "TaskConfig", "Team"]
+__all__ = ["RL", "Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "RoundTask", "Scores",
+           "ScriptedTeam", "Spec", "TaskConfig", "Team", "Theory"]

@@ -1,16 +1,15 @@
 """Every plot the entry points write next to their ``results.json``, in one style (:func:`figure`
 / :func:`save`: Agg backend, one colour per protocol, light grids, 120 dpi PNGs).
 
-Training: :func:`separation_plot`
-(parity, the paper's Figure 3), :func:`seeds_plot` (a seed
-sweep), :func:`maze_success_plot` (mazes), :func:`plot_by_condition` (the calibration
+Training: :func:`seeds_plot` (a seed sweep), :func:`plot_by_condition` (the calibration
 experiment, Figure 5 layout). Calibration analysis: :func:`plot_error_by_round`,
 :func:`plot_reliability`, :func:`plot_conversation_cells`. Tables of rates (teams x variants,
 model pairs): :func:`heatmap_panels`. Information bounds: :func:`bounds_plot`. Learned
 teams: :func:`learning_curve_plot`, :func:`learned_plot` (a sweep). A family's own plots live in
-its wing (the exact chained-parity theory's in :mod:`jaxcollab.agents.parity.plots`, the LLM
-mazes' in :mod:`jaxcollab.agents.maze.plots`, a learned bomb protocol's in
-:mod:`jaxcollab.agents.bomb.plots`), in this style.
+its wing, in this style: chained parity's separation and exact theory in
+:mod:`jaxcollab.agents.parity.plots`, the maze experiment's and the LLM mazes' in
+:mod:`jaxcollab.agents.maze.plots`, a learned bomb protocol's in
+:mod:`jaxcollab.agents.bomb.plots`.
 For pages (PNG bytes,
 ``eval/report.py``): :func:`success_bars`, :func:`round_curves`, :func:`stacked_counts`,
 :func:`failure_rings`.
@@ -29,7 +28,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import EngFormatter  # noqa: E402
 
-THEORY_KEYS = {"action": "action_excess_mse", "probability": "prob_excess_mse"}
 COLORS = {"action": "tab:red", "probability": "tab:blue"}
 BASELINE_STYLE = {"solo": ("k", "--"), "agent0": ("tab:gray", ":"), "agent1": ("tab:olive", ":")}
 #: Treatment lines cycle markers and dashes, so equal curves stay visible on top of each other.
@@ -57,28 +55,6 @@ def treatment_style(i: int) -> dict:
     """Line style ``i`` of a set of curves (marker, dash, hollow every other one)."""
     return {"marker": MARKERS[i % len(MARKERS)], "ls": DASHES[i % len(DASHES)],
             "markerfacecolor": "none" if i % 2 else None}
-
-
-def separation_plot(results: dict, path: str | Path) -> None:
-    """The paper's Figure 3: test E[(p − p*)²] per round, learned (markers) vs theory (dashed),
-    for each protocol in ``results["protocols"]``; log scale. Writes a PNG to ``path``."""
-    fig, axes = figure()
-    ax = axes[0, 0]
-    theory = results.get("theory", {})
-    for name, res in results.get("protocols", {}).items():
-        color = COLORS.get(name)
-        ax.plot(res["rounds"], res["test_mse_vs_pstar"], "o-", color=color,
-                label=f"{name} (learned)")
-        if THEORY_KEYS.get(name) in theory:
-            ax.plot(theory["rounds"], theory[THEORY_KEYS[name]], "--", color=color,
-                    alpha=0.7, label=f"{name} (theory)")
-    ax.set_yscale("log")
-    ax.set_xlabel("round")
-    ax.set_ylabel("test MSE vs p*")
-    ax.set_title("Chained parity: probability vs action messages")
-    ax.grid(True, which="both", alpha=GRID_ALPHA)
-    ax.legend()
-    save(fig, path)
 
 
 def seeds_plot(summary: dict, path: str | Path, metric: str = "test_mse_vs_pstar") -> None:

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.agents.maze.config import Collabgap, MazeConfig, MazeTask
-from jaxcollab.agents.maze.task import check_sampler, maze_task
+from jaxcollab.agents.maze.config import RUN_KEYS, Collabgap, MazeConfig, MazeTask
+from jaxcollab.agents.maze.task import SCORES, check_sampler, maze_task
 from jaxcollab.core.config import typed
 from jaxcollab.core.family import Family, LLMGame, RoundTask, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
@@ -202,7 +202,8 @@ FAMILY = Family(
     config=MazeConfig,
     schemas={"collabgap": Collabgap},
     check=_check,
-    task=RoundTask(MazeTask, maze_task, check_sampler, experiment=_experiment),
+    task=RoundTask(config=MazeTask, build=maze_task, experiment=_experiment, check=check_sampler,
+                   run_keys=RUN_KEYS, scores=SCORES),
     example="maze/split-6x6",
 )
 register_family(FAMILY)

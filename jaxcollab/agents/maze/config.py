@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from omegaconf import MISSING
 
@@ -15,6 +16,7 @@ from jaxcollab.core.config import bounded, check_episode_count, count
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import TaskConfig
 from jaxcollab.envs.maze import generator
+from jaxcollab.envs.maze.reference import MAX_UNSEEN
 from jaxcollab.llm.client import LLMConfig
 
 
@@ -139,3 +141,32 @@ class MazeTask(TaskConfig):
         if self.height * self.width % 2:  # jaxcollab.envs.maze.text.sample_masks
             raise ConfigValueError("task.height", self.height, f"an even number with the odd "
                                    f"task.width={self.width}: each agent sees half the cells")
+
+    def check_run(self, run: Any) -> None:
+        """The exact Bayes first move (``bayes_mazes``) enumerates every completion of a half
+        view: 2^(cells an agent does not see), at most 2^MAX_UNSEEN
+        (:func:`jaxcollab.envs.maze.reference.bayes_first_move`); each agent sees half the
+        cells.
+
+        Raises:
+            ConfigValueError: naming the key.
+        """
+        if not run.bayes_mazes:
+            return
+        if run.calibration is not None:
+            raise ConfigValueError("bayes_mazes", run.bayes_mazes, f"0: {RUN_KEYS['bayes_mazes']}")
+        h, w, most = self.height, self.width, 2 * MAX_UNSEEN
+        if h * w > most:
+            key, value, other = (("task.height", h, f"task.width={w}") if most // w >= 4 else
+                                 ("task.width", w, f"task.height={h}"))
+            limit = most // (w if key == "task.height" else h)
+            raise ConfigValueError(key, value, f"an integer in 4..{limit} with {other} and "
+                                   f"bayes_mazes={run.bayes_mazes} (the exact Bayes first move "
+                                   f"enumerates the 2^(H·W/2) completions of a half view: "
+                                   f"H·W <= {most}), or bayes_mazes=0")
+
+
+#: The ``train/collab.py`` keys only the maze task reads
+#: (:attr:`jaxcollab.core.family.RoundTask.run_keys`).
+RUN_KEYS = {"bayes_mazes": "the exact-Bayes first-move check belongs to the maze protocol "
+                           "experiment (task=maze without calibration)"}

@@ -19,6 +19,7 @@ from jaxcollab.agents.maze.config import MazeTask
 from jaxcollab.collab.data import CollabTask, TaskSplit
 from jaxcollab.collab.messages import decide
 from jaxcollab.core.config import typed
+from jaxcollab.core.family import Scores
 from jaxcollab.envs.maze import generator, text
 from jaxcollab.envs.maze.success import success_from_steps
 
@@ -110,6 +111,46 @@ def maze_task(cfg: Mapping, key: jax.Array) -> tuple[CollabTask, tuple]:
     (the round trainer's task-builder signature: maze scores and baselines read the mazes)."""
     train, test, stats = maze_split(cfg, key)
     return collab_task(train, test), (train, test, stats)
+
+
+def naive_rare_action(probs, class_chars: str, rare: str = "ul", fallback: str = "dr"):
+    """The naive rare-action baseline for maze messages (Narrowing the Collaboration Gap, Probably,
+    §6 R4, Figure 8).
+
+    Wherever the arg-max class is a rare move (``rare``, default up or left), the vector is
+    replaced by a uniform split over ``fallback`` (default 0.5 down / 0.5 right).
+
+    Args:
+        probs: float ``[..., C]`` probability vectors in ``class_chars`` order.
+
+    Returns:
+        float32 ``[..., C]``.
+
+    Raises:
+        ValueError: a ``rare`` or ``fallback`` character that is not a class.
+    """
+    missing = sorted(set(rare + fallback) - set(class_chars))
+    if missing:
+        raise ValueError(f"classes {missing} are not in class_chars={class_chars!r}")
+    probs = np.asarray(probs, np.float32)
+    replace = np.isin(np.argmax(probs, -1), [class_chars.index(c) for c in rare])
+    split = np.zeros(len(class_chars), np.float32)
+    split[[class_chars.index(c) for c in fallback]] = 1.0 / len(fallback)
+    return np.where(replace[..., None], split, probs)
+
+
+def success_by_round(correct: np.ndarray, source: tuple) -> list[float]:
+    """Maze success by round of the test decisions ``correct`` bool ``[K, N]`` (one row per
+    round, one column per path step of ``source``'s test mazes, :func:`maze_task`): the
+    fraction of test mazes whose every step is decided right."""
+    maze_ids = source[1].examples()["maze"]
+    n_mazes = int(np.max(maze_ids)) + 1
+    return [success_from_steps(c, maze_ids, n_mazes) for c in correct]
+
+
+#: The calibration experiment's score of the maze task (paper §5 R2 and §6 R4, Figure 8).
+SCORES = Scores("maze_success", "maze success", success_by_round,
+                {"naive_rare_action": naive_rare_action})
 
 
 def maze_scores(probs: np.ndarray, labels: np.ndarray, maze_ids: np.ndarray,

@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
+from jaxcollab.collab.messages import KINDS
 from jaxcollab.core.config import bounded, count
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import TaskConfig
@@ -43,6 +45,38 @@ class ParityTask(TaskConfig):
                                    f"at most task.n_bits={self.n_bits} coefficients")
         check_alphas({"alphas": list(self.alphas), "n_bits": self.n_bits,
                       "alpha_sum": self.alpha_sum})
+
+    def train_examples(self) -> int:
+        """Exactly the training examples of the split (the builder's)."""
+        return self.n_examples - parity.n_test_examples(self.n_examples, self.test_fraction)
+
+    def check_run(self, run: Any) -> None:
+        """Vmapped ``seeds`` play the protocol conversations only, and the ``separation``
+        checks need both protocols and rounds of the run.
+
+        Raises:
+            ConfigValueError: naming the key.
+        """
+        if run.seeds is not None and run.calibration is not None:
+            raise ConfigValueError("seeds", run.seeds, f"null: {RUN_KEYS['seeds']}")
+        if run.separation is None:
+            return
+        if set(run.protocol_names()) != set(KINDS):
+            raise ConfigValueError("protocols", run.protocol_names(),
+                                   f"both {list(KINDS)} when separation checks are set")
+        rounds = [run.separation.round, *run.separation.action_rounds,
+                  *run.separation.ratio_rounds]
+        if not all(1 <= r <= run.n_rounds for r in rounds):
+            raise ConfigValueError("separation", rounds, f"rounds in 1..n_rounds={run.n_rounds}")
+
+
+#: The ``train/collab.py`` keys only the parity task reads
+#: (:attr:`jaxcollab.core.family.RoundTask.run_keys`).
+RUN_KEYS = {
+    "seeds": "vmapped seeds run the parity protocol conversations (one seed per maze or "
+             "calibration run)",
+    "separation": "the separation checks are the parity experiment's (the paper's Figure 3)",
+}
 
 
 def check_alphas(cfg: Mapping) -> None:

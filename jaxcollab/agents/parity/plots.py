@@ -1,4 +1,5 @@
-"""The chained-parity family's plots (style of :mod:`jaxcollab.io.plots`): the exact theory
+"""The chained-parity family's plots (style of :mod:`jaxcollab.io.plots`): the protocol
+experiment's separation (``train/collab.py``, the paper's Figure 3) and the exact theory
 (``eval/theory.py``)."""
 
 from __future__ import annotations
@@ -6,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxcollab.io.plots import COLORS, GRID_ALPHA, figure, save
+
+#: The theory curve (:func:`jaxcollab.agents.parity.theory.parity_curves`) of each protocol.
+THEORY_KEYS = {"action": "action_excess_mse", "probability": "prob_excess_mse"}
 
 
 def theory_plot(results: dict, path: str | Path) -> None:
@@ -27,4 +31,26 @@ def theory_plot(results: dict, path: str | Path) -> None:
         ax.grid(alpha=GRID_ALPHA)
         ax.legend()
     fig.suptitle("Chained parity: exact theory")
+    save(fig, path)
+
+
+def separation_plot(results: dict, path: str | Path) -> None:
+    """The paper's Figure 3: test E[(p − p*)²] per round, learned (markers) vs theory (dashed),
+    for each protocol in ``results["protocols"]``; log scale. Writes a PNG to ``path``."""
+    fig, axes = figure()
+    ax = axes[0, 0]
+    theory = results.get("theory", {})
+    for name, res in results.get("protocols", {}).items():
+        color = COLORS.get(name)
+        ax.plot(res["rounds"], res["test_mse_vs_pstar"], "o-", color=color,
+                label=f"{name} (learned)")
+        if THEORY_KEYS.get(name) in theory:
+            ax.plot(theory["rounds"], theory[THEORY_KEYS[name]], "--", color=color,
+                    alpha=0.7, label=f"{name} (theory)")
+    ax.set_yscale("log")
+    ax.set_xlabel("round")
+    ax.set_ylabel("test MSE vs p*")
+    ax.set_title("Chained parity: probability vs action messages")
+    ax.grid(True, which="both", alpha=GRID_ALPHA)
+    ax.legend()
     save(fig, path)

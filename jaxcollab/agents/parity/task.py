@@ -10,10 +10,11 @@ from collections.abc import Mapping
 import jax
 import numpy as np
 
-from jaxcollab.agents.parity.config import ParityTask, check_alphas
+from jaxcollab.agents.parity import theory
+from jaxcollab.agents.parity.config import RUN_KEYS, ParityTask, check_alphas
 from jaxcollab.collab.data import CollabTask, TaskSplit
 from jaxcollab.core.config import typed
-from jaxcollab.core.family import RoundTask
+from jaxcollab.core.family import RoundTask, Theory
 from jaxcollab.envs import parity
 
 PARITY_VIEWS = ("masked", "own")
@@ -60,5 +61,63 @@ def parity_task(cfg: Mapping, key: jax.Array) -> CollabTask:
     )
 
 
+def _alphas(cfg: Mapping) -> np.ndarray:
+    return parity.make_alphas(list(cfg["alphas"]), int(cfg["n_bits"]), cfg["alpha_sum"])
+
+
+#: ``eval/theory.py``'s methods: the closed form, or enumeration of every sign pattern.
+METHODS = {"closed_form": theory.parity_curves, "enumeration": theory.parity_curves_enumerated}
+
+
+def theory_curves(cfg: Mapping, n_rounds: int, method: str) -> dict:
+    """The exact curves (:func:`jaxcollab.agents.parity.theory.parity_curves`' keys) of the
+    task ``cfg`` by ``method`` (:data:`METHODS`).
+
+    Raises:
+        ValueError: invalid α / rounds (from the theory module).
+    """
+    return METHODS[method](_alphas(cfg), n_rounds)
+
+
+#: The ideal-decoder curve of each conversation of the calibration experiment: the calibrator
+#: kind it sends through (:func:`jaxcollab.agents.parity.ideal.conversation_mse`).
+IDEAL = {"unbiased": None, "biased_raw": None, "biased_self": "self",
+         "biased_conversation": "conversation"}
+
+
+def calibration_theory(cfg: Mapping, n_rounds: int,
+                       conditions: Mapping[str, tuple[float, float]]) -> dict:
+    """The calibration experiment's exact curves (:class:`jaxcollab.core.family.Theory`):
+    ``theory_mse_vs_pstar`` (the unbiased E[(p* − q_k)²] by round 1..K) and, per condition
+    (name → ``(β, γ)``), ``conditions.<name>.ideal_decoder.<conversation>`` (its messages'
+    squared error vs p* when every speaker is an ideal decoder)."""
+    from jaxcollab.agents.parity.ideal import conversation_mse  # on use: the calibrators
+
+    alphas = _alphas(cfg)
+    curve = [float(v) for v in theory.parity_curves(alphas, n_rounds)["prob_excess_mse"][1:]]
+    out = {"theory_mse_vs_pstar": curve, "conditions": {}}
+    for cond, (beta, gamma) in conditions.items():
+        ideal = {t: np.asarray(conversation_mse(alphas, n_rounds, beta, gamma, k)).tolist()
+                 for t, k in IDEAL.items()}
+        ideal["unbiased"] = curve
+        out["conditions"][cond] = {"ideal_decoder": ideal}
+    return out
+
+
+def _theory_plot(results: dict, path) -> None:
+    from jaxcollab.agents.parity.plots import theory_plot  # on use: matplotlib
+
+    theory_plot(results, path)
+
+
+def _experiment(cfg, out, results, logger):
+    """The round trainer's parity experiment (imported on use: it needs the trainer)."""
+    from jaxcollab.agents.parity.experiment import Protocols
+
+    return Protocols(cfg, out, results, logger)
+
+
 #: The parity plug-in's round-trainer task: exact theory curves and ideal decoders exist for it.
-TASK = RoundTask(ParityTask, _parity_build, check_alphas, theory=True)
+TASK = RoundTask(config=ParityTask, build=_parity_build, experiment=_experiment,
+                 check=check_alphas, run_keys=RUN_KEYS,
+                 theory=Theory(theory_curves, tuple(METHODS), _theory_plot, calibration_theory))
