@@ -34,16 +34,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jax
-import numpy as np
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from jaxcollab.agents.parity.ideal import exact_reports, message_mse, sampled_reports
-from jaxcollab.collab.calibration import TREATMENTS, treatment_messages
-from jaxcollab.collab.data import round_task
-from jaxcollab.collab.metrics import round_metrics
+from jaxcollab.collab.calibration import TREATMENTS
+from jaxcollab.collab.data import round_task, task_names
 from jaxcollab.core.errors import ConfigValueError
-from jaxcollab.envs.parity import make_alphas
+from jaxcollab.core.family import Theory
 from jaxcollab.io.plots import (
     plot_conversation_cells,
     plot_error_by_round,
@@ -51,94 +47,33 @@ from jaxcollab.io.plots import (
 )
 from jaxcollab.io.run import hydra_main, start_run
 
-#: Spec §4 reference table (seed α, ideal decoders), rounds 1..5, as printed.
-REFERENCE = {
-    (1.0, 0.5): {
-        "raw": (".03292", ".01661", ".00882", ".00854", ".00935"),
-        "self": (".03292", ".01260", ".00225", ".00046", ".00011"),
-        "conversation": (".03292", ".01042", ".00042", ".000015", ".000015"),
-    },
-    (2.0, 0.5): {"raw": (".05389", ".04556", ".02951", ".03031", ".03359")},
-}
+
+def _has_ideal(task) -> bool:
+    return task.theory is not None and task.theory.ideal is not None
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.CalibrationEval`).
+def theory_of(cfg: DictConfig) -> Theory:
+    """The task's exact theory with its ideal decoders (:attr:`~jaxcollab.core.family.Theory.
+    ideal`), for a checked config (schema :class:`jaxcollab.io.schema.CalibrationEval`).
 
     Raises:
-        ConfigValueError: a task other than parity, or more rounds than bits.
+        ConfigValueError: a task without ideal decoders, or more rounds than its theory has.
     """
-    if not round_task({"name": cfg.task.name}).theory:
-        raise ConfigValueError("task", cfg.task.name, "'parity' (the ideal decoders decode "
-                               "chained parity)")
-    if cfg.n_rounds > cfg.task.n_bits:  # round k reveals bit k
-        raise ConfigValueError("n_rounds", cfg.n_rounds,
-                               f"an integer in 1..task.n_bits={cfg.task.n_bits}")
+    task = round_task({"name": cfg.task.name})
+    if not _has_ideal(task):
+        raise ConfigValueError("task", cfg.task.name, f"a task with ideal decoders: one of "
+                               f"{task_names(_has_ideal)}")
+    task.theory.check_rounds(OmegaConf.to_container(cfg.task), int(cfg.n_rounds))
+    return task.theory
 
 
-def reference_check(alphas: np.ndarray, cfg: DictConfig, beta: float, gamma: float, results):
-    """Compare with ``REFERENCE`` where it applies (see the module docstring); else ``None``."""
-    seed = make_alphas()
-    same_alpha = alphas.shape == seed.shape and np.allclose(alphas, seed, rtol=0, atol=1e-12)
-    table = REFERENCE.get((beta, gamma))
-    if not (same_alpha and cfg.fit == "exact" and table and int(cfg.n_rounds) >= 5):
-        return None
-    check = {}
-    for treatment, printed in table.items():
-        computed = results[f"{treatment}_mse"][:5]
-        check[treatment] = [
-            {"printed": p, "computed": c, "match": round(c, len(p) - 1) == float(p)}
-            for p, c in zip(printed, computed, strict=True)
-        ]
-    return check
-
-
-def analyse(cfg: DictConfig) -> tuple[dict, dict]:
-    """Run the analysis on a checked config (:func:`jaxcollab.io.run.validate`); returns
-    ``(results, metrics)`` (results.json dict, per-treatment
-    :func:`~jaxcollab.collab.metrics.round_metrics`), nothing written."""
-    beta, gamma = float(cfg.bias.beta), float(cfg.bias.gamma)
-    alphas = make_alphas(list(cfg.task.alphas), int(cfg.task.n_bits), cfg.task.alpha_sum)
-    k = int(cfg.n_rounds)
-    if cfg.fit == "exact":
-        evals = fits = exact_reports(alphas, k, beta, gamma)
-    else:
-        key_fit, key_eval = jax.random.split(jax.random.key(int(cfg.seed)))
-        fits = sampled_reports(key_fit, alphas, k, beta, gamma, int(cfg.n_fit))
-        evals = sampled_reports(key_eval, alphas, k, beta, gamma, int(cfg.n_eval))
-    messages, cals = treatment_messages(
-        fits.log_r, fits.targets, evals.log_r, fits.weight, int(cfg.newton_steps)
-    )
-    conv_w = np.asarray(cals["conversation"].weights, float).tolist()
-    conv_w[0][1] = None  # log r_0 is constant: its weight is unidentifiable in round 1
-    results = {
-        "rounds": list(range(1, k + 1)),
-        "beta": beta,
-        "gamma": gamma,
-        "unbiased_mse": [float((alphas[j:] ** 2).sum()) for j in range(1, k + 1)],
-        "conversation_weights": conv_w,
-        "expected_conversation_weights": [1.0 / beta, -gamma / beta],
-        "self_weights": np.asarray(cals["self"].weights, float).tolist(),
-        "self_bias": np.asarray(cals["self"].bias[:, 1], float).tolist(),
-        "conversation_bias": np.asarray(cals["conversation"].bias[:, 1], float).tolist(),
-        "converged": {t: np.asarray(c.converged).tolist() for t, c in cals.items()},
-    }
-    metrics = {}
-    for t in TREATMENTS:
-        results[f"{t}_mse"] = np.asarray(message_mse(evals, messages[t]), float).tolist()
-        metrics[t] = round_metrics(messages[t], evals.targets, evals.weight, int(cfg.n_bins))
-        results[f"{t}_ece"] = metrics[t]["ece"]
-        results[f"{t}_cce"] = metrics[t]["cce"]
-    results["reference_check"] = reference_check(alphas, cfg, beta, gamma, results)
-    return results, metrics
-
-
-def plots(results: dict, metrics: dict, out: Path) -> None:
-    """Write the three PNG plots into ``out``."""
+def plots(results: dict, metrics: dict, out: Path, task: str) -> None:
+    """Write the three PNG plots into ``out`` (``task``: the task's name, in a title)."""
     rounds, tag = results["rounds"], f"β={results['beta']:g}, γ={results['gamma']:g}"
     curves = {t: results[f"{t}_mse"] for t in TREATMENTS}
     curves["unbiased"] = results["unbiased_mse"]
-    plot_error_by_round(out / "mse.png", rounds, curves, "E[(p* − m_k)²]", f"Parity, {tag}")
+    plot_error_by_round(out / "mse.png", rounds, curves, "E[(p* − m_k)²]",
+                        f"{task}, {tag}")
     plot_reliability(out / "reliability.png", rounds, metrics, f"Self reliability, {tag}")
     plot_conversation_cells(
         out / "conversation_cells.png", rounds, metrics, f"Conversation calibration gap, {tag}"
@@ -147,11 +82,11 @@ def plots(results: dict, metrics: dict, out: Path) -> None:
 
 def run(cfg: DictConfig) -> dict:
     """Check, analyse and write ``results.json`` and the plots; returns the results."""
-    job = start_run(cfg, check=check_config)
-    results, metrics = analyse(job.cfg)
+    job = start_run(cfg, check=theory_of)
+    results, metrics = theory_of(job.cfg).ideal(job.cfg)
     job.results.update(results)
     out = job.out
-    plots(results, metrics, out)
+    plots(results, metrics, out, job.cfg.task.name)
     print("round " + "".join(f"{t + '_mse':>18}" for t in TREATMENTS) + "   conversation_weights")
     for i, k in enumerate(results["rounds"]):
         row = "".join(f"{results[f'{t}_mse'][i]:18.6g}" for t in TREATMENTS)

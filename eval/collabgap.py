@@ -44,15 +44,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+import jaxcollab
 from jaxcollab.agents.driver import PACING
 from jaxcollab.agents.driver import run as rollout
-from jaxcollab.agents.maze import plots
 from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import Rollout
 from jaxcollab.llm.play import reserve_callback_threads
-
-#: ``plots`` entries drawn by :func:`jaxcollab.agents.maze.plots.llm_maze_plot` (in order).
-CURVES = ("maze_success", "step_accuracy", "calibration_loss")
 
 
 def step_config(cfg: DictConfig, step: DictConfig, out: Path) -> DictConfig:
@@ -87,11 +84,7 @@ def run(cfg: DictConfig) -> dict:
         if not step.held_out:
             job.results.set(("protocols", step.name), res["protocols"][step.setting])
     job.results.update({"experiment": cfg.experiment, "model": cfg.llm.model})
-    curves = [p for p in CURVES if p in cfg.plots]
-    if curves:
-        plots.llm_maze_plot(job.results.data, out / "collabgap.png", curves)
-    if "confidence" in cfg.plots:
-        plots.confidence_plot(job.results.data, out / "confidence.png")
+    jaxcollab.family(cfg.env).llm.plots(job.results.data, out, cfg.plots)
     print({n: p["maze_success"] for n, p in job.results.data["protocols"].items()},
           f"-> {job.results.path}")
     return job.results.data

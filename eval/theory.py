@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from jaxcollab.collab.data import round_task
+from jaxcollab.collab.data import round_task, task_names
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import Theory
 from jaxcollab.io.run import hydra_main, start_run
@@ -35,10 +35,11 @@ def theory_of(cfg: DictConfig) -> Theory:
     """
     theory = round_task({"name": cfg.task.name}).theory
     if theory is None:
-        raise ConfigValueError("task", cfg.task.name, "'parity' (the exact theory is chained "
-                               "parity's)")
+        raise ConfigValueError("task", cfg.task.name, "a task with an exact theory: one of "
+                               f"{task_names(lambda task: task.theory is not None)}")
     if cfg.method not in theory.methods:
         raise ConfigValueError("method", cfg.method, f"one of {list(theory.methods)}")
+    theory.check_rounds(OmegaConf.to_container(cfg.task), int(cfg.n_rounds))
     return theory
 
 

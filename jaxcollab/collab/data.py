@@ -19,7 +19,7 @@ come from models that never saw those examples, and test messages come from the 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
@@ -117,10 +117,16 @@ def round_task(cfg: Mapping) -> RoundTask:
     name = cfg.get("name")
     plugin = _family_or_none(str(name))
     if plugin is None or plugin.task is None:
-        valid = sorted(n for n in family_names()
-                       if (p := _family_or_none(n)) is not None and p.task is not None)
-        raise ValueError(f"unknown task {name!r}; expected one of {valid}")
+        raise ValueError(f"unknown task {name!r}; expected one of {task_names()}")
     return plugin.task
+
+
+def task_names(where: Callable[[RoundTask], bool] = lambda task: True) -> list[str]:
+    """The names of the known round-trainer tasks for which ``where(task)`` holds, sorted
+    (e.g. those with an exact theory, for an error message)."""
+    return sorted(n for n in family_names()
+                  if (p := _family_or_none(n)) is not None and p.task is not None
+                  and where(p.task))
 
 
 def _family_or_none(name: str):

@@ -109,6 +109,9 @@ class LLMGame:
         data: ``data(final_state) -> dict`` of extra transcript fields (e.g. maze labels).
         summary: ``summary(records, options) -> dict`` of family-specific LLM keys computed
             from the transcript records (e.g. the maze's per-round accuracy).
+        plots: ``plots(results, out_dir, names)`` draws the named plots (``plots`` of a
+            multi-step LLM experiment's config) of its combined ``results.json`` into
+            ``out_dir`` (the maze's collaboration-gap figures, ``eval/collabgap.py``), or None.
     """
 
     game: Callable[[str, Environment, Any, Mapping[str, Any]], Any]
@@ -120,6 +123,7 @@ class LLMGame:
     communication: Callable[[dict], tuple[int, int]] | None = None
     data: Callable[[Any], dict] = lambda state: {}
     summary: Callable[[list[dict], Mapping[str, Any]], dict] = lambda records, options: {}
+    plots: Callable[[dict, Path, Sequence[str]], None] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,12 +221,21 @@ class Theory:
         calibration: ``calibration(task_cfg, n_rounds, conditions) -> dict``: the calibration
             experiment's exact curves (``conditions``: name → ``(β, γ)``): its
             ``theory_mse_vs_pstar`` by round and ``conditions.<name>.ideal_decoder``.
+        check_rounds: ``check_rounds(task_cfg, n_rounds)``: raises ``ConfigValueError``
+            naming ``n_rounds`` when the theory has no round ``n_rounds`` (parity's round k
+            reveals bit k); run before any work.
+        ideal: ``ideal(cfg) -> (results, metrics)``: the ideal-decoder calibration analysis
+            of ``eval/calibration.py`` (its config; its ``results.json`` keys and the
+            per-treatment round metrics its plots draw), or None: the task has no ideal
+            decoders.
     """
 
     curves: Callable[[Mapping, int, str], dict]
     methods: tuple[str, ...]
     plot: Callable[[dict, Path], None]
     calibration: Callable[[Mapping, int, Mapping[str, tuple[float, float]]], dict]
+    check_rounds: Callable[[Mapping, int], None] = lambda task_cfg, n_rounds: None
+    ideal: Callable[[Mapping], tuple[dict, dict]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

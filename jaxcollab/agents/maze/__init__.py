@@ -183,6 +183,12 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
                                f"(the setting is {str(block.setting)!r})")
 
 
+def _collabgap_plots(results, out, names) -> None:
+    from jaxcollab.agents.maze.plots import collabgap_plots  # on use: matplotlib
+
+    collabgap_plots(results, out, names)
+
+
 def _experiment(cfg, out, results, logger):
     """The round trainer's maze experiment (imported on use: it needs the trainer)."""
     from jaxcollab.agents.maze.experiment import Mazes
@@ -198,7 +204,8 @@ FAMILY = Family(
     export=lambda name, n, seed, options: export_instances(name, n, seed),
     llm=LLMGame(game=_llm_game, outcome=_outcome, temperature=1.0,  # the paper's §6
                 max_tokens=2048,  # §6: "reasoning (up to 2048 tokens)"
-                roles=("agent0", "agent1"), data=_data, summary=_llm_summary),
+                roles=("agent0", "agent1"), data=_data, summary=_llm_summary,
+                plots=_collabgap_plots),
     config=MazeConfig,
     schemas={"collabgap": Collabgap},
     check=_check,

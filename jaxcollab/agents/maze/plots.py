@@ -109,3 +109,19 @@ def confidence_plot(results: dict, path: str | Path) -> None:
     twins[0].legend(fontsize=6, loc="upper left")
     fig.suptitle("Top probability of the communicated vector: count and accuracy per bin")
     save(fig, path)
+
+
+#: The collaboration-gap experiment's ``plots`` names drawn into ``collabgap.png`` by
+#: :func:`llm_maze_plot` (in order); ``confidence`` draws ``confidence.png``.
+COLLABGAP_CURVES = ("maze_success", "step_accuracy", "calibration_loss")
+
+
+def collabgap_plots(results: dict, out: Path, names) -> None:
+    """The maze's :attr:`~jaxcollab.core.family.LLMGame.plots`: of ``names`` (the experiment's
+    ``plots``), the :data:`COLLABGAP_CURVES` panels into ``out/collabgap.png`` and
+    ``confidence`` into ``out/confidence.png``."""
+    curves = [p for p in COLLABGAP_CURVES if p in names]
+    if curves:
+        llm_maze_plot(results, out / "collabgap.png", curves)
+    if "confidence" in names:
+        confidence_plot(results, out / "confidence.png")

@@ -14,6 +14,7 @@ from jaxcollab.agents.parity import theory
 from jaxcollab.agents.parity.config import RUN_KEYS, ParityTask, check_alphas
 from jaxcollab.collab.data import CollabTask, TaskSplit
 from jaxcollab.core.config import typed
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.family import RoundTask, Theory
 from jaxcollab.envs import parity
 
@@ -110,6 +111,23 @@ def _theory_plot(results: dict, path) -> None:
     theory_plot(results, path)
 
 
+def check_rounds(cfg: Mapping, n_rounds: int) -> None:
+    """At most ``n_bits`` rounds: round k reveals bit k (the paper's §1 chained parity).
+
+    Raises:
+        ConfigValueError: ``n_rounds`` above ``cfg["n_bits"]``.
+    """
+    if n_rounds > cfg["n_bits"]:
+        raise ConfigValueError("n_rounds", n_rounds,
+                               f"an integer in 1..task.n_bits={cfg['n_bits']}")
+
+
+def _ideal_calibration(cfg):
+    from jaxcollab.agents.parity.ideal_calibration import ideal_calibration  # on use: calibrators
+
+    return ideal_calibration(cfg)
+
+
 def _experiment(cfg, out, results, logger):
     """The round trainer's parity experiment (imported on use: it needs the trainer)."""
     from jaxcollab.agents.parity.experiment import Protocols
@@ -120,4 +138,5 @@ def _experiment(cfg, out, results, logger):
 #: The parity plug-in's round-trainer task: exact theory curves and ideal decoders exist for it.
 TASK = RoundTask(config=ParityTask, build=_parity_build, experiment=_experiment,
                  check=check_alphas, run_keys=RUN_KEYS,
-                 theory=Theory(theory_curves, tuple(METHODS), _theory_plot, calibration_theory))
+                 theory=Theory(theory_curves, tuple(METHODS), _theory_plot, calibration_theory,
+                               check_rounds=check_rounds, ideal=_ideal_calibration))
