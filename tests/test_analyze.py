@@ -193,6 +193,20 @@ def test_flags_of_the_llm_run_come_from_its_replay(bomb_run):
     assert agree["agreement"] == flagged / len(lost)
 
 
+def test_protocol_families_of_the_llm_run(bomb_run):
+    """The stub's Mute gestures one symbol on its first turn, and Blind's first cut ends the
+    episode: Mute answered one bit exactly when it plays before Blind (three of the six turn
+    orders), else it never gestured (SANZARU Fig. 7's family, or none)."""
+    _, _, a, _, _ = bomb_run
+    p = a["protocol_families"]
+    assert p["model"] == "good" and p["undetermined"] == []
+    assert p["counts"] == p["variants"]["bomb/base-1"] == {"one_bit": 3, "none": 3}
+    order = lambda e: e["turn_order"].split("-")  # noqa: E731
+    assert [e["protocol"] for e in a["lost_episodes"]] == [
+        "one_bit" if order(e).index("mute") < order(e).index("blind") else "none"
+        for e in a["lost_episodes"]]
+
+
 def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server, tmp_path):
     """A rerun answers every judge request from the cache; a judge that replies no verdict
     leaves every lost episode ``unparsed`` (counted, no crash)."""

@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from jaxcollab.agents.bomb.config import BombConfig
+from jaxcollab.agents.bomb.protocols import FAMILIES, episode_families, summary
 from jaxcollab.agents.bomb.traces import labelled, traced
 from jaxcollab.analysis.replay import replay, rollout_config
 from jaxcollab.core.config import typed
@@ -124,7 +125,8 @@ def llm_traces(names: Sequence[str], run_dir: Path, cfg: Mapping, chunk: int
                           np.stack([owners[i][0] for i in idx]),
                           np.stack([owners[i][1] for i in idx]))
     traces = {k: np.asarray(v) for k, v in flags.items()}
-    traces.update(ending=ending, rounds=np.asarray(final.round + (final.turn > 0)))
+    traces.update(ending=ending, rounds=np.asarray(final.round + (final.turn > 0)),
+                  protocol=episode_families(states, applied, turn_order))
     return labelled(traces, turn_order, idx, ep)
 
 
@@ -147,6 +149,7 @@ def _episode(traces: dict, i: int, names: Sequence[str]) -> dict:
             "ending": T.ENDING_NAMES[int(traces["ending"][i])],
             "rounds": int(traces["rounds"][i]), "messages": int(traces["messages"][i]),
             "symbols": int(traces["symbols"][i]),
+            "protocol": FAMILIES[int(traces["protocol"][i])],
             **{f: bool(traces[f][i]) for f in FLAGS}}
 
 
@@ -159,7 +162,9 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
         ``wrong_round``, ``omission``: share of lost episodes carrying each; SANZARU Table 6),
         ``variants.<name>`` (the same per variant) and ``lost_episodes`` (``env``, ``variant``,
         ``episode``, ``turn_order``, ``ending``, ``rounds``, ``messages``, ``symbols`` and the
-        flags of each lost episode).
+        flags of each lost episode), and ``protocol_families``: every episode's protocol family
+        (SANZARU Figs. 7-12) by rule, counted overall and per variant, with the run's model
+        (:func:`jaxcollab.agents.bomb.protocols.summary`).
 
     Raises:
         ConfigValueError: not a replayable rollout (unknown team, missing transcripts).
@@ -188,8 +193,13 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
                                f"{want:.4f}: the run's episodes could not be reproduced")
         variants[name] = shares({k: v[mine] for k, v in traces.items()})
     lost = np.flatnonzero(traces["lost"])
+    ids = [{"env": names[int(v)], "episode": int(e)}
+           for v, e in zip(traces["variant"], traces["episode"])]
+    model = (cfg.get("llm") or {}).get("model") if cfg["agent"] == "llm" else None
     return {"env": cfg["env"], "agent": cfg["agent"], "episodes": int(len(traces["lost"])),
             **shares(traces), "variants": variants,
+            "protocol_families": summary(traces["protocol"], traces["variant"], names, model,
+                                         ids),
             "lost_episodes": [_episode(traces, int(i), names) for i in lost]}
 
 

@@ -11,6 +11,7 @@ import jax
 import numpy as np
 from rich.progress import track
 
+from jaxcollab.agents.bomb.protocols import episode_families
 from jaxcollab.agents.bomb.teams import team_policy
 from jaxcollab.analysis.replay import CHUNK
 from jaxcollab.core.registry import make
@@ -31,7 +32,9 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
         Arrays ``[len(env_names) * episodes]`` in :func:`~jaxcollab.agents.bomb.evaluate`'s
         order: ``variant`` (index into ``env_names``), ``episode``, ``turn_order`` (index into
         :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS`), ``ending``, ``rounds`` (rounds
-        begun), and the keys of :func:`~jaxcollab.envs.bomb.flags.episode_flags`.
+        begun), ``protocol`` (index into
+        :data:`~jaxcollab.agents.bomb.protocols.FAMILIES`) and the keys of
+        :func:`~jaxcollab.envs.bomb.flags.episode_flags`.
 
     Raises:
         KeyError: unknown team or variant (lists the valid ones).
@@ -48,7 +51,8 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
 
 def traced(env, policy, keys, params, turn_order, env_names: Sequence[str], idx, chunk: int,
            label: str | None = None) -> dict[str, np.ndarray]:
-    """``ending``, ``rounds`` and the :func:`~jaxcollab.envs.bomb.flags.episode_flags` of
+    """``ending``, ``rounds``, the :func:`~jaxcollab.envs.bomb.flags.episode_flags` and the
+    ``protocol`` (:func:`~jaxcollab.agents.bomb.protocols.episode_families`) of
     the episodes ``keys [N]`` / ``params [N]`` (``turn_order`` int ``[N, 3]``, ``idx`` each
     episode's index into ``env_names``) played by ``policy`` on ``env`` with a trajectory,
     ``chunk`` at a time (``label``: a progress bar's title, None for none)."""
@@ -67,7 +71,9 @@ def traced(env, policy, keys, params, turn_order, env_names: Sequence[str], idx,
         flags = episode_flags(res.trajectory["state"], res.trajectory["actions"], final,
                               turn_order[rows], sole[rows], per_stage[rows])
         keep = slice(0, min(size, total - lo))
-        rec = {"ending": final.ending, "rounds": final.round + (final.turn > 0), **flags}
+        rec = {"ending": final.ending, "rounds": final.round + (final.turn > 0), **flags,
+               "protocol": episode_families(res.trajectory["state"], res.trajectory["actions"],
+                                            turn_order[rows])}
         for k, x in rec.items():
             out.setdefault(k, []).append(np.asarray(x)[keep])
     return {k: np.concatenate(v) for k, v in out.items()}
