@@ -37,6 +37,7 @@ ENTRY_POINTS = {
     "eval/export.py": ("eval.export", "export"),
     "eval/protocols.py": ("eval.protocols", "protocols"),
     "eval/seeds.py": ("eval.seeds", "seeds"),
+    "eval/tables.py": ("eval.tables", "tables"),
 }
 
 

@@ -9,7 +9,8 @@ else: its teams by name, its evaluation (the family's ``results.json`` keys, doc
 ``evaluate``), its exporter, its LLM game, its config keys, its trace analysis
 (``eval/analyze.py``), its information bounds (``eval/bounds.py``), its RL view
 (``train/marl.py``), its round-trainer task (``train/collab.py``), its report sections
-(``eval/report.py``) and an example environment (for tests that cover every family).
+(``eval/report.py``), its papers' tables (``eval/tables.py``) and an example environment (for
+tests that cover every family).
 
 **A team is a team.** Every team, scripted, privileged oracle or LLM, is a :class:`Team`: an
 object whose ``play(env, keys, params, ids)`` plays one episode per key to its end and returns
@@ -331,6 +332,10 @@ class Family:
         report: ``report() -> sections``: the family's own sections of a run's report
             (:class:`jaxcollab.report.sections.Section`, each placed after the section its
             ``after`` names), or ``None``.
+        tables: ``tables() -> {paper: tables}``: the tables of the papers this family
+            reproduces (``eval/tables.py paper=<paper>``), each a
+            :class:`jaxcollab.report.assemble.PaperTable` built from finished runs; ``None``:
+            none.
     """
 
     name: str
@@ -349,6 +354,7 @@ class Family:
     task: RoundTask | None = None
     example: str = ""
     report: Callable[[], Sequence[Any]] | None = None
+    tables: Callable[[], Mapping[str, Sequence[Any]]] | None = None
 
     def keys(self) -> list[str]:
         """The names of the run-config keys this family reads beside the common ones."""

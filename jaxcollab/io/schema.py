@@ -391,6 +391,22 @@ class Report:
             raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
 
 
+@dataclass
+class Tables:
+    """``configs/tables.yaml``: ``eval/tables.py`` (a paper's tables from finished runs).
+    ``paper`` names the paper (a key of some family's :attr:`~jaxcollab.core.family.Family.
+    tables`), ``runs`` the run directories, ``out_dir`` where the tables go (null:
+    ``<first run>/tables-<paper>``)."""
+
+    paper: str = MISSING
+    runs: list[str] = MISSING
+    out_dir: str | None = None
+
+    def check(self) -> None:
+        if not self.runs or not all(isinstance(r, str) and r for r in self.runs):
+            raise ConfigValueError("runs", self.runs, "a non-empty list of run directories")
+
+
 def with_families(base: type, slot: str) -> type:
     """``base`` with the config keys of every registered family
     (:attr:`jaxcollab.core.family.Family.config` or ``export_config``, named by ``slot``),
@@ -413,7 +429,7 @@ Export = with_families(ExportKeys, "export_config")
 SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
            "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl,
-           "learned": Learned}
+           "learned": Learned, "tables": Tables}
 # the entry points' schemas a family owns (the maze's eval/collabgap.py)
 SCHEMAS |= {name: node for f in _families() for name, node in f.schemas.items()}
 #: The Hydra ``task`` group's schemas (``task/<name>_schema``): each round-trainer task's config

@@ -331,6 +331,13 @@ def _report():
     return SECTIONS
 
 
+def _tables():
+    """SANZARU's tables, :mod:`jaxcollab.agents.bomb.paper` (imported on use, as the report's)."""
+    from jaxcollab.agents.bomb.paper import TABLES
+
+    return TABLES
+
+
 #: The bomb family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="bomb",
@@ -349,6 +356,7 @@ FAMILY = Family(
     rl=RL(_rl_view, _rl_protocol, _rl_protocol_plot),
     example="bomb/base-1",
     report=_report,
+    tables=_tables,
 )
 register_family(FAMILY)
 
