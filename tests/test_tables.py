@@ -119,3 +119,51 @@ def test_tables_of_scripted_bank_runs_match_their_results(tmp_path):
     assert float(t4[("symbol Core Gap", "All")]["value"]) == pytest.approx(gap)
     assert done.stdout.strip().endswith(f"{out / 'sanzaru.html'}")
     assert cells(out, "table10") == {}  # hint levels are the LLM prompts'; no LLM run
+
+
+def _ktane(path: Path, results: dict, **ktane) -> Path:
+    path.mkdir()
+    (path / "results.json").write_text(json.dumps({"env": "ktane/missions/single", **results,
+                                                   "config": {"env": "ktane/missions/single",
+                                                              "agent": "llm",
+                                                              "llm": {"model": "m"},
+                                                              "ktane": ktane}}))
+    return path
+
+
+def test_gptnt_tables_read_pass_at_1_and_the_pairings(tmp_path):
+    """Tables 4/5 split the runs by ``ktane.mode``, Table 11 by ``ktane.solo``; Table 6 is the
+    other-play run's matrix, each cell with its pairing's episodes; Table 7 its rates."""
+    sync = _ktane(tmp_path / "sync", {"pass_at_1": 0.5, "pass_at_1_by_module": {
+        "wires": 0.7, "keypad": 0.3}}, mode="sync")
+    solo = _ktane(tmp_path / "solo", {"pass_at_1": 0.2, "pass_at_1_by_module": {
+        "wires": 0.2}}, mode="sync", solo="no_manual")
+    other = tmp_path / "other"
+    other.mkdir()
+    pairs = [("m", "m", 0.5), ("m", "n", 0.25), ("n", "m", 0.0), ("n", "n", 1.0)]
+    (other / "results.json").write_text(json.dumps({
+        "env": "ktane/wires", "success_matrix": {"m": {"m": 0.5, "n": 0.25},
+                                                 "n": {"m": 0.0, "n": 1.0}},
+        "runs": [{"roles": {"defuser": a, "expert": b}, "episodes": 4, "success_rate": r}
+                 for a, b, r in pairs],
+        "communication": {"m": {"self": 0.5, "other_as_defuser": 0.25,
+                                "other_as_expert": None}}}))
+    out = tmp_path / "tables"
+    run_entry("eval/tables.py", "paper=gptnt", f"runs=[{sync},{solo},{other}]",
+              f"out_dir={out}")
+    t5 = cells(out, "table5")
+    assert float(t5[("m", "keypad")]["value"]) == 0.3 and t5[("m", "All")]["value"] == "0.5"
+    assert cells(out, "table4")[("a self-play run with ktane.mode=async on "
+                                 "ktane/missions/single", "All")]["missing"]
+    t11 = cells(out, "table11")
+    assert float(t11[("m (single, no manual)", "wires")]["value"]) == 0.2
+    assert t11[("m (single, no manual)", "keypad")]["missing"] == (
+        f"{solo} played no single keypad mission")
+    t6 = cells(out, "table6")
+    assert float(t6[("m", "n")]["value"]) == 0.25 and t6[("m", "n")]["episodes"] == "4"
+    assert (float(t6[("m", "n")]["low"]), float(t6[("m", "n")]["high"])) == pytest.approx(
+        wilson(1, 4))
+    t7 = cells(out, "table7")
+    assert t7[("m", "Other-play as Defuser")]["value"] == "25.0"
+    assert t7[("m", "Other-play as Expert")]["missing"] == f"{other} has no other_as_expert " \
+                                                            "assignment"

@@ -311,6 +311,13 @@ def _report():
     return SECTIONS
 
 
+def _tables():
+    """GPTNT's tables, :mod:`jaxcollab.agents.ktane.paper` (imported on use, as the report's)."""
+    from jaxcollab.agents.ktane.paper import TABLES
+
+    return TABLES
+
+
 #: The Keep-Talking family's plug-in (:mod:`jaxcollab.core.family`).
 FAMILY = Family(
     name="ktane",
@@ -330,5 +337,6 @@ FAMILY = Family(
     rl=RL(_rl_view),
     example="ktane/wires",
     report=_report,
+    tables=_tables,
 )
 register_family(FAMILY)

@@ -1,0 +1,122 @@
+"""GPTNT's tables from finished Keep-Talking runs (``eval/tables.py paper=gptnt``; the plug-in's
+:attr:`~jaxcollab.core.family.Family.tables`):
+
+* Tables 4 and 5: pass@1 (%) on single-module missions by module type, one row per model's
+  self-play run, in async (Table 4) and sync (Table 5) mode (``ktane.mode``);
+* Table 6: success (%) of every (Defuser, Expert) pairing, from an ``eval/otherplay.py`` run;
+* Table 7: communication rates (% game steps with a message), self-play and other-play as each
+  role, from the same run;
+* Table 11: single-module pass@1 (sync) of pairs against single agents with and without the
+  manual (``ktane.solo``), one row per model and setting.
+
+Pass@1 cells are the runs' ``pass_at_1_by_module`` (a mean over missions, so without a binomial
+interval); pairing cells carry the 90 % Wilson interval over the pairing's episodes. GPTNT's
+Tables 2 and 3 (multi-module missions: outcomes and modules solved) are not assembled yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from jaxcollab.agents.ktane.config import KtaneBlock
+from jaxcollab.report.assemble import Built, Cell, PaperTable
+from jaxcollab.report.rundir import RunDir
+
+SOLO_ROWS = {None: "pair", "with_manual": "single, manual", "no_manual": "single, no manual"}
+
+
+def _cfg(run: RunDir) -> dict:
+    return run.results.get("config") or {}
+
+
+def _block(run: RunDir, key: str):
+    return (_cfg(run).get("ktane") or {}).get(key, getattr(KtaneBlock, key))
+
+
+def model(run: RunDir) -> str:
+    """The run's model (``llm.model``)."""
+    return str(run.results.get("model") or (_cfg(run).get("llm") or {}).get("model"))
+
+
+def _selfplay(runs: Sequence[RunDir]) -> list[RunDir]:
+    """Keep-Talking LLM runs that played single-module missions (``pass_at_1_by_module``)."""
+    return [r for r in runs if r.family == "ktane" and _cfg(r).get("agent") == "llm"
+            and isinstance(r.results.get("pass_at_1_by_module"), dict)]
+
+
+def _by_module(chosen: Sequence[RunDir], label: Callable[[RunDir], str], need: str) -> Built:
+    modules = sorted({m for r in chosen for m in r.results["pass_at_1_by_module"]})
+    rows = [[label(r), *(Cell(r.results["pass_at_1_by_module"][m])
+                         if m in r.results["pass_at_1_by_module"]
+                         else Cell(missing=f"{r.path} played no single {m} mission")
+                         for m in modules), Cell(r.results["pass_at_1"])] for r in chosen]
+    if not rows:
+        rows = [[need, Cell(missing=need)]]
+    return Built(["Model", *modules, "All"], rows)
+
+
+def by_mode(mode: str) -> Callable[[Sequence[RunDir]], Built]:
+    """Table 4 (``async``) or 5 (``sync``): pairs' pass@1 by module type."""
+    def build(runs: Sequence[RunDir]) -> Built:
+        chosen = [r for r in _selfplay(runs) if _block(r, "solo") is None
+                  and _block(r, "mode") == mode]
+        return _by_module(chosen, model, f"a self-play run with ktane.mode={mode} on "
+                          "ktane/missions/single")
+    return build
+
+
+def table11(runs: Sequence[RunDir]) -> Built:
+    chosen = sorted((r for r in _selfplay(runs) if _block(r, "mode") == "sync"),
+                    key=lambda r: (model(r), list(SOLO_ROWS).index(_block(r, "solo"))))
+    return _by_module(chosen, lambda r: f"{model(r)} ({SOLO_ROWS[_block(r, 'solo')]})",
+                      "a sync run on ktane/missions/single (ktane.solo null, with_manual or "
+                      "no_manual)")
+
+
+def _otherplay(runs: Sequence[RunDir]) -> list[RunDir]:
+    return [r for r in runs if r.family == "ktane"
+            and isinstance(r.results.get("success_matrix"), dict)]
+
+
+def table6(runs: Sequence[RunDir]) -> Built:
+    rows, header = [], ["Defuser \\ Expert"]
+    for run in _otherplay(runs):
+        matrix = run.results["success_matrix"]
+        header = ["Defuser \\ Expert", *next(iter(matrix.values()))]
+        for a, row in matrix.items():
+            cells = []
+            for b, rate in row.items():
+                n = next((r.get("episodes", 0) for r in run.results.get("runs", [])
+                          if r.get("roles") == {"defuser": a, "expert": b}), 0)
+                cells.append(Cell(rate, n))
+            rows.append([a, *cells])
+    if not rows:
+        rows = [["–", Cell(missing="an eval/otherplay.py run on ktane")]]
+        header.append("–")
+    return Built(header, rows)
+
+
+def table7(runs: Sequence[RunDir]) -> Built:
+    cols = ("self", "other_as_defuser", "other_as_expert")
+    rows = [[m, *(Cell(text=f"{100 * c[k]:.1f}") if c.get(k) is not None
+                  else Cell(missing=f"{run.path} has no {k} assignment") for k in cols)]
+            for run in _otherplay(runs) for m, c in run.results.get("communication", {}).items()]
+    return Built(["Model", "Self-play", "Other-play as Defuser", "Other-play as Expert"],
+                 rows or [["–", *[Cell(missing="an eval/otherplay.py run on ktane")] * 3]])
+
+
+TABLES = {"gptnt": (
+    PaperTable("table4", "GPTNT Table 4: pass@1 (%) on single-module missions, async mode",
+               by_mode("async")),
+    PaperTable("table5", "GPTNT Table 5: pass@1 (%) on single-module missions, sync mode",
+               by_mode("sync")),
+    PaperTable("table6", "GPTNT Table 6: success rate (%) of every model pairing, "
+               "single-module missions (90 % Wilson intervals over each pairing's episodes)",
+               table6),
+    PaperTable("table7", "GPTNT Table 7: communication rates (% game steps with messages), "
+               "self- vs other-play", table7),
+    PaperTable("table11", "GPTNT Table 11: pass@1 (%) on single-module missions, sync mode, "
+               "pairs vs single agents with and without the manual", table11),
+)}
+
+__all__ = ["TABLES", "by_mode", "model", "table11", "table6", "table7"]
