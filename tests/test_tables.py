@@ -167,3 +167,28 @@ def test_gptnt_tables_read_pass_at_1_and_the_pairings(tmp_path):
     assert t7[("m", "Other-play as Defuser")]["value"] == "25.0"
     assert t7[("m", "Other-play as Expert")]["missing"] == f"{other} has no other_as_expert " \
                                                             "assignment"
+
+
+def test_collabgap_panels_line_up_the_models(tmp_path):
+    """One row per model and step of each ``experiment=r3`` run, maze success by round with
+    the interval the run stored; a figure without a run names the command that fills it."""
+    runs = []
+    for model, success in (("a", [0.25, 0.5]), ("b", [0.0, None])):
+        runs.append(tmp_path / model)
+        runs[-1].mkdir()
+        (runs[-1] / "results.json").write_text(json.dumps({
+            "experiment": "r3", "model": model, "protocols": {"verbalized": {
+                "rounds": [1, 2], "maze_success": success,
+                "maze_success_interval": [[0.1, 0.4], None],
+                "calibration_loss": [0.2, 0.1], "calibration_loss_interval": [None, None]}}}))
+    out = tmp_path / "tables"
+    run_entry("eval/tables.py", "paper=collabgap", f"runs=[{runs[0]},{runs[1]}]",
+              f"out_dir={out}")
+    fig7 = cells(out, "fig7")
+    a = fig7[("a verbalized", "round 1 maze success")]
+    assert (a["value"], a["low"], a["high"]) == ("0.25", "0.1", "0.4")
+    assert fig7[("b verbalized", "round 2 maze success")]["missing"] == (
+        f"{runs[1]} step verbalized has no round 2 maze_success")
+    assert fig7[("a verbalized", "round 2 calibration loss")]["value"] == "0.1"
+    assert "| a verbalized | 25.0 [10.0, 40.0] | 50.0 |" in (out / "fig7.md").read_text()
+    assert cells(out, "fig8")[("an eval/collabgap.py run with experiment=r4", "–")]["missing"]

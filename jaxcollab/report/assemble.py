@@ -23,19 +23,21 @@ from jaxcollab.report.stats import successes, wilson
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-    """One cell: a success ``rate`` over ``episodes`` (shown with its interval), a difference
-    in percentage ``points``, a plain ``text``, or ``missing``: the run that would fill it."""
+    """One cell: a success ``rate`` over ``episodes`` (shown with its interval: ``ci`` where
+    the run stored one, else the 90 % Wilson interval), a difference in percentage
+    ``points``, a plain ``text``, or ``missing``: the run that would fill it."""
 
     rate: float | None = None
     episodes: int = 0
     points: float | None = None
     text: str | None = None
     missing: str | None = None
+    ci: tuple[float, float] | None = None
 
     def interval(self) -> tuple[float, float] | None:
-        """The 90 % Wilson interval of a rate cell, else None."""
-        if self.rate is None or not self.episodes:
-            return None
+        """The rate's interval (``ci``, or Wilson over ``episodes``), else None."""
+        if self.ci is not None or self.rate is None or not self.episodes:
+            return self.ci
         return wilson(successes(self.rate, self.episodes), self.episodes)
 
     def plain(self) -> str:
@@ -97,6 +99,10 @@ def csv_text(t: PaperTable, built: Built) -> str:
 def _html_cell(c: Cell) -> Html:
     if c.missing is not None:
         return tag("td", f"missing: {c.missing}", class_="missing")
+    if c.rate is not None and c.ci is not None:
+        return tag("td", [f"{100 * c.rate:.1f} %", tag("span", c.plain().split(" ", 1)[1],
+                                                       class_="ci")],
+                   class_="num rate", data_value=c.rate)
     if c.rate is not None:
         return rate(c.rate, c.episodes)
     if c.points is not None:

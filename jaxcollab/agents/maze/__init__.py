@@ -197,6 +197,14 @@ def _experiment(cfg, out, results, logger):
 
 
 #: The maze family's plug-in (:mod:`jaxcollab.core.family`).
+def _tables():
+    """The collaboration-gap paper's panels, :mod:`jaxcollab.agents.maze.paper` (imported on
+    use, as the report's)."""
+    from jaxcollab.agents.maze.paper import TABLES
+
+    return TABLES
+
+
 FAMILY = Family(
     name="maze",
     teams={"oracle": lambda options: scripted("oracle")},
@@ -212,6 +220,7 @@ FAMILY = Family(
     task=RoundTask(config=MazeTask, build=maze_task, experiment=_experiment, check=check_sampler,
                    run_keys=RUN_KEYS, scores=SCORES),
     example="maze/split-6x6",
+    tables=_tables,
 )
 register_family(FAMILY)
 
