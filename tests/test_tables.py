@@ -133,7 +133,8 @@ def _ktane(path: Path, results: dict, **ktane) -> Path:
 
 def test_gptnt_tables_read_pass_at_1_and_the_pairings(tmp_path):
     """Tables 4/5 split the runs by ``ktane.mode``, Table 11 by ``ktane.solo``; Table 6 is the
-    other-play run's matrix, each cell with its pairing's episodes; Table 7 its rates."""
+    other-play run's matrix, each cell with its pairing's episodes; Table 7 its rates; Table 2
+    a multi-module run's outcome per mission."""
     sync = _ktane(tmp_path / "sync", {"pass_at_1": 0.5, "pass_at_1_by_module": {
         "wires": 0.7, "keypad": 0.3}}, mode="sync")
     solo = _ktane(tmp_path / "solo", {"pass_at_1": 0.2, "pass_at_1_by_module": {
@@ -163,6 +164,13 @@ def test_gptnt_tables_read_pass_at_1_and_the_pairings(tmp_path):
     assert float(t6[("m", "n")]["value"]) == 0.25 and t6[("m", "n")]["episodes"] == "4"
     assert (float(t6[("m", "n")]["low"]), float(t6[("m", "n")]["high"])) == pytest.approx(
         wilson(1, 4))
+    multi = _ktane(tmp_path / "multi", {"pass_at_1": 0.0, "pass_at_1_by_module": {},
+                                         "per_module": {"ktane/missions/multi/m01": {
+                                             "episodes": 1, "outcomes": {"timeout": 1},
+                                             "mean_modules_solved": 2.0}}}, mode="async")
+    run_entry("eval/tables.py", "paper=gptnt", f"runs=[{multi}]", f"out_dir={tmp_path / 'm'}")
+    assert cells(tmp_path / "m", "table2")[("m", "ktane/missions/multi/m01")]["value"] == (
+        "timeout (2 solved)")
     t7 = cells(out, "table7")
     assert t7[("m", "Other-play as Defuser")]["value"] == "25.0"
     assert t7[("m", "Other-play as Expert")]["missing"] == f"{other} has no other_as_expert " \

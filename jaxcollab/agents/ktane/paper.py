@@ -1,6 +1,8 @@
 """GPTNT's tables from finished Keep-Talking runs (``eval/tables.py paper=gptnt``; the plug-in's
 :attr:`~jaxcollab.core.family.Family.tables`):
 
+* Tables 2 and 3: per multi-module mission, the outcome and the modules solved, one row per
+  model's self-play run, async (Table 2) and sync (Table 3);
 * Tables 4 and 5: pass@1 (%) on single-module missions by module type, one row per model's
   self-play run, in async (Table 4) and sync (Table 5) mode (``ktane.mode``);
 * Table 6: success (%) of every (Defuser, Expert) pairing, from an ``eval/otherplay.py`` run;
@@ -10,8 +12,7 @@
   manual (``ktane.solo``), one row per model and setting.
 
 Pass@1 cells are the runs' ``pass_at_1_by_module`` (a mean over missions, so without a binomial
-interval); pairing cells carry the 90 % Wilson interval over the pairing's episodes. GPTNT's
-Tables 2 and 3 (multi-module missions: outcomes and modules solved) are not assembled yet.
+interval); pairing cells carry the 90 % Wilson interval over the pairing's episodes.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ def model(run: RunDir) -> str:
     return str(run.results.get("model") or (_cfg(run).get("llm") or {}).get("model"))
 
 
-def _selfplay(runs: Sequence[RunDir]) -> list[RunDir]:
-    """Keep-Talking LLM runs that played single-module missions (``pass_at_1_by_module``)."""
+def _missions(runs: Sequence[RunDir], single: bool) -> list[RunDir]:
+    """Keep-Talking LLM runs of fixed missions: single-module ones (``pass_at_1_by_module``
+    filled), or else multi-module ones."""
     return [r for r in runs if r.family == "ktane" and _cfg(r).get("agent") == "llm"
-            and isinstance(r.results.get("pass_at_1_by_module"), dict)]
+            and "pass_at_1" in r.results
+            and bool(r.results.get("pass_at_1_by_module")) == single]
 
 
 def _by_module(chosen: Sequence[RunDir], label: Callable[[RunDir], str], need: str) -> Built:
@@ -58,7 +61,7 @@ def _by_module(chosen: Sequence[RunDir], label: Callable[[RunDir], str], need: s
 def by_mode(mode: str) -> Callable[[Sequence[RunDir]], Built]:
     """Table 4 (``async``) or 5 (``sync``): pairs' pass@1 by module type."""
     def build(runs: Sequence[RunDir]) -> Built:
-        chosen = [r for r in _selfplay(runs) if _block(r, "solo") is None
+        chosen = [r for r in _missions(runs, single=True) if _block(r, "solo") is None
                   and _block(r, "mode") == mode]
         return _by_module(chosen, model, f"a self-play run with ktane.mode={mode} on "
                           "ktane/missions/single")
@@ -66,11 +69,33 @@ def by_mode(mode: str) -> Callable[[Sequence[RunDir]], Built]:
 
 
 def table11(runs: Sequence[RunDir]) -> Built:
-    chosen = sorted((r for r in _selfplay(runs) if _block(r, "mode") == "sync"),
+    chosen = sorted((r for r in _missions(runs, single=True) if _block(r, "mode") == "sync"),
                     key=lambda r: (model(r), list(SOLO_ROWS).index(_block(r, "solo"))))
     return _by_module(chosen, lambda r: f"{model(r)} ({SOLO_ROWS[_block(r, 'solo')]})",
                       "a sync run on ktane/missions/single (ktane.solo null, with_manual or "
                       "no_manual)")
+
+
+def multi(mode: str) -> Callable[[Sequence[RunDir]], Built]:
+    """Table 2 (``async``) or 3 (``sync``): each multi-module mission's outcome and modules
+    solved (the run's ``per_module`` entry; with several episodes, the outcome counts and the
+    mean), then pass@1."""
+    def outcome(entry: dict) -> Cell:
+        counts = {k: v for k, v in entry.get("outcomes", {}).items() if v}
+        return Cell(text=", ".join(f"{k} {v}" if entry["episodes"] > 1 else k
+                                   for k, v in counts.items())
+                    + f" ({entry['mean_modules_solved']:g} solved)")
+
+    def build(runs: Sequence[RunDir]) -> Built:
+        chosen = [r for r in _missions(runs, single=False) if _block(r, "solo") is None
+                  and _block(r, "mode") == mode]
+        missions = sorted({m for r in chosen for m in r.results.get("per_module", {})})
+        rows = [[model(r), *(outcome(r.results["per_module"][m]) if m in r.results.get(
+                    "per_module", {}) else Cell(missing=f"{r.path} did not play {m}")
+                    for m in missions), Cell(r.results["pass_at_1"])] for r in chosen]
+        need = f"a self-play run with ktane.mode={mode} on ktane/missions/multi"
+        return Built(["Model", *missions, "pass@1"], rows or [[need, Cell(missing=need)]])
+    return build
 
 
 def _otherplay(runs: Sequence[RunDir]) -> list[RunDir]:
@@ -106,6 +131,10 @@ def table7(runs: Sequence[RunDir]) -> Built:
 
 
 TABLES = {"gptnt": (
+    PaperTable("table2", "GPTNT Table 2: outcome and modules solved per multi-module mission, "
+               "async mode, and pass@1", multi("async")),
+    PaperTable("table3", "GPTNT Table 3: outcome and modules solved per multi-module mission, "
+               "sync mode, and pass@1", multi("sync")),
     PaperTable("table4", "GPTNT Table 4: pass@1 (%) on single-module missions, async mode",
                by_mode("async")),
     PaperTable("table5", "GPTNT Table 5: pass@1 (%) on single-module missions, sync mode",
@@ -119,4 +148,4 @@ TABLES = {"gptnt": (
                "pairs vs single agents with and without the manual", table11),
 )}
 
-__all__ = ["TABLES", "by_mode", "model", "table11", "table6", "table7"]
+__all__ = ["TABLES", "by_mode", "model", "multi", "table11", "table6", "table7"]
