@@ -193,10 +193,11 @@ def test_flags_of_the_llm_run_come_from_its_replay(bomb_run):
     assert agree["agreement"] == flagged / len(lost)
 
 
-def test_protocol_families_of_the_llm_run(bomb_run):
+def test_protocol_families_of_the_llm_run(bomb_run, tmp_path):
     """The stub's Mute gestures one symbol on its first turn, and Blind's first cut ends the
     episode: Mute answered one bit exactly when it plays before Blind (three of the six turn
-    orders), else it never gestured (SANZARU Fig. 7's family, or none)."""
+    orders), else it never gestured (SANZARU Fig. 7's family, or none); ``eval/tables.py``
+    counts them per model and variant."""
     _, _, a, _, _ = bomb_run
     p = a["protocol_families"]
     assert p["model"] == "good" and p["undetermined"] == []
@@ -205,6 +206,15 @@ def test_protocol_families_of_the_llm_run(bomb_run):
     assert [e["protocol"] for e in a["lost_episodes"]] == [
         "one_bit" if order(e).index("mute") < order(e).index("blind") else "none"
         for e in a["lost_episodes"]]
+
+    from conftest import run_entry
+
+    out, _, _, _, _ = bomb_run
+    run_entry("eval/tables.py", "paper=sanzaru", f"runs=[{out}]", f"out_dir={tmp_path}")
+    rows = [line.split(" | ") for line in (tmp_path / "protocols.md").read_text().splitlines()
+            if line.startswith("| good")]
+    assert [r[1:3] for r in rows] == [["3", "0"], ["3", "0"]]  # one_bit, symbol_per_wire
+    assert [r[0] for r in rows] == ["| good", "| good base-1"]
 
 
 def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server, tmp_path):

@@ -50,7 +50,7 @@ def test_sanzaru_tables_pool_each_runs_variants(tmp_path):
     out = tmp_path / "tables"
     built = run_entry("eval/tables.py", "paper=sanzaru",
                       f"runs=[{trio},{solo},{none},{other}]", f"out_dir={out}")
-    assert set(built) == {"table3", "table4", "table10", "table11", "table12"}
+    assert set(built) == {"table3", "table4", "table10", "table11", "table12", "protocols"}
     t3 = cells(out, "table3")
     base = t3[("m", "Base")]
     assert float(base["value"]) == pytest.approx(3 / 6) and base["episodes"] == "6"
@@ -73,6 +73,9 @@ def test_sanzaru_tables_pool_each_runs_variants(tmp_path):
     t12 = cells(out, "table12")
     assert float(t12[("base-1", "Mean")]["value"]) == pytest.approx((2 / 3 + 1 / 3) / 2)  # Weak
     assert t12[("base-2", "x")]["missing"] == f"{other} played no base-2 variant"
+    assert cells(out, "protocols")[(
+        "a bomb run analysed by eval/analyze.py (analysis.json with protocol_families)",
+        "one_bit")]["missing"]
     md = (out / "sanzaru.md").read_text()
     assert "| m | 0 | 50.0 [" in md and (out / "table4.md").is_file()
     assert 'id="table12"' in (out / "sanzaru.html").read_text()

@@ -10,7 +10,9 @@ under Epistemic & Communication Asymmetry" lays them out:
 * Table 10: by hint level (``bomb.hint``), Table 11: by thinking budget
   (``llm.thinking_budget``): Core, Plus, All with the difference from None / Off, and the lost
   episodes by ending;
-* Table 12: success by variant, one column per trio run and their mean.
+* Table 12: success by variant, one column per trio run and their mean;
+* ``protocols``: episodes per protocol family of Figs. 7-12, per model and per variant, from
+  each run's ``analysis.json`` (``eval/analyze.py``).
 
 Every cell is read from a run's ``results.json`` ``variants`` (pooled by summing successes), so
 it is that run's number; a cell no run gives names the run that would fill it.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from jaxcollab.agents.bomb.config import BombBlock
+from jaxcollab.agents.bomb.protocols import FAMILIES
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.report.assemble import Built, Cell, PaperTable
 from jaxcollab.report.rundir import RunDir
@@ -166,6 +169,23 @@ def table12(runs: Sequence[RunDir]) -> Built:
     return Built(["Variant", *(who(r) for r in teams), "Mean"], rows)
 
 
+def protocols(runs: Sequence[RunDir]) -> Built:
+    """Episodes per protocol family (Figs. 7-12) of each analysed run (``analysis.json``
+    ``protocol_families``, :mod:`jaxcollab.agents.bomb.protocols`): a row per model, then a row
+    per model and variant."""
+    analysed = [r for r in runs if r.family == "bomb" and r.analysis
+                and "protocol_families" in r.analysis]
+    rows = []
+    for r in analysed:
+        p = r.analysis["protocol_families"]
+        rows.append([who(r), *(Cell(text=str(p["counts"].get(f, 0))) for f in FAMILIES)])
+        rows += [[f"{who(r)} {v.removeprefix('bomb/')}",
+                  *(Cell(text=str(c.get(f, 0))) for f in FAMILIES)]
+                 for v, c in p["variants"].items()]
+    need = "a bomb run analysed by eval/analyze.py (analysis.json with protocol_families)"
+    return Built(["Model", *FAMILIES], rows or [[need, *[Cell(missing=need)] * len(FAMILIES)]])
+
+
 TABLES = {"sanzaru": (
     PaperTable("table3", "SANZARU Table 3: success rate (%) by family, Core, Plus and All "
                "(90 % Wilson intervals in brackets)", table3),
@@ -179,6 +199,9 @@ TABLES = {"sanzaru": (
                lambda runs: _levels(trios(runs, llm=True), thinking, "0", "llm.thinking_budget")),
     PaperTable("table12", "SANZARU Table 12: success rate by variant (%), one column per "
                "trio run, and their mean", table12),
+    PaperTable("protocols", "SANZARU Figs. 7-12: episodes per protocol family, by model and "
+               "by model and variant (families sorted by our rules on Mute's gestures)",
+               protocols),
 )}
 
 __all__ = ["TABLES", "hint", "is_solo", "pooled", "thinking", "who"]
