@@ -99,6 +99,7 @@ def _subsets(run: RunDir) -> list[Cell]:
 
 
 def table3(runs: Sequence[RunDir]) -> Built:
+    """Table 3: a row per Weak trio run, each family (Core and Plus pooled), Core, Plus, All."""
     rows = [[who(r), Cell(text=thinking(r) if _cfg(r).get("agent") == "llm" else "–"),
              *(pooled(r, lambda v, f=f: v.family == f, f) for f in FAMILY_TITLES),
              *_subsets(r)] for r in trios(runs)]
@@ -130,6 +131,7 @@ def _block(trio: RunDir, solo: RunDir | None, need: str, subset: str) -> list[li
 
 
 def table4(runs: Sequence[RunDir]) -> Built:
+    """Table 4: per Weak trio run, a Core and a Plus block of Trio, Solo and Gap rows."""
     rows = []
     for trio in trios(runs):
         need = (f"a solo run of {who(trio)} (bank=true bomb.solo_player=true)"
@@ -160,6 +162,7 @@ def _levels(teams: Sequence[RunDir], level: Callable[[RunDir], str], base: str, 
 
 
 def table12(runs: Sequence[RunDir]) -> Built:
+    """Table 12: a row per variant, a column per Weak trio run, and their plain mean."""
     teams, rows = trios(runs), []
     for v in T.VARIANTS:
         cells = [pooled(r, lambda x, n=v.name: x.name == n, v.name) for r in teams]

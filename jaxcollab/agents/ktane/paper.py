@@ -69,6 +69,7 @@ def by_mode(mode: str) -> Callable[[Sequence[RunDir]], Built]:
 
 
 def table11(runs: Sequence[RunDir]) -> Built:
+    """Table 11: sync single-module pass@1 by module, a row per model and ``ktane.solo``."""
     chosen = sorted((r for r in _missions(runs, single=True) if _block(r, "mode") == "sync"),
                     key=lambda r: (model(r), list(SOLO_ROWS).index(_block(r, "solo"))))
     return _by_module(chosen, lambda r: f"{model(r)} ({SOLO_ROWS[_block(r, 'solo')]})",
@@ -104,6 +105,7 @@ def _otherplay(runs: Sequence[RunDir]) -> list[RunDir]:
 
 
 def table6(runs: Sequence[RunDir]) -> Built:
+    """Table 6: the other-play run's ``success_matrix`` (Defuser rows, Expert columns)."""
     rows, header = [], ["Defuser \\ Expert"]
     for run in _otherplay(runs):
         matrix = run.results["success_matrix"]
@@ -122,6 +124,7 @@ def table6(runs: Sequence[RunDir]) -> Built:
 
 
 def table7(runs: Sequence[RunDir]) -> Built:
+    """Table 7: the other-play run's ``communication`` rates per model (percent)."""
     cols = ("self", "other_as_defuser", "other_as_expert")
     rows = [[m, *(Cell(text=f"{100 * c[k]:.1f}") if c.get(k) is not None
                   else Cell(missing=f"{run.path} has no {k} assignment") for k in cols)]
