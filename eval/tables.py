@@ -47,7 +47,8 @@ def run(cfg: DictConfig) -> dict:
     """
     cfg = validate(cfg)
     tables = paper_tables(cfg.paper)
-    runs = [RunDir.load(p) for p in OmegaConf.to_object(cfg.runs)]
+    paths = OmegaConf.to_object(cfg.runs) if OmegaConf.is_config(cfg.runs) else [cfg.runs]
+    runs = [RunDir.load(p) for p in paths]
     out = Path(cfg.out_dir) if cfg.out_dir else runs[0].path / f"tables-{cfg.paper}"
     built = write(cfg.paper, tables, runs, out)
     print(f"-> {out / (cfg.paper + '.md')}, {out / (cfg.paper + '.html')}")

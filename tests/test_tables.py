@@ -81,10 +81,14 @@ def test_sanzaru_tables_pool_each_runs_variants(tmp_path):
     assert 'id="table12"' in (out / "sanzaru.html").read_text()
 
 
-def test_unknown_paper_names_the_papers(tmp_path):
+def test_bad_paper_or_runs_are_named(tmp_path):
     run = bank_run(tmp_path / "r", {"bomb/base-1": (1, 3)}, agent="symbol")
-    with pytest.raises(ValueError, match=r"paper.*sanzaru"):
+    with pytest.raises(ValueError, match=r"paper='nope'.*\['collabgap', 'gptnt', 'sanzaru'\]"):
         run_entry("eval/tables.py", "paper=nope", f"runs=[{run}]")
+    with pytest.raises(ValueError, match=r"runs=\[\] is invalid"):
+        run_entry("eval/tables.py", "paper=sanzaru", "runs=[]")
+    with pytest.raises(ValueError, match=f"{tmp_path / 'gone'}.*not a directory"):
+        run_entry("eval/tables.py", "paper=sanzaru", f"runs={tmp_path / 'gone'}")
 
 
 @pytest.mark.full

@@ -399,12 +399,14 @@ class Tables:
     ``<first run>/tables-<paper>``)."""
 
     paper: str = MISSING
-    runs: list[str] = MISSING
+    runs: Any = MISSING
     out_dir: str | None = None
 
     def check(self) -> None:
-        if not self.runs or not all(isinstance(r, str) and r for r in self.runs):
-            raise ConfigValueError("runs", self.runs, "a non-empty list of run directories")
+        runs = self.runs if isinstance(self.runs, list) else [self.runs]
+        if not runs or not all(isinstance(r, str) and r for r in runs):
+            raise ConfigValueError("runs", self.runs, "a run directory or a non-empty list of "
+                                   "them")
 
 
 def with_families(base: type, slot: str) -> type:
