@@ -27,7 +27,7 @@ def run(cfg: DictConfig):
     """
     cfg = validate(cfg)
     runs = OmegaConf.to_object(cfg.run) if OmegaConf.is_config(cfg.run) else [cfg.run]
-    path = write_report(runs, cfg.out)
+    path = write_report(runs, cfg.out, cfg.replay)
     print(f"-> {path}")
     return path
 

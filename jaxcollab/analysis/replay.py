@@ -114,4 +114,22 @@ def replay(env, keys, params, actions, *, batched_params: bool = True, chunk: in
     return final, states, applied
 
 
-__all__ = ["Replayed", "replay"]
+def per_episode(states, final, lengths) -> list[list]:
+    """Split step-major states ``[T, B]`` (a trajectory's or :func:`replay`'s) into one list
+    per episode: its first ``lengths[b]`` states and then its final state ``final[b]``
+    (host pytrees), the frames of :class:`jaxcollab.core.family.Reel`."""
+    pick = lambda tree, *ix: jax.tree.map(lambda x: np.asarray(x)[ix], tree)  # noqa: E731
+    return [[pick(states, t, b) for t in range(int(n))] + [pick(final, b)]
+            for b, n in enumerate(np.asarray(lengths))]
+
+
+def played(env, policy, keys, params, *, batched_params: bool = True) -> list[list]:
+    """The states of episodes a policy plays on episode keys ``[B]`` (as the run's rollout
+    played them: the same keys, params and library rollout), one list per episode
+    (:func:`per_episode`)."""
+    res = jax.device_get(rollout(env, policy, keys, params, batched_params=batched_params,
+                                 max_steps=env.max_episode_steps, trajectory=True))
+    return per_episode(res.trajectory["state"], res.state, res.length)
+
+
+__all__ = ["Replayed", "per_episode", "played", "replay"]

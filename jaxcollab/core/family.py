@@ -296,6 +296,44 @@ class RoundTask:
 
 
 @dataclasses.dataclass(frozen=True)
+class Reel:
+    """One episode's states, replayed for the report's step-by-step pictures.
+
+    Attributes:
+        env_name: its environment; episode: its index in the run (the transcript's
+            ``episode``); env, params: what :attr:`Draw.pictures` draws it with;
+        states: host states from the reset to the end, one per step and the final one
+            (``len(states) = steps + 1``).
+    """
+
+    env_name: str
+    episode: int
+    env: Environment
+    params: Any
+    states: list
+
+
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """A family's pictures of its states (the report's replay, :mod:`jaxcollab.report.replay`).
+
+    Attributes:
+        pictures: ``pictures(env, state, params) -> {name: svg}`` of one host state: first
+            ``"state"`` (everything, as the environment holds it), then one per role, what that
+            role perceives (drawn from its observation; the parts it does not perceive greyed,
+            :data:`jaxcollab.core.picture.UNSEEN`). SVG strings from
+            :mod:`jaxcollab.core.picture`.
+        reel: ``reel(results, run_dir, n) -> [Reel]``: the first ``n`` episodes of each
+            environment of a finished run, replayed as ``eval/analyze.py`` does (scripted and
+            learned teams from their seeds, LLM teams from their transcripts); ``[]`` for a run
+            it cannot replay. ``None``: the family draws no runs (its states only).
+    """
+
+    pictures: Callable[[Environment, Any, Any], dict[str, str]]
+    reel: Callable[[Mapping[str, Any], Path, int], list[Reel]] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Family:
     """One family's plug-in.
 
@@ -336,6 +374,7 @@ class Family:
             reproduces (``eval/tables.py paper=<paper>``), each a
             :class:`jaxcollab.report.assemble.PaperTable` built from finished runs; ``None``:
             none.
+        draw: its state pictures and the replay of its runs' episodes, or ``None``.
     """
 
     name: str
@@ -355,6 +394,7 @@ class Family:
     example: str = ""
     report: Callable[[], Sequence[Any]] | None = None
     tables: Callable[[], Mapping[str, Sequence[Any]]] | None = None
+    draw: Draw | None = None
 
     def keys(self) -> list[str]:
         """The names of the run-config keys this family reads beside the common ones."""
@@ -375,5 +415,5 @@ class Family:
         return self.teams[name](options)
 
 
-__all__ = ["RL", "Analysis", "Bounds", "EpisodeId", "Family", "LLMGame", "RoundTask", "Scores",
-           "ScriptedTeam", "Spec", "TaskConfig", "Team", "Theory"]
+__all__ = ["RL", "Analysis", "Bounds", "Draw", "EpisodeId", "Family", "LLMGame", "Reel",
+           "RoundTask", "Scores", "ScriptedTeam", "Spec", "TaskConfig", "Team", "Theory"]

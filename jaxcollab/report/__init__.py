@@ -35,18 +35,20 @@ def render(runs: Sequence[RunDir]) -> str:
                 " · ".join(str(r.path) for r in runs), sections)
 
 
-def write_report(paths: Sequence[str | Path], out: str | Path | None = None) -> Path:
+def write_report(paths: Sequence[str | Path], out: str | Path | None = None,
+                 replay: int = 0) -> Path:
     """Write the report of the run directories ``paths``; returns the file written.
 
     Args:
         paths: one or more run directories, each holding ``results.json``.
         out: the HTML file; default ``<run>/report.html`` for one run and
             ``<first run>/compare.html`` for several.
+        replay: episodes per environment replayed step by step (:mod:`.replay`), 0: none.
 
     Raises:
         NotARunError: a path that is not a run directory (named).
     """
-    runs = [RunDir.load(p) for p in paths]
+    runs = [RunDir.load(p, replay) for p in paths]
     if not runs:
         raise NotARunError("[]", "the list is empty")
     target = Path(out) if out is not None else runs[0].path / (

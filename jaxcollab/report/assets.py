@@ -3,7 +3,11 @@
 The script marks ``#report-status`` ``data-state="ready"`` once it has run and, on any script
 error, ``"error"`` with the message in ``#report-errors`` (what the browser tests read); it
 opens the element a URL hash names (``report.html#ep-bomb-base-1-0`` opens that episode) and
-filters episodes by outcome and turns by role.
+filters episodes by outcome and turns by role; it steps replayed episodes
+(:mod:`jaxcollab.report.replay`): a ``details.replay`` shows the ``<template>`` of the step its
+slider, its buttons or the arrow keys choose, cloned into its ``.view`` only when opened (lazy:
+closed episodes lay out nothing); ``report.html#replay-bomb-base-1-0/s3`` opens that episode
+at step 3.
 """
 
 CSS = """
@@ -64,6 +68,12 @@ pre.feedback { background:#fdf0d8; } pre.thought { background:#eef4fb; }
 .msg-role { font-size:12px; color:var(--muted); }
 .controls { margin:6px 0 10px; font-size:14px; } select { font:inherit; }
 footer { color:var(--muted); font-size:12px; padding:0 28px 24px; }
+details.replay { border:1px solid var(--line); border-radius:8px; padding:6px 12px; }
+.pics { display:flex; flex-wrap:wrap; gap:10px; }
+.pics figure.pic { margin:4px 0; } .pics svg { max-width:100%; height:auto; }
+.replay-turn { border-left:3px solid var(--accent); margin:6px 0; padding:2px 0 2px 10px; }
+.replay-turn .who { font-weight:600; } .replay .at { margin-left:8px; color:var(--muted); }
+input.step { vertical-align:middle; width:260px; }
 """
 
 SCRIPT = """(function () {
@@ -76,9 +86,11 @@ SCRIPT = """(function () {
   });
   function openHash() {
     var id = decodeURIComponent(location.hash.slice(1));
-    var el = id && document.getElementById(id);
+    var at = /^(replay-.*)\/s(\d+)$/.exec(id);  // #replay-<episode>/s<step>: that step
+    var el = document.getElementById(at ? at[1] : id);
     if (!el) return;
     for (var p = el; p; p = p.parentElement) if (p.tagName === 'DETAILS') p.open = true;
+    if (at) show(el, +at[2]);
     el.scrollIntoView();
   }
   function filter(select, items, keep) {
@@ -92,6 +104,37 @@ SCRIPT = """(function () {
     if (t.matches('select.episode-filter'))
       filter(t, t.closest('.episodes').querySelectorAll('.episode'),
              function (x) { return x.dataset.success === t.value; });
+  });
+  function show(box, step) {
+    var slider = box.querySelector('input.step');
+    step = Math.max(0, Math.min(+slider.max, step));
+    slider.value = step;
+    var t = box.querySelector('template[data-step="' + step + '"]');
+    var view = box.querySelector('.view');
+    view.replaceChildren(t.content.cloneNode(true));
+    view.dataset.step = step;
+    box.querySelector('.at').textContent = 'step ' + step + ' / ' + slider.max;
+  }
+  document.addEventListener('toggle', function (e) {
+    var box = e.target;
+    if (box.matches && box.matches('details.replay') && box.open &&
+        !box.querySelector('.view').dataset.step) show(box, 0);
+  }, true);
+  document.addEventListener('input', function (e) {
+    if (e.target.matches('input.step')) show(e.target.closest('details.replay'), +e.target.value);
+  });
+  document.addEventListener('click', function (e) {
+    var b = e.target.closest && e.target.closest('button[data-go]');
+    if (!b) return;
+    var box = b.closest('details.replay');
+    show(box, +box.querySelector('input.step').value + +b.dataset.go);
+  });
+  document.addEventListener('keydown', function (e) {
+    var box = document.activeElement && document.activeElement.closest &&
+      document.activeElement.closest('details.replay');
+    if (!box || (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight')) return;
+    if (document.activeElement.matches('input.step')) return;  // the slider steps itself
+    show(box, +box.querySelector('input.step').value + (e.key === 'ArrowRight' ? 1 : -1));
   });
   window.addEventListener('hashchange', openHash);
   openHash();

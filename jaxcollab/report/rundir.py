@@ -29,17 +29,20 @@ def _is_transcript(records: list[dict]) -> bool:
 class RunDir:
     """One run: ``results`` (``results.json``), ``transcripts`` (env name -> its episode
     records, from the ``<env>.jsonl`` files eval/llm.py writes), ``analysis``
-    (``analysis.json`` or ``None``) and ``pngs`` (the run's own plots, top level)."""
+    (``analysis.json`` or ``None``), ``pngs`` (the run's own plots, top level) and ``replay``
+    (episodes per environment the report replays step by step, :mod:`jaxcollab.report.replay`;
+    a report option, not a file)."""
 
     path: Path
     results: dict
     transcripts: dict[str, list[dict]] = field(default_factory=dict)
     analysis: dict | None = None
     pngs: list[Path] = field(default_factory=list)
+    replay: int = 0
 
     @classmethod
-    def load(cls, path: str | Path) -> RunDir:
-        """Read a run directory.
+    def load(cls, path: str | Path, replay: int = 0) -> RunDir:
+        """Read a run directory (``replay``: :attr:`replay`).
 
         Raises:
             NotARunError: ``path`` is not a directory or holds no ``results.json`` (named).
@@ -59,7 +62,7 @@ class RunDir:
                 transcripts[records[0].get("env", f.stem)] = sorted(
                     records, key=lambda r: r["episode"])
         analysis = _object(path / "analysis.json") if (path / "analysis.json").is_file() else None
-        return cls(path, results, transcripts, analysis, sorted(path.glob("*.png")))
+        return cls(path, results, transcripts, analysis, sorted(path.glob("*.png")), replay)
 
     @property
     def env(self) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from jaxcollab.core.registry import family
 from jaxcollab.io import plots as figures
 from jaxcollab.report.html import Html, flatten, keyvalue, png, rate, table, tag
+from jaxcollab.report.replay import replay_section, replays
 from jaxcollab.report.rundir import RunDir
 from jaxcollab.report.stats import with_intervals
 from jaxcollab.report.tables import family_rows, overall_row, variant_rows
@@ -312,6 +313,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("curves", "Curves by round", ("protocols",), protocols),
     Section("rounds", "By round", ("rounds",), rounds, _has_round_lists),
     Section("analysis", "Analysis", (), analysis, lambda run: run.analysis is not None),
+    Section("replay", "Replay, step by step", (), replay_section, replays),
     Section("episodes", "Episodes", (), episodes_section, lambda run: bool(run.transcripts)),
     Section("plots", "The run's plots", (), plots, lambda run: bool(run.pngs)),
 )

@@ -35,6 +35,7 @@ from jaxcollab.core.family import (
     RL,
     Analysis,
     Bounds,
+    Draw,
     Family,
     LLMGame,
     ScriptedTeam,
@@ -323,6 +324,20 @@ def _rl_protocol_plot(tables: dict, path: Path) -> None:
     protocol_plot(tables, path)
 
 
+def _pictures(env, state, params):
+    """:func:`jaxcollab.agents.bomb.draw.pictures` (imported on use)."""
+    from jaxcollab.agents.bomb.draw import pictures
+
+    return pictures(env, state, params)
+
+
+def _reel(results, run_dir, n):
+    """:func:`jaxcollab.agents.bomb.draw.reel` (imported on use)."""
+    from jaxcollab.agents.bomb.draw import reel
+
+    return reel(results, run_dir, n)
+
+
 def _report():
     """The report sections of :mod:`jaxcollab.agents.bomb.report` (imported on use: the
     report's modules)."""
@@ -357,6 +372,7 @@ FAMILY = Family(
     example="bomb/base-1",
     report=_report,
     tables=_tables,
+    draw=Draw(_pictures, _reel),
 )
 register_family(FAMILY)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from jaxcollab.agents.ktane import analysis
+from jaxcollab.agents.ktane import analysis, draw
 from jaxcollab.agents.ktane.config import KtaneConfig, RulesetConfig
 from jaxcollab.agents.ktane.export import export_instances
 from jaxcollab.agents.ktane.policies import TEAMS, oracle_team, random_team, team
@@ -21,6 +21,7 @@ from jaxcollab.core.config import typed
 from jaxcollab.core.family import (
     RL,
     Analysis,
+    Draw,
     Family,
     LLMGame,
     ScriptedTeam,
@@ -338,5 +339,6 @@ FAMILY = Family(
     example="ktane/wires",
     report=_report,
     tables=_tables,
+    draw=Draw(draw.pictures, draw.reel),
 )
 register_family(FAMILY)

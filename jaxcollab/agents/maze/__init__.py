@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.maze import draw
 from jaxcollab.agents.maze.config import RUN_KEYS, Collabgap, MazeConfig, MazeTask
 from jaxcollab.agents.maze.task import SCORES, check_sampler, maze_task
 from jaxcollab.core.config import typed
-from jaxcollab.core.family import Family, LLMGame, RoundTask, ScriptedTeam, Spec, Team
+from jaxcollab.core.family import Draw, Family, LLMGame, RoundTask, ScriptedTeam, Spec, Team
 from jaxcollab.core.registry import make, register_family
 from jaxcollab.core.rollout import privileged_policy
 from jaxcollab.envs.maze import export_instances
@@ -221,6 +222,7 @@ FAMILY = Family(
                    run_keys=RUN_KEYS, scores=SCORES),
     example="maze/split-6x6",
     tables=_tables,
+    draw=Draw(draw.pictures, draw.reel),
 )
 register_family(FAMILY)
 

@@ -1,0 +1,102 @@
+"""Pictures of a Keep-Talking bomb's state, and the replay of a scripted run's episodes.
+
+One panel per module slot, grouped by face (GPTNT §4.2.1: modules on the bomb's faces, one
+face in view, one module zoomed): the module's title, its solved light and its facts
+(:attr:`~jaxcollab.envs.ktane.modules.base.ModuleType.describe`: wires, button and strip,
+keypad glyphs, Simon's flashes, Who's on First, Memory, the Morse word, Complicated Wires,
+Wire Sequence panels, the maze's markers, password columns), with the timer, the strikes and
+the face in view. The Defuser's picture greys every module not on the face in view and lists
+the facts of the zoomed module only (what its observation holds); the Expert sees no bomb
+(GPTNT §4: the Expert only reads the manual), so its picture is the bomb greyed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxcollab.core.family import Reel
+from jaxcollab.core.picture import INK, UNSEEN, circle, rect, svg, text
+from jaxcollab.envs.ktane import tables as T
+
+W, H = 230, 118
+
+
+def _facts(facts: Mapping) -> list[str]:
+    """A module's facts as short lines (lists joined, long lines cut)."""
+    out = []
+    for k, v in facts.items():
+        if isinstance(v, list | tuple):
+            v = " ".join(map(str, v)) if v else "–"
+        line = f"{k}: {v}"
+        out.append(line if len(line) <= 40 else line[:39] + "…")
+    return out[:6]
+
+
+def bomb_svg(env, state, params, role: str | None) -> str:
+    """The bomb of one host state under ``params`` (its ruleset) as ``role`` perceives it
+    (``None``: everything; module docstring)."""
+    board, rules = env.board, jax.tree.map(np.asarray, params.rules)
+    face, zoom = int(state.face), int(state.zoom)
+    cols = 3
+    rows = -(-board.n_slots // cols)
+    secs = int(state.time_left_cs) // 100
+    head = (f"{role or 'bomb'} · face {T.FACES[face]} in view · zoom "
+            f"{zoom + 1 if zoom >= 0 else '–'} · time {secs // 60}:{secs % 60:02d} · strikes "
+            f"{int(state.strikes)} · {T.OUTCOMES[int(state.outcome)]}")
+    parts = [text(4, 14, head, 12, font_weight="bold")]
+    for i, kind in enumerate(board.types):
+        x, y = 4 + (i % cols) * (W + 6), 22 + (i // cols) * (H + 6)
+        in_view = int(board.slot_face[i]) == face
+        seen = role is None or (role == "defuser" and in_view)
+        parts.append(rect(x, y, W, H, "#f7f8fa" if seen else UNSEEN, stroke=INK,
+                          stroke_width=3 if i == zoom else 1, rx=6,
+                          class_="module zoomed" if i == zoom else "module"))
+        parts.append(text(x + 8, y + 16, f"{i + 1}. {kind.title} ({T.FACES[board.slot_face[i]]})",
+                          11, font_weight="bold"))
+        parts.append(circle(x + W - 12, y + 11, 6, "#2e9e4f" if state.solved[i] else "#e8edf2",
+                            stroke=INK, class_="solved" if state.solved[i] else "unsolved"))
+        if role is None or (role == "defuser" and i == zoom):
+            m = jax.tree.map(np.asarray, kind.layout.unpack(np.asarray(state.modules[i])))
+            parts += [text(x + 8, y + 34 + 14 * k, row, 10, font_family="monospace")
+                      for k, row in enumerate(_facts(kind.describe(m, rules)))]
+    return svg(4 + cols * (W + 6), 26 + rows * (H + 6), parts, head)
+
+
+def pictures(env, state, params) -> dict[str, str]:
+    """The Keep-Talking pictures of one host state: ``state``, then ``defuser`` and
+    ``expert`` (module docstring)."""
+    return {"state": bomb_svg(env, state, params, None),
+            **{r: bomb_svg(env, state, params, r) for r in env.role_names}}
+
+
+def reel(results: Mapping, run_dir: Path, n: int) -> list[Reel]:
+    """The first ``n`` episodes of each environment of a finished scripted Keep-Talking run
+    (keys ``episode_keys(seed, episodes)``, its ruleset, as
+    :func:`jaxcollab.agents.ktane.run_env` played them); ``[]`` for other runs (an LLM team's
+    turns are not replayed here)."""
+    from jaxcollab.agents.ktane import TEAMS, scripted
+    from jaxcollab.analysis.replay import played
+    from jaxcollab.core.registry import make, resolve
+    from jaxcollab.core.rollout import episode_keys
+    from jaxcollab.envs.ktane.ruleset import make_ruleset
+
+    cfg = dict(results.get("config") or {})
+    if cfg.get("agent") not in TEAMS or not {"env", "episodes", "seed"} <= set(cfg):
+        return []
+    rules = make_ruleset(str(cfg.get("ruleset", "vanilla")), int(cfg.get("ruleset_seed", 0)))
+    keys = np.asarray(episode_keys(int(cfg["seed"]), int(cfg["episodes"])))[:n]
+    out = []
+    for name in resolve(str(cfg["env"])):
+        env = make(name)
+        params = env.ruleset_params(rules)
+        frames = played(env, scripted(cfg["agent"], rules).policy(env), keys, params,
+                        batched_params=False)
+        out += [Reel(name, e, env, params, f) for e, f in enumerate(frames)]
+    return out
+
+
+__all__ = ["bomb_svg", "pictures", "reel"]
