@@ -7,15 +7,21 @@ tables, parse errors and tokens, and every episode's transcript by episode, step
 training runs (``train/*.py``: curves by round, the run's PNGs) and ``analysis.json`` codes when
 the run has one. ``python eval/report.py 'run=[A,B,C]'`` puts several runs side by side
 (success by family, variant and module with 90 % Wilson intervals) in ``A/compare.html``;
-``out=FILE`` writes elsewhere. See :mod:`jaxcollab.report`.
+``out=FILE`` writes elsewhere. ``replay=N`` (default 5) replays each environment's first N
+episodes step by step as pictures (0: none); ``screenshots=DIR`` also writes
+``DIR/replay-<family>.png`` of each run's first replayed episode at its middle step (the
+README's pictures). See :mod:`jaxcollab.report`.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from omegaconf import DictConfig, OmegaConf
 
 from jaxcollab.io.run import hydra_main, validate
-from jaxcollab.report import write_report
+from jaxcollab.report import RunDir, write_report
+from jaxcollab.report.screenshot import screenshot
 
 
 def run(cfg: DictConfig):
@@ -29,6 +35,10 @@ def run(cfg: DictConfig):
     runs = OmegaConf.to_object(cfg.run) if OmegaConf.is_config(cfg.run) else [cfg.run]
     path = write_report(runs, cfg.out, cfg.replay)
     print(f"-> {path}")
+    for r in runs if cfg.screenshots is not None else ():
+        run_dir = RunDir.load(r, max(cfg.replay, 1))
+        shot = screenshot(run_dir, Path(cfg.screenshots) / f"replay-{run_dir.family}.png")
+        print(f"-> {shot}" if shot else f"{r}: nothing replayed, no screenshot")
     return path
 
 

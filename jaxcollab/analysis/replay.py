@@ -123,13 +123,24 @@ def per_episode(states, final, lengths) -> list[list]:
             for b, n in enumerate(np.asarray(lengths))]
 
 
-def played(env, policy, keys, params, *, batched_params: bool = True) -> list[list]:
+def played(env, policy, keys, params, *, batched_params: bool = True, chunk: int = CHUNK
+           ) -> list[list]:
     """The states of episodes a policy plays on episode keys ``[B]`` (as the run's rollout
     played them: the same keys, params and library rollout), one list per episode
-    (:func:`per_episode`)."""
-    res = jax.device_get(rollout(env, policy, keys, params, batched_params=batched_params,
-                                 max_steps=env.max_episode_steps, trajectory=True))
-    return per_episode(res.trajectory["state"], res.state, res.length)
+    (:func:`per_episode`), ``chunk`` episodes per compiled batch (the last padded: a
+    trajectory holds every step's observations)."""
+    keys, total = np.asarray(keys), len(keys)
+    size = min(chunk, total)
+    out = []
+    for lo in range(0, total, size):
+        rows = np.minimum(np.arange(lo, lo + size), total - 1)
+        part = jax.tree.map(lambda x, r=rows: np.asarray(x)[r], params) if batched_params \
+            else params
+        res = jax.device_get(rollout(env, policy, keys[rows], part,
+                                     batched_params=batched_params,
+                                     max_steps=env.max_episode_steps, trajectory=True))
+        out += per_episode(res.trajectory["state"], res.state, res.length)[:total - lo]
+    return out
 
 
 __all__ = ["Replayed", "per_episode", "played", "replay"]

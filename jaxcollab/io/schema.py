@@ -381,11 +381,14 @@ class Report:
     """``configs/report.yaml``: ``eval/report.py`` (an HTML page of one run, or several side by
     side). ``run`` is a run directory or a list of them; ``out`` null writes ``<run>/report.html``
     (one run) or ``<first run>/compare.html`` (several); ``replay``: episodes per environment
-    replayed step by step as pictures (:mod:`jaxcollab.report.replay`; 0: none)."""
+    replayed step by step as pictures (:mod:`jaxcollab.report.replay`; 0: none);
+    ``screenshots``: a directory for ``replay-<family>.png``, each run's first replayed episode
+    at its middle step (:mod:`jaxcollab.report.screenshot`; null: none)."""
 
     run: Any = MISSING
     out: str | None = None
     replay: int = count(5, minimum=0)
+    screenshots: str | None = None
 
     def check(self) -> None:
         runs = self.run if isinstance(self.run, list) else [self.run]

@@ -86,7 +86,7 @@ SCRIPT = """(function () {
   });
   function openHash() {
     var id = decodeURIComponent(location.hash.slice(1));
-    var at = /^(replay-.*)\/s(\d+)$/.exec(id);  // #replay-<episode>/s<step>: that step
+    var at = /^(replay-.*)\\/s(\\d+)$/.exec(id);  // #replay-<episode>/s<step>: that step
     var el = document.getElementById(at ? at[1] : id);
     if (!el) return;
     for (var p = el; p; p = p.parentElement) if (p.tagName === 'DETAILS') p.open = true;

@@ -41,10 +41,18 @@ def _overall(results) -> list[Row]:
     return [row] if row else []
 
 
+def _page_link(run: RunDir) -> Html:
+    """A cell linking the run's own page (``<run>/report.html``), or ``–`` when it has none
+    yet (``eval/report.py run=DIR`` writes it)."""
+    page = run.path.resolve() / "report.html"
+    return tag("td", tag("a", "report.html", href=page.as_uri()) if page.is_file() else "–")
+
+
 def compare_section(runs: list[RunDir]) -> Html:
     names = labels(runs)
-    parts = [table(["run", "directory", "env"], [[n, str(r.path), r.env]
-                                                for n, r in zip(names, runs, strict=True)],
+    parts = [table(["run", "directory", "env", "its page"],
+                   [[n, str(r.path), r.env, _page_link(r)]
+                    for n, r in zip(names, runs, strict=True)],
                    caption="Runs compared", id="runs")]
     parts.append(_level(runs, names, _overall, "Success rate, all episodes", "compare-all"))
     parts.append(_level(runs, names, family_rows, "Success rate by family", "compare-families"))

@@ -24,6 +24,8 @@ from jaxcollab.envs.bomb.render import token_text
 #: Fill of each wire colour (``tables.COLOURS`` order).
 FILL = {"red": "#d64541", "green": "#2e9e4f", "blue": "#2f6fb3", "yellow": "#e8c31a",
         "white": "#ffffff", "black": "#222222"}
+#: Every role's observation of a state, compiled once per environment (static: its message caps).
+_OBSERVE = jax.jit(lambda env, state, params: env.observe(state, params), static_argnums=0)
 _BOARD = ("light", "display", "display2", "light2", "wires", "keys", "pressed", "plate",
           "strip")
 
@@ -105,7 +107,7 @@ def pictures(env, state, params) -> dict[str, str]:
     """The bomb's pictures of one host state: ``state`` (the whole board, the round and the
     ending), then ``deaf``, ``mute`` and ``blind``, each from its observation
     (module docstring)."""
-    obs = np.asarray(jax.device_get(env.observe(state, params)))
+    obs = np.asarray(jax.device_get(_OBSERVE(env, state, params)))
     rows = [{k: obs[r][s] for k, s in env.layout.slices().items()} for r in range(T.N_AGENTS)]
     truth = {k: rows[T.DEAF][k] for k in _BOARD} | {"plate": rows[T.BLIND]["plate"]}
     head = (f"round {int(state.round) + 1} · progress {int(state.progress)} · "

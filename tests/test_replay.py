@@ -1,0 +1,114 @@
+"""The state pictures (Family.draw) and the report's step-by-step replay in headless Chromium.
+
+Default tier: each family's pictures of a fresh state grey exactly what a role does not perceive
+(no browser). Full tier: an LLM bomb run (the stub server's team) and scripted Keep-Talking and
+maze runs, each reported with ``replay=1`` and opened in Chromium at its first and last step
+(``#replay-<episode>/s<step>``, the script's own stepping): no script error, the view shows the
+step asked, its pictures change with the state, the last state is the ending the run recorded,
+and the LLM turns of a step sit beside its pictures.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jax
+import numpy as np
+import pytest
+from llm_server import LLMServer
+from test_report import Dom, assert_loaded, dump_dom
+
+import jaxcollab
+from jaxcollab.agents.bomb.draw import FILL
+from jaxcollab.core.picture import UNSEEN
+from jaxcollab.envs.bomb import tables as T
+from jaxcollab.report import write_report
+
+
+def _fresh(name: str):
+    env = jaxcollab.make(name)
+    params = env.default_params
+    _, state = jax.jit(env.reset)(jax.random.key(3), params)
+    return env, jax.device_get(state), params
+
+
+def test_bomb_pictures_show_each_role_its_own_perception():
+    env, state, params = _fresh("bomb/base-1")
+    pics = jaxcollab.family("bomb").draw.pictures(env, state, params)
+    assert list(pics) == ["state", "deaf", "mute", "blind"]
+    colours = [FILL[T.COLOURS[c]] for c in np.asarray(state.wire_colour) if c >= 0]
+    wire = lambda svg: re.findall(r'stroke="([^"]+)"[^>]*class="wire"', svg)  # noqa: E731
+    assert wire(pics["state"]) == wire(pics["deaf"]) == colours  # Deaf sees the colours
+    assert wire(pics["blind"]) == [UNSEEN] * len(colours)  # Blind feels wires, not colours
+    glyph = T.PLATE_GLYPHS[int(state.plate)]
+    plate = lambda svg: re.search(r'class="plate">([^<]*)<', svg).group(1)  # noqa: E731
+    assert (plate(pics["state"]), plate(pics["blind"]), plate(pics["deaf"])) == (glyph, glyph,
+                                                                                "?")
+    assert "board not seen" in pics["mute"] and 'class="wire' not in pics["mute"]
+
+
+def test_maze_and_parity_pictures_grey_the_other_half():
+    env, state, params = _fresh("maze/split-6x6")
+    pics = jaxcollab.family("maze").draw.pictures(env, state, params)
+    masks = np.asarray(state.masks)
+    assert pics["state"].count("cell unseen") == 0
+    for k, name in enumerate(env.role_names):
+        assert pics[name].count('class="cell unseen"') == int((~masks[k]).sum())
+    env, state, params = _fresh("parity/action")
+    pics = jaxcollab.family("parity").draw.pictures(env, state, params)
+    n = len(np.asarray(state.bits))
+    assert [pics[r].count('class="bit unseen"') for r in ("state", "bob", "alice")] == [
+        0, n // 2, n - n // 2]
+
+
+# --- full: in the browser -------------------------------------------------------------------
+
+def _view(text: str, anchor: str) -> tuple[int, str]:
+    """The step the replay ``anchor`` shows and its view's markup, from a dumped DOM."""
+    box = text.split(f'id="{anchor}"', 1)[1]
+    m = re.search(r'<div class="view" data-step="(\d+)">(.*?)</div><template', box, re.S)
+    return int(m.group(1)), m.group(2)
+
+
+def _steps(page, tmp_path, anchor: str, last: int) -> list[str]:
+    views = []
+    for step in (0, last):
+        text = dump_dom(page, tmp_path, f"{anchor}/s{step}")
+        assert_loaded(Dom(text))
+        shown, view = _view(text, anchor)
+        assert shown == step
+        views.append(view)
+    assert views[0] != views[1]  # the picture changes with the state
+    return views
+
+
+@pytest.mark.full
+def test_replay_steps_through_one_episode_per_family(tmp_path, cli):
+    with LLMServer() as server:
+        cli("eval/rollout.py", "env=bomb/base-1", "agent=llm", f"llm.base_url={server.url}",
+            "llm.model=good", "llm.backoff_s=0.01", "episodes=1",
+            f"out_dir={tmp_path / 'bomb'}")
+    (record,) = [json.loads(x) for x in (tmp_path / "bomb").glob("*.jsonl")
+                 .__next__().read_text().splitlines()]
+    page = write_report([tmp_path / "bomb"], replay=1)
+    views = _steps(page, tmp_path, "replay-bomb-base-1-0", record["steps"])
+    assert f"· {record['ending']}</title>" in views[1]
+    acted = {int(t["step"]) for ts in record["agents"].values() for t in ts}
+    first = dump_dom(page, tmp_path, f"replay-bomb-base-1-0/s{min(acted)}")
+    assert 'class="replay-turn"' in _view(first, "replay-bomb-base-1-0")[1]
+
+    cli("eval/rollout.py", "env=ktane/wires", "agent=oracle", "episodes=1", "chunk=1",
+        f"out_dir={tmp_path / 'ktane'}")
+    page = write_report([tmp_path / "ktane"], replay=1)
+    last = int(re.search(r'max="(\d+)"', page.read_text()).group(1))
+    views = _steps(page, tmp_path, "replay-ktane-wires-0", last)
+    assert "· solved</title>" in views[1] and 'class="solved"' in views[1]
+
+    maze = cli("eval/rollout.py", "env=maze/split-6x6", "agent=oracle", "episodes=1",
+               "maze.rollouts=1", f"out_dir={tmp_path / 'maze'}")
+    page = write_report([tmp_path / "maze"], replay=1)
+    last = int(re.search(r'max="(\d+)"', page.read_text()).group(1))
+    views = _steps(page, tmp_path, "replay-maze-split-6x6-0", last)
+    assert maze["success_rate"] == 1.0 and "· success</title>" in views[1]
+    assert views[1].count('class="path"') == last  # one segment per move walked
