@@ -17,13 +17,14 @@ import jax
 import numpy as np
 import pytest
 from llm_server import LLMServer
-from test_report import Dom, assert_loaded, dump_dom
+from test_report import Dom, assert_loaded, dump_dom, report_cli
 
 import jaxcollab
 from jaxcollab.agents.bomb.draw import FILL
 from jaxcollab.core.picture import UNSEEN
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.report import write_report
+from jaxcollab.report.screenshot import WINDOW
 
 
 def _fresh(name: str):
@@ -111,4 +112,10 @@ def test_replay_steps_through_one_episode_per_family(tmp_path, cli):
     last = int(re.search(r'max="(\d+)"', page.read_text()).group(1))
     views = _steps(page, tmp_path, "replay-maze-split-6x6-0", last)
     assert maze["success_rate"] == 1.0 and "· success</title>" in views[1]
-    assert views[1].count('class="path"') == last  # one segment per move walked
+    state_pic = views[1].split("</figure>")[0]
+    assert state_pic.count('class="path"') == last  # one segment per move walked
+    shots = report_cli(f"run={tmp_path / 'maze'}", "replay=1",
+                       f"screenshots={tmp_path / 'shots'}")
+    png = (tmp_path / "shots" / "replay-maze.png").read_bytes()
+    assert shots == page and png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(png[16:20], "big") == WINDOW[0]  # the PNG header's width

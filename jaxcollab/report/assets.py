@@ -91,7 +91,7 @@ SCRIPT = """(function () {
     if (!el) return;
     for (var p = el; p; p = p.parentElement) if (p.tagName === 'DETAILS') p.open = true;
     if (at) show(el, +at[2]);
-    el.scrollIntoView();
+    if (!at || el.getBoundingClientRect().top > innerHeight) el.scrollIntoView();
   }
   function filter(select, items, keep) {
     items.forEach(function (x) { x.hidden = select.value !== 'all' && !keep(x); });

@@ -19,7 +19,7 @@ from jaxcollab.report.rundir import RunDir
 from jaxcollab.report.transcripts import analysis_by_episode
 
 #: The browser window (CSS pixels): wide enough for the state and every role side by side.
-WINDOW = (1200, 760)
+WINDOW = (1200, 1100)
 
 
 def chromium() -> str:

@@ -46,7 +46,8 @@ def board_svg(o: Mapping[str, np.ndarray], title: str, manual: list[str] = ()) -
     """One board as a role perceives it, from that role's observation sections ``o`` (the
     :class:`~jaxcollab.envs.bomb.observe.Layout` slices); ``manual``: lines listed below it."""
     hidden = int(o["light"][0]) == T.HIDDEN
-    parts = [rect(0, 0, 380, 190 + 14 * len(manual), "#f7f8fa", stroke=INK),
+    height = 190 + (14 * len(manual) + 10 if manual else 0)
+    parts = [rect(0, 0, 380, height, "#f7f8fa", stroke=INK),
              text(10, 18, title, 13, font_weight="bold")]
     if hidden:
         parts += [rect(10, 28, 360, 150, UNSEEN, rx=6), text(190, 108, "board not seen", 14,
@@ -94,7 +95,7 @@ def board_svg(o: Mapping[str, np.ndarray], title: str, manual: list[str] = ()) -
             parts.append(text(130, 92, "strip " + " ".join(glyphs), 10))
     parts += [text(10, 200 + 14 * k, row, 10, font_family="monospace")
               for k, row in enumerate(manual)]
-    return svg(380, 190 + 14 * len(manual) + (8 if manual else 0), parts, title)
+    return svg(380, height, parts, title)
 
 
 def _manual(o: Mapping[str, np.ndarray]) -> list[str]:
