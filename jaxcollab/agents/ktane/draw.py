@@ -78,16 +78,15 @@ def reel(results: Mapping, run_dir: Path, n: int) -> list[Reel]:
     (keys ``episode_keys(seed, episodes)``, its ruleset, as
     :func:`jaxcollab.agents.ktane.run_env` played them); ``[]`` for other runs (an LLM team's
     turns are not replayed here)."""
-    from jaxcollab.agents.ktane import TEAMS, scripted
+    from jaxcollab.agents.ktane import TEAMS, _rules, scripted
     from jaxcollab.analysis.replay import played
     from jaxcollab.core.registry import make, resolve
     from jaxcollab.core.rollout import episode_keys
-    from jaxcollab.envs.ktane.ruleset import make_ruleset
 
     cfg = dict(results.get("config") or {})
     if cfg.get("agent") not in TEAMS or not {"env", "episodes", "seed"} <= set(cfg):
         return []
-    rules = make_ruleset(str(cfg.get("ruleset", "vanilla")), int(cfg.get("ruleset_seed", 0)))
+    rules = _rules(cfg)
     keys = np.asarray(episode_keys(int(cfg["seed"]), int(cfg["episodes"])))[:n]
     out = []
     for name in resolve(str(cfg["env"])):
