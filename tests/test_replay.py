@@ -119,3 +119,6 @@ def test_replay_steps_through_one_episode_per_family(tmp_path, cli):
     png = (tmp_path / "shots" / "replay-maze.png").read_bytes()
     assert shots == page and png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") == WINDOW[0]  # the PNG header's width
+    both = Dom(dump_dom(write_report([tmp_path / "maze", tmp_path / "ktane"]), tmp_path))
+    links = [c[3] for c in both.tables["runs"][1:]]  # "its page": each run's report.html
+    assert [x["text"] for x in links] == ["report.html"] * 2
