@@ -26,8 +26,12 @@ The served model name picks the strategy:
 * ``long``: ``good`` followed by :data:`LONG_CHARS` characters of rambling.
 * ``gpt5``: answers like OpenAI's GPT-5 family: HTTP 400 ``unsupported_parameter`` for a
   request with ``max_tokens`` (naming ``max_completion_tokens``), HTTP 400 "Unrecognized request
-  argument" for ``thinking_budget`` or ``chat_template_kwargs``, HTTP 400 ``unsupported_value``
-  for a temperature other than 1, else ``good``.
+  argument" for each of ``thinking_token_budget``, ``chat_template_kwargs`` and
+  ``thinking_budget``, HTTP 400 ``unsupported_value`` for a temperature other than 1 or for
+  ``reasoning_effort="none"`` (GPT-5 takes ``minimal`` and up), else ``good``.
+* ``qwenapi``: answers like Qwen's hosted API: HTTP 400 "Unrecognized request argument" for
+  ``thinking_token_budget`` or ``chat_template_kwargs`` (it takes a top-level
+  ``thinking_budget``), else ``good``.
 * ``late``: the first attempt of a prompt answers after :data:`LATE_S` seconds (later than a
   short client timeout), later attempts at once; both ``good``.
 * ``maze``: exact maze replies (:func:`maze_reply`): in the odd rounds of a conversation
@@ -58,7 +62,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODELS = ("good", "garbage", "refuse", "slow", "flaky", "serial", "malformed", "partial",
           "context", "long", "late", "maze", "judge", "gpt5",
-          "freetext")
+          "freetext", "qwenapi")
 SLOW_S = 0.3
 SERIAL_S = 0.2
 CONTEXT_WORDS = 3000
@@ -178,6 +182,16 @@ def _tool_calls(text: str) -> list[dict]:
             for i, c in enumerate(calls)]
 
 
+def _unrecognized(body: dict, fields: tuple[str, ...]) -> dict | None:
+    """OpenAI's error body for the first of ``fields`` in ``body`` (an argument the API does
+    not take), or None."""
+    for field in fields:
+        if field in body:
+            return {"error": {"message": f"Unrecognized request argument supplied: {field}",
+                              "type": "invalid_request_error", "param": None, "code": None}}
+    return None
+
+
 def _gpt5_error(body: dict) -> dict | None:
     """OpenAI's error body for a request GPT-5-family models refuse (their wording), or None."""
     if "max_tokens" in body:
@@ -186,10 +200,16 @@ def _gpt5_error(body: dict) -> dict | None:
                        "Use 'max_completion_tokens' instead.",
             "type": "invalid_request_error", "param": "max_tokens",
             "code": "unsupported_parameter"}}
-    for field in ("thinking_budget", "chat_template_kwargs"):
-        if field in body:
-            return {"error": {"message": f"Unrecognized request argument supplied: {field}",
-                              "type": "invalid_request_error", "param": None, "code": None}}
+    unknown = _unrecognized(body, ("thinking_token_budget", "chat_template_kwargs",
+                                   "thinking_budget"))
+    if unknown:
+        return unknown
+    if body.get("reasoning_effort") == "none":
+        return {"error": {
+            "message": "Unsupported value: 'reasoning_effort' does not support 'none' with this "
+                       "model. Supported values are: 'minimal', 'low', 'medium', and 'high'.",
+            "type": "invalid_request_error", "param": "reasoning_effort",
+            "code": "unsupported_value"}}
     if body.get("temperature", 1) != 1:
         return {"error": {
             "message": f"Unsupported value: 'temperature' does not support "
@@ -244,10 +264,10 @@ class _Handler(BaseHTTPRequestHandler):
         if model == "refuse":
             return self._send(400, {"error": {"code": "content_filter", "message":
                                               "The prompt was flagged by our content policy."}})
-        if model == "gpt5":
-            refused = _gpt5_error(body)
-            if refused:
-                return self._send(400, refused)
+        refused = {"gpt5": _gpt5_error, "qwenapi": lambda b: _unrecognized(
+            b, ("thinking_token_budget", "chat_template_kwargs"))}.get(model, lambda b: None)(body)
+        if refused:
+            return self._send(400, refused)
         if model == "flaky" and self.server.first_attempt(body):
             return self._send(429, {"error": {"message": "rate limited"}})
         n_prompt = sum(len(str(m["content"]).split()) for m in messages)

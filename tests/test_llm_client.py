@@ -12,11 +12,19 @@ import signal
 import threading
 import time
 
+import httpx
 import pytest
 from llm_server import CONTEXT_WORDS, LATE_S, SERIAL_S, LLMServer
 
 from jaxcollab.llm import jsonl, signals
-from jaxcollab.llm.client import ChatClient, LLMConfig, LLMError, ReplyCache, Request
+from jaxcollab.llm.client import (
+    EFFORT_LADDER,
+    ChatClient,
+    LLMConfig,
+    LLMError,
+    ReplyCache,
+    Request,
+)
 
 
 def cfg(url, model="good", **kw) -> LLMConfig:
@@ -183,9 +191,11 @@ def test_a_signal_cancels_requests_on_another_thread(server, default_sigint):
 
 def test_gpt5_style_endpoint_gets_max_completion_tokens(server, tmp_path):
     """A GPT-5-style endpoint refuses ``max_tokens`` (HTTP 400 naming
-    ``max_completion_tokens``) and the thinking fields: the request is resent with the token
-    limit under the other key and without them, remembered for later requests, and the cache
-    key stays that of the configured request (a rerun replays it, whichever keys were sent)."""
+    ``max_completion_tokens``), each thinking field and ``reasoning_effort="none"``: the request
+    is resent with the token limit under the other key, without those fields and, thinking
+    being off (GPTNT app. F.3), at the least effort it takes (``minimal``), remembered for later
+    requests, and the cache key stays that of the configured request (a rerun replays it,
+    whichever keys were sent)."""
     path = tmp_path / "c.jsonl"
     settings = cfg(server.url, "gpt5", temperature=0.6, max_tokens=321, thinking_budget=0)
     client = ChatClient(settings, path)
@@ -193,20 +203,67 @@ def test_gpt5_style_endpoint_gets_max_completion_tokens(server, tmp_path):
     (reply,) = client.complete_many(reqs(1, extra="gpt5"))
     assert reply.text.startswith("I move down") and client.retries == {}
     sent = server.requests[n:]
-    assert [("max_tokens" in b, "thinking_budget" in b, "temperature" in b) for b in sent] == [
-        (True, True, True), (False, True, True), (False, False, True), (False, False, False)]
-    assert sent[-1]["max_completion_tokens"] == 321 and "chat_template_kwargs" not in sent[-1]
+    fields = ("max_tokens", "thinking_token_budget", "chat_template_kwargs", "thinking_budget",
+              "temperature")
+    assert [tuple(f in b for f in fields) + (b.get("reasoning_effort"),) for b in sent] == [
+        (True, True, True, True, True, None), (False, True, True, True, True, None),
+        (False, False, True, True, True, None), (False, False, False, True, True, None),
+        (False, False, False, False, True, "none"), (False, False, False, False, True, "minimal"),
+        (False, False, False, False, False, "minimal")]
+    assert sent[-1]["max_completion_tokens"] == 321
     assert client.adapted == {"token_limit_key": "max_completion_tokens",
                               "dropped": ["chat_template_kwargs", "temperature",
-                                          "thinking_budget"]}
+                                          "thinking_budget", "thinking_token_budget"],
+                              "reasoning_effort": "minimal"}
     n = len(server.requests)
     client.complete_many(reqs(2, extra="gpt5 again"))
     assert len(server.requests) == n + 2  # remembered: each new prompt is sent once
     one = ChatClient(cfg(server.url, "gpt5", temperature=1.0))  # its default: kept
     one.complete_many(reqs(1, extra="gpt5 at 1"))
     assert one.adapted["dropped"] == [] and server.requests[-1]["temperature"] == 1.0
+    assert "reasoning_effort" not in server.requests[-1]  # thinking not asked off: no effort
     replay = ChatClient(settings, path)
     assert replay.complete_many(reqs(1, extra="gpt5")) == [reply] and not replay.checked
+
+
+def test_effort_ladder_ends_with_none_sent(server):
+    """An endpoint that refuses every ``reasoning_effort`` of the ladder (a non-reasoning
+    hosted model) is sent none after the last, and that is remembered."""
+    client = ChatClient(cfg(server.url, "gpt5", thinking_budget=0))
+    client.adapted["reasoning_effort"] = EFFORT_LADDER[-1]
+    refusal = httpx.Response(400, json={"error": {"message": "Unrecognized request argument "
+                                                  "supplied: reasoning_effort"}})
+    assert client.adapt(refusal, {"reasoning_effort": EFFORT_LADDER[-1]})
+    assert "reasoning_effort" not in client.adapted
+    assert "reasoning_effort" not in client.wire({"model": "gpt5", "reasoning_effort": "low"})
+
+
+@pytest.mark.parametrize("level, cap, expected", [
+    ("off", 0, {"max_tokens": 2048, "thinking_token_budget": 0, "thinking_budget": 0,
+                "chat_template_kwargs": {"enable_thinking": False, "thinking_budget": 0}}),
+    ("on", 4096, {"max_tokens": 2048 + 4096, "thinking_token_budget": 4096,
+                  "thinking_budget": 4096,
+                  "chat_template_kwargs": {"enable_thinking": True, "thinking_budget": 4096}}),
+    ("max", -1, {"chat_template_kwargs": {"enable_thinking": True}}),
+])
+def test_thinking_levels_arrive_under_each_servers_names(server, level, cap, expected):
+    """SANZARU Table 11's Off / On (cap 4,096) / Max (uncapped) reach a vLLM-style server
+    (which takes every field) as its own fields, the reply's limit raised above the cap (On)
+    or not sent (Max); Qwen's hosted API keeps only the top-level ``thinking_budget``,
+    learned from its 400s."""
+    thinking = ("max_tokens", "thinking_token_budget", "thinking_budget", "chat_template_kwargs")
+    vllm = ChatClient(cfg(server.url, "good", max_tokens=2048, thinking_budget=cap))
+    vllm.complete_many(reqs(1, extra=f"vllm {level}"))
+    body = server.requests[-1]
+    assert {k: body[k] for k in thinking if k in body} == expected
+    assert "reasoning_effort" not in body
+    qwen = ChatClient(cfg(server.url, "qwenapi", max_tokens=2048, thinking_budget=cap))
+    qwen.complete_many(reqs(1, extra=f"qwen {level}"))
+    body = server.requests[-1]
+    kept = {k: v for k, v in expected.items() if k in ("max_tokens", "thinking_budget")}
+    assert {k: body[k] for k in thinking if k in body} == kept
+    assert qwen.adapted["dropped"] == sorted({"chat_template_kwargs",
+                                              "thinking_token_budget"} & set(expected))
 
 
 def test_cache_keys_hold_the_model_and_the_salt(server):

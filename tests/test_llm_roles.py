@@ -33,7 +33,7 @@ def _role_of(body: dict) -> str:
 
 def test_each_role_plays_its_own_model(server, tmp_path):
     """The Expert plays the GPT-5-style model (token limit learned as max_completion_tokens,
-    thinking fields dropped), the Defuser the base model with Keep Talking's defaults (1,000
+    thinking fields dropped, the least reasoning effort it takes sent instead), the Defuser the base model with Keep Talking's defaults (1,000
     tokens, thinking off: GPTNT §4); one shared cache replays both on a rerun."""
     rc = RunConfig(env="ktane/wires", episodes=1)
     n = len(server.requests)
@@ -45,15 +45,19 @@ def test_each_role_plays_its_own_model(server, tmp_path):
     good = [b for b in sent if b["model"] == "good"]
     assert all(b["max_tokens"] == 1000 and b["thinking_budget"] == 0 for b in good)
     expert = [b for b in sent if b["model"] == "gpt5"]
-    learned = [("max_tokens" in b, "thinking_budget" in b) for b in expert[:3]]
-    assert learned == [(True, True), (False, True), (False, False)]  # then remembered:
+    learned = [("max_tokens" in b, "thinking_budget" in b, b.get("reasoning_effort"))
+               for b in expert[:7]]
+    assert learned == [(True, True, None)] + [(False, True, None)] * 3 + [
+        (False, False, "none")] + [(False, False, "minimal")] * 2  # then remembered:
     assert all(b["max_completion_tokens"] == 1000 and "thinking_budget" not in b
-               for b in expert[2:])
-    assert all("temperature" not in b for b in expert[3:])  # GPT-5: its default only
+               and b["reasoning_effort"] == "minimal" and "temperature" not in b
+               for b in expert[6:])  # GPT-5: least effort (GPTNT F.3), default temperature
     assert results["roles"] == {"expert": {"model": "gpt5", "base_url": server.url}}
     assert results["adapted"] == {"gpt5": {"token_limit_key": "max_completion_tokens",
                                            "dropped": ["chat_template_kwargs", "temperature",
-                                                       "thinking_budget"]}}
+                                                       "thinking_budget",
+                                                       "thinking_token_budget"],
+                                           "reasoning_effort": "minimal"}}
     rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
     assert set(rec["data"]["reflection"]) == {"defuser", "expert"}  # one batch, two clients
     n = len(server.requests)

@@ -21,11 +21,13 @@ its queue. Each retry is logged as it happens (class, attempt, agent).
 
 Hosted endpoints are adapted to from their own errors, with no flag (:meth:`ChatClient.adapt`):
 a model that answers ``max_tokens`` with an HTTP 400 naming ``max_completion_tokens`` (OpenAI's
-GPT-5 family and o-series) gets the token limit under that key, one that rejects the
-``thinking_budget`` / ``chat_template_kwargs`` fields (a hosted API, not a vLLM-style server) is
-sent neither, and one that refuses any temperature but its default as "unsupported" (the GPT-5
-family) is sent none, so it samples at its default; the request is resent at once and the client
-remembers it (:attr:`ChatClient.adapted`, in ``results.json``). The cache key hashes the
+GPT-5 family and o-series) gets the token limit under that key, one that rejects a
+:data:`THINKING_FIELDS` field (a hosted API, not a vLLM-style server) is no longer sent it (and,
+where thinking was to be off and none of those fields is taken, is sent the smallest
+``reasoning_effort`` of :data:`EFFORT_LADDER` it accepts, GPTNT app. F.3), and one that refuses
+any temperature but its default as "unsupported" (the GPT-5 family) is sent none, so it samples
+at its default; the request is resent at once and the client remembers it
+(:attr:`ChatClient.adapted`, in ``results.json``). The cache key hashes the
 configured request, not the adapted one, so a rerun replays the same replies whichever keys the
 server took.
 """
@@ -69,9 +71,18 @@ CONTEXT_MARKERS = ("context_length", "context length", "context size", "context 
 REFUSAL_MARKERS = ("content_filter", "content_policy", "content policy", "safety", "refus")
 #: The default ``llm.stall_s`` in multiples of ``llm.timeout_s`` (:meth:`LLMConfig.stall`).
 STALL_TIMEOUTS = 3
-#: Request fields some servers take and hosted APIs reject (HTTP 400 naming the field): dropped
-#: together once an endpoint has refused one of them.
-THINKING_FIELDS = ("thinking_budget", "chat_template_kwargs")
+#: The request fields that carry ``llm.thinking_budget`` (:meth:`ChatClient.body`), each read by
+#: some server and rejected by others (HTTP 400 naming the field: each is dropped once refused):
+#: vLLM's top-level cap ``thinking_token_budget`` (its sampling parameters) and the chat
+#: template's switches ``chat_template_kwargs`` (``enable_thinking``, and ``thinking_budget`` for
+#: a template that reads one); the top-level ``thinking_budget`` of Qwen's hosted API.
+THINKING_FIELDS = ("thinking_token_budget", "chat_template_kwargs", "thinking_budget")
+#: ``reasoning_effort`` values from the smallest up, tried in turn where thinking is to be off
+#: and the endpoint takes none of :data:`THINKING_FIELDS` (GPTNT app. F.3: the minimum effort
+#: where thinking cannot be turned off); each refused one is learned from the endpoint's 400
+#: (OpenAI: "Unsupported value: 'reasoning_effort' does not support 'none'"), and past the
+#: last none is sent.
+EFFORT_LADDER = ("none", "minimal", "low")
 
 
 class LLMError(EndpointError):
@@ -145,10 +156,11 @@ class LLMConfig:
             family sends none (the server's cap).
         reasoning_effort: passed through as ``reasoning_effort`` when set (hosted reasoning
             models), e.g. minimal, low, medium, high.
-        thinking_budget: passed through as ``thinking_budget`` (with ``chat_template_kwargs``
-            ``enable_thinking``) when set (vLLM / Qwen-style servers); 0 disables thinking;
-            a negative value sends neither. None: the family's default (Keep Talking 0 = off,
-            GPTNT §4; else not sent).
+        thinking_budget: thinking tokens per reply, SANZARU Table 11's levels: 0 Off, a
+            positive cap (On: 4,096), a negative value Max (uncapped); sent under each
+            server's names (:meth:`ChatClient.body`, :data:`THINKING_FIELDS`), with the reply's
+            token limit raised by the cap (On) or not sent (Max). None: the family's default
+            (Keep Talking 0 = off, GPTNT §4; else nothing is sent).
         timeout_s: seconds a request may go unanswered while the server answers none of the
             client's other requests either (waiting in a serial server's queue is not timed out).
         context_tokens: the model's context length in tokens (None: the server's reported
@@ -190,6 +202,16 @@ class LLMConfig:
     roles: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: the block's key in a run config (errors name ``llm.<key>``)
     key_prefix: ClassVar[str] = "llm."
+
+    def reply_tokens(self) -> int | None:
+        """The completion token limit sent: ``max_tokens`` (the answer's budget) plus a
+        positive ``thinking_budget`` (servers count thinking tokens against it, so a cap of
+        4,096 under a 2,048 limit would be cut at 2,048); None (uncapped, the server's
+        limit) at Max (a negative ``thinking_budget``) or without ``max_tokens``."""
+        think = self.thinking_budget
+        if self.max_tokens is None or (think is not None and int(think) < 0):
+            return None
+        return int(self.max_tokens) + max(int(think or 0), 0)
 
     def stall(self) -> float:
         """The stall limit in seconds (``stall_s``, default :data:`STALL_TIMEOUTS` x
@@ -347,15 +369,23 @@ class ChatClient:
     def prompt_budget(self) -> int | None:
         """Prompt tokens one request may use: the smaller of ``cfg.context_tokens`` and the
         server's reported context (:attr:`served_context`), less ``cfg.max_tokens``; None when
-        neither is known (no ``max_tokens``: nothing is kept for the reply)."""
+        neither is known (no ``max_tokens``: nothing is kept for the reply; thinking's cap,
+        :meth:`LLMConfig.reply_tokens`, is kept too; at Max the answer's ``max_tokens``)."""
         limits = [c for c in (self.cfg.context_tokens, self.served_context) if c]
-        reply = 0 if self.cfg.max_tokens is None else int(self.cfg.max_tokens)
+        reply = self.cfg.reply_tokens() or self.cfg.max_tokens or 0
         return max(min(limits) - reply, 1) if limits else None
 
     # --- request building ------------------------------------------------------------------
 
     def body(self, req: Request) -> dict:
-        """The JSON body sent for ``req`` (also what the cache key hashes, with the nonce)."""
+        """The JSON body sent for ``req`` (also what the cache key hashes, with the nonce).
+
+        ``cfg.thinking_budget`` goes out under every server's names (SANZARU Table 11): Off (0)
+        and On (a cap ``N``) as vLLM's ``thinking_token_budget=N``, ``chat_template_kwargs``
+        ``{"enable_thinking": N > 0, "thinking_budget": N}`` and Qwen's hosted
+        ``thinking_budget=N``; Max (negative) as ``chat_template_kwargs``
+        ``{"enable_thinking": true}`` alone, with no token limit (:meth:`LLMConfig.reply_tokens`).
+        """
         cfg = self.cfg
         body = {
             "model": cfg.model,
@@ -364,15 +394,19 @@ class ChatClient:
         temperature = cfg.temperature if req.temperature is None else req.temperature
         if temperature is not None:  # None: the server's default
             body["temperature"] = temperature
-        if cfg.max_tokens is not None:  # None: the server's cap
-            body["max_tokens"] = int(cfg.max_tokens)
+        if cfg.reply_tokens() is not None:  # None: the server's cap
+            body["max_tokens"] = cfg.reply_tokens()
         if req.tools:
             body["tools"] = list(req.tools)
         if cfg.reasoning_effort:
             body["reasoning_effort"] = cfg.reasoning_effort
-        if cfg.thinking_budget is not None and int(cfg.thinking_budget) >= 0:
-            body["thinking_budget"] = int(cfg.thinking_budget)
-            body["chat_template_kwargs"] = {"enable_thinking": int(cfg.thinking_budget) > 0}
+        if cfg.thinking_budget is not None:
+            cap = int(cfg.thinking_budget)
+            if cap < 0:  # Max: on, uncapped
+                body["chat_template_kwargs"] = {"enable_thinking": True}
+            else:
+                body["thinking_token_budget"] = body["thinking_budget"] = cap
+                body["chat_template_kwargs"] = {"enable_thinking": cap > 0, "thinking_budget": cap}
         return body
 
     def key(self, req: Request) -> str:
@@ -386,8 +420,11 @@ class ChatClient:
 
     def wire(self, body: dict) -> dict:
         """``body`` as this endpoint takes it (:attr:`adapted`): the token limit under its key,
-        refused fields left out."""
+        refused fields left out, the learned ``reasoning_effort`` added where none is set."""
         out = {k: v for k, v in body.items() if k not in self.adapted["dropped"]}
+        effort = self.adapted.get("reasoning_effort")
+        if effort and "reasoning_effort" not in out:
+            out["reasoning_effort"] = effort
         limit_key = self.adapted["token_limit_key"]
         if "max_tokens" in out and limit_key != "max_tokens":
             out[limit_key] = out.pop("max_tokens")
@@ -398,8 +435,10 @@ class ChatClient:
         the request: ``max_tokens`` where it wants ``max_completion_tokens`` (OpenAI's GPT-5
         family: "Unsupported parameter: 'max_tokens' ... Use 'max_completion_tokens'
         instead."), a temperature it does not support ("Unsupported value: 'temperature' does
-        not support 0.6 with this model"), or a :data:`THINKING_FIELDS` field it does not
-        take. True (and remembered for every later request) when resending can help.
+        not support 0.6 with this model"), a :data:`THINKING_FIELDS` field it does not take
+        (once it takes none and thinking is to be off, :meth:`_least_effort` starts), or a
+        learned ``reasoning_effort`` it refuses (the next of :data:`EFFORT_LADDER`). True (and
+        remembered for every later request) when resending can help.
         """
         if r.status_code not in (400, 422):
             return False
@@ -416,14 +455,34 @@ class ChatClient:
                         "temperature=%s (recorded in results.json 'adapted')", self._url,
                         self.cfg.model, sent["temperature"])
             return True
+        effort = self.adapted.get("reasoning_effort")
+        if effort and sent.get("reasoning_effort") == effort and "reasoning_effort" in text:
+            return self._least_effort(EFFORT_LADDER.index(effort) + 1)
         refused = [k for k in THINKING_FIELDS if k in sent and k in text]
         if refused:
-            self.adapted["dropped"] = sorted({*self.adapted["dropped"], *THINKING_FIELDS})
-            log.warning("%s does not take %s for model %r (thinking cannot be set there; "
-                        "llm.reasoning_effort is the hosted APIs' knob): not sending it",
+            self.adapted["dropped"] = sorted({*self.adapted["dropped"], *refused})
+            log.warning("%s does not take %s for model %r: not sending it",
                         self._url, ", ".join(refused), self.cfg.model)
+            if set(THINKING_FIELDS) <= set(self.adapted["dropped"]) and \
+                    self.cfg.thinking_budget == 0 and not self.cfg.reasoning_effort:
+                self._least_effort(0)
             return True
         return False
+
+    def _least_effort(self, rung: int) -> bool:
+        """Send ``reasoning_effort`` :data:`EFFORT_LADDER` ``[rung]`` from now on (none past its
+        end): thinking is to be off where the endpoint offers no switch (GPTNT app. F.3)."""
+        if rung < len(EFFORT_LADDER):
+            self.adapted["reasoning_effort"] = EFFORT_LADDER[rung]
+            log.warning("%s cannot turn thinking off for model %r: sending "
+                        "reasoning_effort=%s (recorded in results.json 'adapted')", self._url,
+                        self.cfg.model, EFFORT_LADDER[rung])
+        else:
+            self.adapted.pop("reasoning_effort", None)
+            self.adapted["dropped"] = sorted({*self.adapted["dropped"], "reasoning_effort"})
+            log.warning("%s takes no reasoning_effort of %s for model %r: not sending one",
+                        self._url, "/".join(EFFORT_LADDER), self.cfg.model)
+        return True
 
     def _headers(self) -> dict:
         key = os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
