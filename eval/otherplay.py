@@ -1,10 +1,12 @@
 """Self-play and other-play: every assignment of a list of models to a family's roles.
 
-``python eval/otherplay.py env=ktane/wires models=[A,B] episodes=10 llm.base_url=URL out_dir=DIR``
+``python eval/otherplay.py env=ktane/missions/single ktane.mode=sync models=[A,B] episodes=1
+llm.base_url=URL out_dir=DIR``
 
 plays every ordered (Defuser, Expert) pair of ``models`` (GPTNT §7: all pairwise combinations,
 single-module missions, sync mode); ``env=bomb/<variant> models=[A,B,C]`` plays every
-(Deaf, Mute, Blind) trio (SANZARU's roles from different models), n³ assignments. A model entry
+(Deaf, Mute, Blind) trio (SANZARU's roles from different models: mixed trios are ours, the
+paper's trios are one model each), n³ assignments. A model entry
 ``NAME@BASE_URL`` names its own endpoint (a local model beside a hosted one), sent no API key,
 or ``NAME@BASE_URL@VAR`` with the key in environment variable ``VAR`` (``llm.api_key_env``'s
 key only ever goes to ``llm.base_url``); every other argument is an ``eval/rollout.py``

@@ -52,6 +52,9 @@ def test_parser_error_class(cls):
     parsed = parse_reply(text)
     assert cls in parsed.errors and parsed.ok is ok
     assert (parsed.action == [{"call": "wait"}]) is ok
+    if cls == "repaired_json":  # GPTNT F.2: a silent repair gives no error signal at all
+        assert parsed.note() == ""
+        return
     assert parsed.note().startswith("Your previous response was carried out" if ok else
                                     "The response you generated caused you to skip")
 
@@ -64,6 +67,7 @@ def test_parser_salvage_and_truncation():
     assert loose.action == [{"call": "wait"}] and loose.ok
     cut = parse_reply('<thoughts>t</thoughts><action>[{"call": "speak", "te', "length")
     assert cut.errors == ("malformed_xml", "repaired_json", "truncated")  # salvaged, then judged
+    assert "repaired" not in cut.note() and "cut off at the token limit" in cut.note()
     cut = parse_reply("<thoughts>t</thoughts><action>", finish_reason="length")
     assert cut.errors == ("truncated_unrecoverable",) and not cut.ok
     kept = parse_reply(f"<thoughts>t</thoughts><action>{GOOD}</action>", "length")
@@ -281,7 +285,7 @@ def test_ktane_end_to_end(server, tmp_path):
     assert "[B] blue intact" in d[1]["prompt"][-1]["content"]  # zoomed in: the wires, marked
     assert "Messages from the Expert:\nCut the second wire." in d[1]["prompt"][-1]["content"]
     assert e[0]["action"]["result"]["kind"] == "send_message"
-    assert set(rec["data"]["reflection"]) == {"defuser", "expert"}
+    assert "reflection" not in rec["data"]  # off by default (ours, no paper's: item 3)
     assert sum(results["outcomes"].values()) == 1 and results["parse_errors"] == {}
 
 

@@ -203,7 +203,7 @@ def test_async_run_against_a_late_server(late, tmp_path):
     messages; the progress bar counts every request, the reflections included."""
     calls = []
     rc = RunConfig(env="ktane/wires", seed=SOLVED_BY_B, episodes=1,
-                   options={"ktane": {"mode": "async"}})
+                   options={"ktane": {"mode": "async", "reflection": True}})
     results = llm_evaluate(cfg(late), rc, tmp_path,
                            progress=lambda n, **kw: calls.append((n, kw)))
     (rec,) = jsonl.read(transcript_path(tmp_path, "ktane/wires"))

@@ -179,7 +179,8 @@ def test_system_prompts_have_gptnt_six_parts():
         for name, text in prompts.items():
             heads = [line for line in text.splitlines() if line.startswith("# ")]
             assert heads == list(PARTS), name
-            assert "Rely only on the information provided" in text
+            # GPTNT §10.2 measures the no-manual solo's recall: its prompt must not forbid it
+            assert ("remember" in text) == (name != "no_manual"), name
             assert "BOMB DEFUSAL MANUAL" not in text  # the manual comes in the first message
             assert ("clock runs continuously" in text) == (mode == "async")
         assert "interact_game" not in prompts["expert"] and "send_message" in prompts["expert"]
@@ -187,6 +188,7 @@ def test_system_prompts_have_gptnt_six_parts():
         for solo in ("with_manual", "no_manual"):
             assert "send_message" not in prompts[solo] and "single-player" in prompts[solo]
         assert "no manual" in prompts["no_manual"] and "first message" in prompts["with_manual"]
+        assert "anything you know about the game" in prompts["no_manual"]
         assert "never told what your actions did" in prompts["defuser"]
 
 

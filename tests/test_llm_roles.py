@@ -33,9 +33,10 @@ def _role_of(body: dict) -> str:
 
 def test_each_role_plays_its_own_model(server, tmp_path):
     """The Expert plays the GPT-5-style model (token limit learned as max_completion_tokens,
-    thinking fields dropped, the least reasoning effort it takes sent instead), the Defuser the base model with Keep Talking's defaults (1,000
-    tokens, thinking off: GPTNT §4); one shared cache replays both on a rerun."""
-    rc = RunConfig(env="ktane/wires", episodes=1)
+    thinking fields dropped, the least reasoning effort it takes sent instead: GPTNT F.3), the
+    Defuser the base model with Keep Talking's defaults (1,000 tokens, thinking off: GPTNT §4);
+    one shared cache replays both (and the reflections, asked for) on a rerun."""
+    rc = RunConfig(env="ktane/wires", episodes=1, options={"ktane": {"reflection": True}})
     n = len(server.requests)
     llm = cfg(server, max_tokens=1000, thinking_budget=0, roles={"expert": {"model": "gpt5"}})
     results = evaluate(llm, rc, tmp_path)
@@ -140,7 +141,9 @@ def test_otherplay_refuses_fewer_than_two_distinct_models(tmp_path, models):
 
 
 def _args(server, out, models="[good,gpt5]"):
-    return ["env=ktane/wires", f"models={models}", "episodes=1", "ktane.reflection=false",
+    # the README's command on one of its fixed missions (GPTNT §7: single-module, sync)
+    return ["env=ktane/missions/single/wires/0", "ktane.mode=sync", f"models={models}",
+            "episodes=1",
             f"llm.base_url={server.url}", "llm.backoff_s=0.01", f"out_dir={out}"]
 
 

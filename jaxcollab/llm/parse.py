@@ -20,6 +20,10 @@ import json_repair
 #: Soft classes: the action was recovered and carried out (GPTNT F.2 "soft warnings").
 SOFT = ("missing_thoughts", "action_before_thoughts", "content_after_action", "malformed_xml",
         "repaired_json", "truncated")
+#: Soft classes counted but never told to the agent: GPTNT F.2 applies "fuzzy JSON recovery"
+#: before any feedback, and "minor deviations that can be resolved automatically produce no error
+#: signal at all".
+SILENT = ("repaired_json",)
 #: Structural unsalvageable classes: no single coherent action (GPTNT F.2).
 STRUCTURAL = ("no_action", "multiple_actions", "unparseable", "truncated_unrecoverable")
 #: Semantic unsalvageable classes: well-formed but not executable (GPTNT F.2: an SoM label absent
@@ -82,10 +86,12 @@ class Parsed:
         return dataclasses.replace(self, errors=tuple(c for c in ERROR_CLASSES if c in errs))
 
     def note(self) -> str:
-        """The one-line feedback for the agent's next turn ("" when there is nothing to say)."""
-        if not self.errors:
+        """The one-line feedback for the agent's next turn ("" when there is nothing to say:
+        no error, or only :data:`SILENT` repairs)."""
+        told = [c for c in self.errors if c not in SILENT]
+        if not told:
             return ""
-        reasons = "; ".join(_REASONS[c] for c in self.errors)
+        reasons = "; ".join(_REASONS[c] for c in told)
         if self.ok:
             return (f"Your previous response was carried out, but {reasons}. Replies have the "
                     f"form <thoughts>...</thoughts><action>...</action>.")

@@ -35,6 +35,8 @@ from jaxcollab.llm.bridge import Episode, Game, Turn, clip
 from jaxcollab.llm.client import Request
 from jaxcollab.llm.parse import SOFT, Parsed, parse_reply, parse_tool_calls
 
+#: SANZARU Table 10's hint levels; the texts of each (:data:`_LACKS`, :data:`_STRONG`,
+#: :data:`_PLAYBOOK`) are ours: the paper names the levels but does not print them.
 HINTS = ("none", "weak", "strong", "playbook")
 
 _PERCEIVES = {

@@ -27,7 +27,7 @@ class KtaneBlock:
     """Keep Talking's LLM options (``ktane.*``)."""
 
     mode: str = "sync"                   # sync (3 s per Defuser cycle) | async (latency costs)
-    reflection: bool = True              # end-of-game reflection request (ours: no paper's)
+    reflection: bool = False             # end-of-game reflection request (ours: no paper's)
     # gptnt (GPTNT's Defuser channel: frames, grid, no outcome field) | full (the env's text)
     view: str = "gptnt"
     solo: str | None = None              # null (Defuser + Expert) | with_manual | no_manual

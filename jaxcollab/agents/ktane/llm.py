@@ -268,10 +268,13 @@ def _requirements(expert: bool, pair: bool, manual: bool) -> list[str]:
     """The requirements part of :func:`gptnt_system_prompt`, one line each."""
     sources = ("the manual and the Defuser's messages" if expert else
                "your observations and the Expert's messages" if pair else
-               "your observations and the manual" if manual else "your observations")
-    lines = ["- Reply with exactly one action per turn, in the format above.",
-             f"- Rely only on the information provided to you in this conversation ({sources}),"
-             " not on anything you may remember about the game."]
+               "your observations and the manual")
+    # no manual: GPTNT §10.2 measures play "solely by relying on their parametric knowledge",
+    # so that prompt must not forbid it
+    rely = (f"- Rely only on the information provided to you in this conversation ({sources}),"
+            " not on anything you may remember about the game." if expert or pair or manual else
+            "- There is no manual: use your observations and anything you know about the game.")
+    lines = ["- Reply with exactly one action per turn, in the format above.", rely]
     if not expert:
         lines += ["- Use only labels shown in your current view.",
                   "- Do nothing when waiting is right (e.g. watching a light, or holding a "
@@ -359,7 +362,7 @@ class KtaneGame(Game):
 
     roles = ROLE_NAMES
 
-    def __init__(self, env, mode: str = "sync", reflection: bool = True,
+    def __init__(self, env, mode: str = "sync", reflection: bool = False,
                  rules: Ruleset | None = None, view: str = "gptnt", solo: str | None = None):
         _check(mode, view, solo)
         self.env, self.mode, self.reflection = env, mode, bool(reflection)
@@ -505,16 +508,13 @@ class KtaneGame(Game):
         partner = ROLE_NAMES[1 - role]
         inbox = [m for t, m in s["queue"][name] if t <= now]
         s["queue"][name] = [(t, m) for t, m in s["queue"][name] if t > now]
-        parts = [view] if view else []
-        if not self.solo:
-            parts.append(f"Messages from the {partner.capitalize()}:\n" + "\n".join(inbox)
-                         if inbox else f"No new messages from the {partner.capitalize()}.")
-        note = ep.take_note(name)
-        if note:
-            parts.append(f"<execution-feedback>{note}</execution-feedback>")
-        user = "\n\n".join(parts)
-        rest = parts[1:] if view else parts
-        brief = "\n\n".join([OMITTED, *rest]) if role == DEFUSER else user
+        note = ep.take_note(name)  # prepended to the turn's input (GPTNT F.2)
+        feedback = [f"<execution-feedback>{note}</execution-feedback>"] if note else []
+        rest = [] if self.solo else [
+            f"Messages from the {partner.capitalize()}:\n" + "\n".join(inbox) if inbox
+            else f"No new messages from the {partner.capitalize()}."]
+        user = "\n\n".join([*feedback, *([view] if view else []), *rest])
+        brief = "\n\n".join([*feedback, OMITTED, *rest]) if role == DEFUSER else user
         req = Request(name, self._messages(ep, name, user), nonce=nonce)
         (reply,) = yield [req]
         self.overflowed(ep, req, reply)
@@ -524,7 +524,7 @@ class KtaneGame(Game):
                                                      view if role == DEFUSER else "",
                                                      messaging=not self.solo)
         text = clip(text)
-        extra = {} if prev is None else {"prev": "\n\n".join([prev, *rest])}
+        extra = {} if prev is None else {"prev": "\n\n".join([*feedback, prev, *rest])}
         lag = round(reply.latency_s, 2) if self.mode == "async" else 0.0  # centiseconds
         ep.record(name, step, req, reply, parsed, seen=user, brief=brief, said=reply.text,
                   refused=failed, clock_s=now, dispatch_s=now + lag, **extra)

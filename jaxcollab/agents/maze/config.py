@@ -42,7 +42,7 @@ class MazeBlock:
     # full | action | verbalized | verbalized_calibrated | verbalized_naive | sampled | solo
     setting: MazeSetting = MazeSetting.action
     rounds: int = count(4)               # K rounds of conversation per maze step
-    samples: int = count(5)              # M responses per round (sampled)
+    samples: int = count(5)              # M responses per round (sampled); 5 is ours (§6: no M)
     calibration_dir: str | None = None   # verbalized_calibrated: a finished 'verbalized' run
     # team (its move; a wrong one ends the maze) | path (walked along the path: every round
     # scored)
@@ -88,7 +88,9 @@ class Collabgap:
     mazes: int = count(30)                # test mazes (the paper's 30)
     rollouts: int = count(10)             # rollouts per maze (the paper's 10)
     seed: int = count(0, 0)               # seed of the test mazes
-    calibration_mazes: int = count(30)    # held-out mazes the calibrator is fitted on
+    # held-out mazes the calibrators are fitted on (ours: the paper does not say what its LLM
+    # calibrators are trained on)
+    calibration_mazes: int = count(30)
     calibration_seed: int = count(1, 0)   # their seed (must differ from seed)
     rounds: int = count(MazeBlock.rounds)
     samples: int = count(MazeBlock.samples)

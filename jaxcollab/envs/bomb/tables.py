@@ -60,6 +60,8 @@ DEFAULT_SPEECH_BYTES = 256
 DEFAULT_GESTURE_SYMBOLS = 32
 
 # ---- gesture alphabet (SANZARU, Fig. 5; ids ours): symbol ids 1..42, 0 = empty slot -----------
+# Fig. 5 shows the 42 emoji; the paper's text names only a few (thumbs_up, point_up, fist in
+# Table 1): the other names, and their order, are ours.
 GESTURES = (
     ("thumbs_up", "👍"), ("thumbs_down", "👎"), ("point_up", "☝️"), ("point_down", "👇"),
     ("point_left", "👈"), ("point_right", "👉"), ("point_at_you", "🫵"), ("fist", "✊"),
