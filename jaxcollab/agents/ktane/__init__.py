@@ -237,11 +237,12 @@ def _evaluate(env_names: Sequence[str], player: Team, spec: Spec) -> dict:
 
 def _llm_game(env_name: str, env, params, options: Mapping):
     """:class:`~jaxcollab.agents.ktane.llm.KtaneGame` under the run's ruleset, ``ktane.mode``,
-    ``ktane.reflection``, ``ktane.view`` and ``ktane.solo``."""
+    ``ktane.reflection``, ``ktane.view``, ``ktane.solo``, ``ktane.glyphs`` and ``ktane.hud``."""
     from jaxcollab.agents.ktane.llm import KtaneGame
 
     block = typed(KtaneConfig, options).ktane
-    return KtaneGame(env, block.mode, block.reflection, _rules(options), block.view, block.solo)
+    return KtaneGame(env, block.mode, block.reflection, _rules(options), block.view, block.solo,
+                     block.glyphs, block.hud)
 
 
 def _llm_summary(records: list[dict], options: Mapping) -> dict:
@@ -283,11 +284,13 @@ def _communication(record: dict) -> tuple[int, int]:
 
 
 def _check(env_names: Sequence[str], options: Mapping) -> None:
+    from jaxcollab.agents.ktane.perception import GLYPHS, HUDS
     from jaxcollab.core.errors import ConfigValueError
 
     block = typed(KtaneConfig, options).ktane
     for key, valid in (("mode", ("sync", "async")), ("view", ("gptnt", "full")),
-                       ("solo", (None, "with_manual", "no_manual"))):
+                       ("solo", (None, "with_manual", "no_manual")), ("glyphs", GLYPHS),
+                       ("hud", HUDS)):
         if getattr(block, key) not in valid:
             raise ConfigValueError(f"ktane.{key}", getattr(block, key),
                                    " or ".join("null" if v is None else v for v in valid))

@@ -31,6 +31,9 @@ class KtaneBlock:
     # gptnt (GPTNT's Defuser channel: frames, grid, no outcome field) | full (the env's text)
     view: str = "gptnt"
     solo: str | None = None              # null (Defuser + Expert) | with_manual | no_manual
+    # names (the manual's glyph names) | described (each role its own description: GPTNT §10.1)
+    glyphs: str = "names"
+    hud: str = "always"                  # always | gptnt (timer, strikes on the timer's face only)
 
 
 @dataclass

@@ -64,6 +64,14 @@ import re
 import jax
 import numpy as np
 
+from jaxcollab.agents.ktane.perception import (
+    GLYPHS,
+    HUDS,
+    describe_manual,
+    describe_view,
+    glyph_words,
+    gptnt_hud,
+)
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.channel import FRAME_S, FRAMES, defuser_text, simon_schedule
@@ -127,7 +135,12 @@ def marks(text: str) -> str:
     return _LABEL.sub(lambda m: f"[{chr(64 + int(m.group(1)))}]", text)
 
 
-def _check(mode: str, view: str, solo: str | None) -> None:
+def _check(mode: str, view: str, solo: str | None, glyphs: str = GLYPHS[0],
+           hud: str = HUDS[0]) -> None:
+    if glyphs not in GLYPHS:
+        raise ValueError(f"unknown ktane glyphs {glyphs!r}; valid: {', '.join(GLYPHS)}")
+    if hud not in HUDS:
+        raise ValueError(f"unknown ktane hud {hud!r}; valid: {', '.join(HUDS)}")
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
     if view not in VIEWS:
@@ -355,18 +368,23 @@ class KtaneGame(Game):
             so the bomb follows the same rules.
         view: ``gptnt`` or ``full`` (module docstring).
         solo: None (Defuser and Expert), ``with_manual`` or ``no_manual`` (one player).
+        glyphs: ``names`` (keypad glyphs under the manual's names) or ``described`` (each
+            role its own verbal description, :mod:`~jaxcollab.agents.ktane.perception`).
+        hud: ``always`` (timer and strikes in every view) or ``gptnt`` (only on the timer's
+            face, not zoomed in: :func:`~jaxcollab.agents.ktane.perception.gptnt_hud`).
 
     Raises:
-        ValueError: unknown mode, view or solo setting.
+        ValueError: unknown mode, view, solo, glyphs or hud setting.
     """
 
     roles = ROLE_NAMES
 
     def __init__(self, env, mode: str = "sync", reflection: bool = False,
-                 rules: Ruleset | None = None, view: str = "gptnt", solo: str | None = None):
-        _check(mode, view, solo)
+                 rules: Ruleset | None = None, view: str = "gptnt", solo: str | None = None,
+                 glyphs: str = "names", hud: str = "always"):
+        _check(mode, view, solo, glyphs, hud)
         self.env, self.mode, self.reflection = env, mode, bool(reflection)
-        self.view, self.solo = view, solo
+        self.view, self.solo, self.glyphs, self.hud = view, solo, glyphs, hud
         self.rules = vanilla_ruleset() if rules is None else rules
         self.manual = manual_text(self.rules)
         players = (DEFUSER,) if solo else (DEFUSER, EXPERT)
@@ -408,7 +426,7 @@ class KtaneGame(Game):
         head of the first user message, which is never dropped (GPTNT App. D.5)."""
         role = ROLE_NAMES.index(name)
         turns = [h for h in ep.history[name] if not h["refused"]]
-        messages = [{"role": "system", "content": self.systems[role]}]
+        messages = [{"role": "system", "content": self._manual_words(ep, self.systems[role])}]
         for j, h in enumerate(turns):
             seen = h.get("prev", h["seen"]) if j == len(turns) - 1 else h.get("brief", h["seen"])
             messages += [{"role": "user", "content": seen},
@@ -416,7 +434,8 @@ class KtaneGame(Game):
         messages.append({"role": "user", "content": user})
         if role not in self.reads_manual:
             return self.fit(ep, messages)
-        first = f"{MANUAL_HEADER}\n\n{self.manual}\n\n{messages[1]['content']}"
+        first = (f"{MANUAL_HEADER}\n\n{self._manual_words(ep, self.manual)}\n\n"
+                 f"{messages[1]['content']}")
         messages[1] = {"role": "user", "content": first}
         return self.fit(ep, messages, keep=3)
 
@@ -436,10 +455,22 @@ class KtaneGame(Game):
         """The Defuser's current view at game time ``now``, and what stands for it once it is
         the previous one (``gptnt``: one unlabelled frame; ``full``: None, the view itself)."""
         if self.view == "full":
-            return marks(self.env.render_observation(row, DEFUSER)), None
+            return self._perceived(ep, marks(self.env.render_observation(row, DEFUSER))), None
         simon = self._state(ep)["simon"]
-        return (marks(defuser_text(row, now, frames=FRAMES, simon=simon)),
-                f"{PREVIOUS}\n{defuser_text(row, now, labels=False, frames=1, simon=simon)}")
+        prev = defuser_text(row, now, labels=False, frames=1, simon=simon)
+        return (self._perceived(ep, marks(defuser_text(row, now, frames=FRAMES, simon=simon))),
+                f"{PREVIOUS}\n{self._perceived(ep, prev)}")
+
+    def _perceived(self, ep: Episode, text: str) -> str:
+        """A Defuser view under ``glyphs`` and ``hud`` (:mod:`.perception`)."""
+        if self.glyphs == "described":
+            text = describe_view(text, glyph_words(ep.index)[0])
+        return gptnt_hud(text) if self.hud == "gptnt" else text
+
+    def _manual_words(self, ep: Episode, text: str) -> str:
+        """Manual text (or a system prompt holding it) under ``glyphs`` (:mod:`.perception`)."""
+        return describe_manual(text, glyph_words(ep.index)[1]) if self.glyphs == "described" \
+            else text
 
     def _defuser_turn(self, ep: Episode, step: int, obs: np.ndarray, now: float) -> Turn:
         """The Defuser's step at game time ``now``: ``(action, game seconds it lasts)``.
