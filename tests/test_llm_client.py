@@ -16,6 +16,7 @@ import httpx
 import pytest
 from llm_server import CONTEXT_WORDS, LATE_S, SERIAL_S, LLMServer
 
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.client import (
     EFFORT_LADDER,
@@ -273,3 +274,17 @@ def test_cache_keys_hold_the_model_and_the_salt(server):
     assert a.key(req) != b.key(req)
     seeded = [ChatClient(cfg(server.url), salt=f"seed {s}").key(req) for s in (0, 1)]
     assert seeded[0] != seeded[1] and a.key(req) not in seeded
+
+
+def test_thinking_cap_is_kept_out_of_the_prompt_budget():
+    """On's cap counts against the reply's limit, so the context must hold it too; Max keeps
+    the answer's budget free of the prompt."""
+    on = LLMConfig(max_tokens=2048, thinking_budget=4096, context_tokens=8192)
+    assert on.reply_tokens() == 6144 and ChatClient(on).prompt_budget() == 2048
+    off = LLMConfig(max_tokens=2048, thinking_budget=0, context_tokens=8192)
+    assert off.reply_tokens() == 2048 and ChatClient(off).prompt_budget() == 6144
+    top = LLMConfig(max_tokens=2048, thinking_budget=-1, context_tokens=8192)
+    assert top.reply_tokens() is None and ChatClient(top).prompt_budget() == 6144
+    with pytest.raises(ConfigValueError, match=r"llm\.context_tokens.*more than "
+                       r"llm\.max_tokens=2048 \+ llm\.thinking_budget=4096"):
+        LLMConfig(max_tokens=2048, thinking_budget=4096, context_tokens=6144)

@@ -109,7 +109,8 @@ def check_llm_values(values: Mapping[str, Any], prefix: str = "llm") -> None:
     Raises:
         ConfigValueError: ``base_url`` not an ``http(s)://host…`` URL; ``temperature`` outside
             0..2 (the OpenAI chat API's range); ``max_tokens`` < 1; ``context_tokens`` < 1 or
-            leaving no room for a prompt beside ``max_tokens``; ``concurrency`` outside
+            leaving no room for a prompt beside ``max_tokens`` (plus a positive
+            ``thinking_budget``: :meth:`LLMConfig.reply_tokens`); ``concurrency`` outside
             1..:data:`MAX_CONCURRENCY`; ``max_retries`` < 0.
     """
     url = values.get("base_url")
@@ -130,9 +131,13 @@ def check_llm_values(values: Mapping[str, Any], prefix: str = "llm") -> None:
         if value is not None and not (low <= value and (high is None or value <= high)):
             raise ConfigValueError(f"{prefix}.{key}", value, expected)
     context, limit = values.get("context_tokens"), values.get("max_tokens")
+    think = values.get("thinking_budget")
+    what = f"{prefix}.max_tokens={limit}"
+    if limit is not None and think is not None and think > 0:  # sent as their sum
+        what, limit = f"{what} + {prefix}.thinking_budget={think}", limit + think
     if context is not None and limit is not None and context <= limit:
-        raise ConfigValueError(f"{prefix}.context_tokens", context, f"more than "
-                               f"{prefix}.max_tokens={limit}: room for a prompt beside the reply")
+        raise ConfigValueError(f"{prefix}.context_tokens", context, f"more than {what}: room "
+                               "for a prompt beside the reply")
 
 
 @dataclasses.dataclass
