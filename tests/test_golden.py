@@ -21,6 +21,9 @@ key it drops or a value it changes fails, naming the run and the key.
 Recorded at commit 7764d2e on a 2-core x86-64 CPU (JAX on CPU, 32-bit floats) by a one-off script
 that ran :data:`RUNS` with exactly these overrides into fresh directories and stored
 :func:`golden_values` of each, then ran them again and checked both recordings agreed.
+Deliberate changes since: issue 34 turned the Keep-Talking end-of-game reflection off by
+default (ours, no paper's), so ``llm_ktane`` sends two requests fewer and its token counts were
+re-recorded (total 210,276 → 199,888); nothing else moved.
 """
 
 from __future__ import annotations
