@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -25,6 +29,7 @@ from jaxcollab.llm.parse import ERROR_CLASSES, parse_reply, parse_tool_calls
 from jaxcollab.llm.run import transcript_path
 
 GOOD = '[{"call": "wait"}]'
+ROOT = Path(__file__).parents[1]
 
 
 def cfg(server, model="good", **kw) -> LLMConfig:
@@ -275,6 +280,30 @@ def test_bomb_solo(server, tmp_path):
     assert "ROLE deaf" in seen and "ROLE mute" in seen and "ROLE blind" in seen
     assert "Your teammates' limits" not in rec["agents"]["solo"][0]["prompt"][0]["content"]
     assert results["episodes"] == 2 and rec["steps"] == 3
+
+
+@pytest.mark.full  # two bank runs as subprocesses (about a minute each on 2 loaded cores)
+def test_llm_solo_bank_run_is_table4_solo(server, tmp_path):
+    """SANZARU Table 4 as the README runs it: an LLM solo bank run (the same model holding
+    every view, no hints) is the ``solo=`` of the trio's bank run, whose gap is solo minus trio
+    per family, read from that file (no scripted solver is played)."""
+    def rollout(*args):
+        done = subprocess.run([sys.executable, "eval/rollout.py", "env=bomb/base-1",
+                               "agent=llm", f"llm.base_url={server.url}", "llm.model=good",
+                               "llm.backoff_s=0.01", "bank=true", "repeats=1", *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=900,
+                              env=os.environ | {"PYTHONPATH": str(ROOT)})
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    rollout("bomb.solo_player=true", "bomb.hint=none", f"out_dir={tmp_path / 'solo'}")
+    rollout(f"solo={tmp_path / 'solo' / 'results.json'}", f"out_dir={tmp_path / 'trio'}")
+    solo = json.loads((tmp_path / "solo" / "results.json").read_text())
+    trio = json.loads((tmp_path / "trio" / "results.json").read_text())
+    assert solo["config"]["bomb"]["solo_player"] and solo["summary"]["all"]["episodes"] == 3
+    assert trio["summary"]["solo"] == solo["summary"]
+    gap = solo["summary"]["all"]["success_rate"] - trio["summary"]["all"]["success_rate"]
+    assert trio["summary"]["gap"]["all"] == pytest.approx(gap)
+    assert not (tmp_path / "trio" / "episodes" / "solo").exists()  # no solo team was played
 
 
 def test_ktane_end_to_end(server, tmp_path):
