@@ -47,8 +47,12 @@ view and the manual (in its first message); ``no_manual`` — the bomb only, so 
 from what it remembers of the game. No partner, no messages (``send_message`` is an
 ``invalid_action``); the Expert's turns are no-ops that send nothing.
 
-At the end, each player is asked for a reflection on the game (``ktane.reflection``; ours, not
-GPTNT's). The host counts every message queued (``messages_sent``) and each Defuser decision
+With ``ktane.reflection=true`` (off by default), each player is asked at the end for a
+reflection on the game (ours, not GPTNT's). A parser note is prepended to the player's next
+turn as ``<execution-feedback>`` (GPTNT F.2). ``ktane.glyphs`` and ``ktane.hud`` put back two
+perceptual difficulties (:mod:`~jaxcollab.agents.ktane.perception`).
+
+The host counts every message queued (``messages_sent``) and each Defuser decision
 cycle, for the results' ``messages_per_defuser_cycle`` (the environment records at most one
 message per step).
 
