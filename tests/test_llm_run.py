@@ -63,7 +63,8 @@ def test_ktane_context_limit_is_a_counted_event_and_old_views_leave(server, tmp_
 
 def test_tokens_count_every_request(server, tmp_path):
     n = len(server.requests)
-    results = evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1), tmp_path)
+    results = evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1,
+                                              options={"ktane": {"reflection": True}}), tmp_path)
     sent = server.requests[n:]
     assert any("Reflect on the game" in b["messages"][-1]["content"] for b in sent)
     expect = sum(sum(len(str(m["content"]).split()) for m in b["messages"])
