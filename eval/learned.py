@@ -23,6 +23,10 @@ and five single Keep-Talking modules, :data:`jaxcollab.io.schema.LEARNED_ENVS`):
    environments, shown as one more team (held-out column, or the bank column for a
    ``bank=true`` run).
 
+Logging: ``logger`` (``train/collab.py``'s options; wandb offline by default) is each training
+run's: one wandb run per environment with its curve and losses, and its progress bar per
+chunk (environment steps/s, ETA).
+
 Resumable: an environment whose training run finished is not retrained (its config must match,
 else the run is refused naming the key), a killed training run resumes after its last chunk,
 played episodes are kept per chunk under ``out_dir/episodes/``, and an environment already in
@@ -60,9 +64,9 @@ from jaxcollab.marl.team import as_team
 from jaxcollab.marl.views import view_of
 
 #: The sweep's keys each training run takes as they are (``ppo`` too, with its ``env``).
-TRAIN_KEYS = ("seed", "updates", "chunk", "eval_episodes", "eval_seed")
-#: Keys a rerun may change: they add rows without changing any.
-FREE = ("envs", "teams", "runs")
+TRAIN_KEYS = ("seed", "updates", "chunk", "eval_episodes", "eval_seed", "logger")
+#: Keys a rerun may change: they add rows (or logs) without changing any.
+FREE = ("envs", "teams", "runs", "logger")
 
 
 def env_names(cfg: DictConfig) -> list[str]:
@@ -229,7 +233,7 @@ def markdown(envs: dict[str, dict]) -> str:
 
 def run(cfg: DictConfig) -> dict:
     """Check, then per environment train, play and write; returns the results."""
-    job = start_run(cfg, check=check_config, free=FREE)
+    job = start_run(cfg, check=check_config, free=FREE, log=False)  # each training run logs
     cfg, out = job.cfg, job.out
     names = env_names(cfg)
     kept = job.results.data.get("envs", {})

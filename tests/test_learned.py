@@ -35,6 +35,10 @@ def test_each_env_gets_train_marl_config(request, tmp_path):
         "bomb/base-1", "bomb/base-1", 7, True)  # the cpu preset's DIAL, off without an inbox:
     assert (wires.env, wires.ppo.env, wires.ppo.dial) == ("ktane/wires", "ktane/wires", False)
     assert wires.out_dir == str(tmp_path / "runs" / "ktane-wires")
+    assert bomb.logger.mode == wires.logger.mode == "offline"  # each run logs as the sweep says
+    assert learned.train_config(validate(_cfg(request, "logger.mode=disabled",
+                                              f"out_dir={tmp_path}")[1]),
+                                "ktane/wires").logger.mode == "disabled"
     learned.check_config(cfg)  # train/marl.py's own checks pass on both
 
 

@@ -1,9 +1,10 @@
-"""Run logging: optional wandb (``logger.mode``) and a rich progress bar per round."""
+"""Run logging: optional wandb (``logger.mode``) and a rich progress bar per round or chunk."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Iterator
 
 from rich.progress import (
@@ -24,6 +25,8 @@ class RunLogger:
     Args:
         mode: ``"disabled"`` (default; wandb is not even imported), ``"offline"`` (writes
             ``wandb/`` under ``run_dir`` for a later ``wandb sync``) or ``"online"``.
+            ``WANDB_MODE=disabled`` in the environment (wandb's own switch; the test suite sets
+            it) disables every mode.
         project, name, config: passed to ``wandb.init``.
         run_dir: where offline runs are stored.
 
@@ -35,6 +38,8 @@ class RunLogger:
                  config: dict | None = None, run_dir: str | None = None):
         if mode not in MODES:
             raise ValueError(f"unknown logger.mode {mode!r}; expected one of {MODES}")
+        if os.environ.get("WANDB_MODE") == "disabled":
+            mode = "disabled"
         logging.getLogger("absl").setLevel(logging.WARNING)  # orbax logs every save at INFO
         self.run = None
         if mode != "disabled":
@@ -50,7 +55,9 @@ class RunLogger:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: int) -> Iterator[Callable[[int, float], None]]:
-        """A progress bar showing loss, steps/s and ETA; yields ``update(step, loss)``."""
+        """A progress bar showing loss, steps/s and ETA; yields ``update(step, loss, rate=None)``:
+        ``rate`` is the steps/s to show (e.g. environment steps, compile excluded), else the
+        bar's own rate of ``step``."""
         columns = (
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -64,10 +71,10 @@ class RunLogger:
         with Progress(*columns, refresh_per_second=2) as bar:
             task = bar.add_task(description, total=total, loss=float("nan"), rate="-")
 
-            def update(step: int, loss: float) -> None:
-                speed = bar.tasks[task].speed
-                rate = f"{speed:.1f}" if speed else "-"
-                bar.update(task, completed=step, loss=loss, rate=rate)
+            def update(step: int, loss: float, rate: float | None = None) -> None:
+                speed = bar.tasks[task].speed if rate is None else rate
+                bar.update(task, completed=step, loss=loss,
+                           rate=f"{speed:,.1f}" if speed else "-")
 
             yield update
 

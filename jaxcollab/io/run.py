@@ -440,7 +440,8 @@ class Run:
 
 def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
               check: Callable[[DictConfig], None] | None = None, out_key: str = "out_dir",
-              results_name: str | None = "results.json", free: Sequence[str] = ()) -> Run:
+              results_name: str | None = "results.json", free: Sequence[str] = (),
+              log: bool = True) -> Run:
     """Validate, check the output, guard against collisions, open results and logger.
 
     Args:
@@ -450,6 +451,8 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
             ``ConfigValueError``); run before anything is written.
         out_key: the config key of the output: a directory (``results_name`` inside it) or,
             with ``results_name=None``, the results file itself.
+        log: open the logger ``cfg.logger`` names; ``False`` for a sweep whose own runs log
+            with it (one wandb run at a time).
 
     Starts the multi-controller runtime first when this is one process of a multi-process job
     (:func:`jaxcollab.scale.distributed.initialize`) and checks that every process writes to the
@@ -478,8 +481,8 @@ def start_run(cfg: DictConfig, *, frozen: Sequence[str] | None = None,
     guard_results(results, config, frozen, free)
     results.update({"config": config, "run": run_info()})
     # a run without a logger block logs as the block's defaults do (disabled)
-    log = plain.logger if "logger" in plain else schema.Logger()
-    mode = str(log.mode) if is_main() else "disabled"  # process 0 logs
-    logger = RunLogger(mode, log.project, plain.get("experiment_name"), config,
+    options = plain.logger if "logger" in plain else schema.Logger()
+    mode = str(options.mode) if is_main() and log else "disabled"  # process 0 logs
+    logger = RunLogger(mode, options.project, plain.get("experiment_name"), config,
                        str(path.parent))
     return Run(plain, path.parent, results, logger)

@@ -285,6 +285,12 @@ class PPOConfig:
                                    f"a multiple of ppo.minibatches={self.minibatches}")
 
 
+def offline_logger() -> Logger:
+    """The RL entry points' logger default: wandb offline (``WANDB_MODE=disabled`` turns it
+    off, as the test suite does: :class:`jaxcollab.io.logging.RunLogger`)."""
+    return Logger(mode=LoggerMode.offline)
+
+
 @dataclass
 class Marl:
     """``configs/marl/marl.yaml``: ``train/marl.py`` (a team learns a bomb variant by
@@ -297,6 +303,7 @@ class Marl:
     eval_episodes: int = count(1024)
     eval_seed: int = seed_field(1_000_003)  # held-out episodes: another seed than training's
     ppo: PPOConfig = field(default_factory=lambda: PPOConfig(env="${env}"))
+    logger: Logger = field(default_factory=offline_logger)  # curves kept for `wandb sync`
     out_dir: str = MISSING
 
 
@@ -361,6 +368,7 @@ class Learned:
     # bank protocol (families with one): repeats of each instance
     repeats: int = count(family_default("repeats"))
     runs: list[str] = field(default_factory=list)  # rollout results.json (e.g. LLM) to show
+    logger: Logger = field(default_factory=offline_logger)  # each training run's
     out_dir: str = MISSING
 
 

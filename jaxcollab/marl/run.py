@@ -14,6 +14,11 @@ and channel, the learned code against its most informative perceived feature), `
 (resume),
 ``team/`` (seed 0's team: ``python eval/rollout.py agent=learned checkpoint=DIR/team``).
 
+Logging (``logger.mode``, ``logger.project``: the options of ``train/collab.py``; wandb offline
+by default, ``WANDB_MODE=disabled`` turns it off): after each chunk the curve point, the PPO
+losses and the throughput go to wandb, and a progress bar shows the updates done, environment
+steps/s (all seeds, compile excluded) and ETA.
+
 ``results.json`` keys: ``config``, ``run``; ``curve`` (lists, one entry per chunk:
 ``updates``, ``env_steps`` per seed, ``train_success`` and ``heldout_success`` per seed,
 ``seconds`` of training so far); ``env_steps_per_second`` (training throughput, all seeds,
@@ -98,6 +103,8 @@ def train(cfg: DictConfig, job) -> dict:
     eval_keys = jaxcollab.episode_keys(cfg.eval_seed, cfg.eval_episodes)  # the one convention
     done = int(np.asarray(ts.update)[0])
     timed = {"steps": 0, "seconds": 0.0}
+    # one bar advancing per chunk: updates done, environment steps/s (all seeds, compile
+    # excluded) and ETA; the curves also go to wandb (logger.mode)
     with job.logger.progress(f"{cfg.env} {ppo.algo}", cfg.updates) as bar:
         bar(done, float("nan"))
         while done < cfg.updates:
@@ -120,12 +127,16 @@ def train(cfg: DictConfig, job) -> dict:
             curve["seconds"].append((curve["seconds"][-1] if curve["seconds"] else 0) + seconds)
             ckpt.save(ts)
             job.results.update({"curve": curve})
-            if timed["seconds"]:
-                job.results.update({"env_steps_per_second": timed["steps"] / timed["seconds"]})
-            job.logger.log({"train_success": float(success.mean()),
-                            "heldout_success": float(np.mean(curve["heldout_success"][-1]))},
-                           step=done)
-            bar(done, float(m["policy_loss"].mean()))
+            rate = timed["steps"] / timed["seconds"] if timed["seconds"] else None
+            if rate:
+                job.results.update({"env_steps_per_second": rate})
+            job.logger.log({"env_steps": curve["env_steps"][-1],
+                            "train_success": float(success.mean()),
+                            "heldout_success": float(np.mean(curve["heldout_success"][-1])),
+                            **{k: float(v.mean()) for k, v in m.items()
+                               if k not in ("ended", "defused")},
+                            **({"env_steps_per_second": rate} if rate else {})}, step=done)
+            bar(done, float(m["policy_loss"].mean()), rate or 0.0)  # 0: untimed yet, "-"
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
     final = {**heldout(cfg, job.out / "team"),
              "success_rate_per_seed": curve["heldout_success"][-1]}
