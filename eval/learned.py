@@ -37,7 +37,9 @@ Writes into ``out_dir``: ``results.json`` (``config``, ``run``, ``envs.<name>``:
 ``run_dir``, ``learned`` (``success_rate`` and ``episodes`` held out, ``bank_success_rate`` and
 ``bank_episodes`` where the family has the bank protocol, ``env_steps`` trained per seed,
 ``curve``: ``updates``, ``env_steps``, ``heldout_success`` and ``train_success`` averaged over
-seeds, ``wall_seconds`` of its training run, and ``results.heldout`` / ``results.bank``: the
+seeds, ``wall_seconds`` of its training run, ``over_seeds``: every seed's held-out success (the
+trainer's greedy evaluation on the same episodes), their mean and its 90 % Student-t interval
+(:func:`jaxcollab.io.seeds.over_seeds`), and ``results.heldout`` / ``results.bank``: the
 family evaluation's whole results, as ``eval/rollout.py`` writes them), ``teams.<team>`` (the
 same success and ``results`` keys) and ``runs.<label>`` (the ``runs`` read)),
 ``learned.md`` (the table) and ``learned.png`` (every learning curve, scripted teams' held-out
@@ -59,6 +61,7 @@ from jaxcollab.io.plots import learned_plot
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import env_selection, guard_results, hydra_main, start_run, validate
 from jaxcollab.io.schema import Marl
+from jaxcollab.io.seeds import over_seeds
 from jaxcollab.marl import run as trainer
 from jaxcollab.marl.team import as_team
 from jaxcollab.marl.views import view_of
@@ -185,7 +188,8 @@ def env_results(cfg: DictConfig, env: str, kept: dict) -> dict:
         "curve": {"updates": curve["updates"], "env_steps": curve["env_steps"],
                   "heldout_success": mean_over_seeds(curve["heldout_success"]),
                   "train_success": mean_over_seeds(curve["train_success"])},
-        "wall_seconds": trained["wall_seconds"]}
+        "wall_seconds": trained["wall_seconds"],
+        "over_seeds": over_seeds(trained["success_rate_per_seed"])}
     teams = {}
     for name in scripted_teams(cfg, family):
         teams[name] = kept.get("teams", {}).get(name) or play(
@@ -208,7 +212,8 @@ def read_runs(paths: list[str], envs: dict[str, dict]) -> None:
 
 
 def markdown(envs: dict[str, dict]) -> str:
-    """One row per environment: the learned team's success and training steps, then each
+    """One row per environment: the learned team's success (seed 0's), the mean over seeds with
+    its 90 % interval (``–``: a row from before it was recorded), training steps, then each
     team's and each run's (``held-out / bank`` where the family has the bank protocol; ``–``:
     not played)."""
     columns = list(dict.fromkeys(t for e in envs.values() for t in {**e["teams"], **e["runs"]}))
@@ -220,14 +225,24 @@ def markdown(envs: dict[str, dict]) -> str:
         return fmt(row.get("success_rate")) + (f" / {fmt(row.get('bank_success_rate'))}"
                                                if bank else "")
 
-    head = ["env", "learned", "env steps / seed", *columns]
+    def seeds(over: dict | None) -> str:  # mean [90 % interval] (n); one seed: its value
+        if over is None:
+            return "–"
+        if over["low"] is None:
+            return f"{over['mean']:.3f} (1)"
+        return f"{over['mean']:.3f} [{over['low']:.3f}, {over['high']:.3f}] ({over['seeds']})"
+
+    head = ["env", "learned", "learned, seeds", "env steps / seed", *columns]
     rows = []
     for name, e in envs.items():
         bank, others = "bank_success_rate" in e["learned"], {**e["teams"], **e["runs"]}
-        rows.append(f"| {name} | {cell(e['learned'], bank)} | {e['learned']['env_steps']:,} | "
+        rows.append(f"| {name} | {cell(e['learned'], bank)} | "
+                    f"{seeds(e['learned'].get('over_seeds'))} | {e['learned']['env_steps']:,} | "
                     + " | ".join(cell(others.get(t), bank) for t in columns) + " |")
     return "\n".join(["Success rate on the held-out episodes / on the bank protocol (where the "
-                      "family has one).", "", "| " + " | ".join(head) + " |",
+                      "family has one); learned: seed 0's team; learned, seeds: every seed's "
+                      "held-out success, mean [90 % t interval] (seeds).", "",
+                      "| " + " | ".join(head) + " |",
                       "|---" * len(head) + "|", *rows, ""])
 
 

@@ -56,19 +56,23 @@ def test_bad_sweeps_are_refused_before_any_work(request, tmp_path, override, key
 
 def test_markdown_rows():
     from eval.learned import markdown
+    from jaxcollab.io.seeds import over_seeds
 
     def learned(rate, bank=None):
         return {"success_rate": rate, "env_steps": 12_288,
                 **({} if bank is None else {"bank_success_rate": bank})}
 
-    envs = {"bomb/base-1": {"learned": learned(0.5, 0.25), "runs": {},
+    envs = {"bomb/base-1": {"learned": {**learned(0.5, 0.25),
+                                        "over_seeds": over_seeds([0.5, 0.7, 0.9])}, "runs": {},
                             "teams": {"oracle": {"success_rate": 1.0, "bank_success_rate": 1.0}}},
             "ktane/wires": {"learned": learned(0.75), "runs": {"llm m (r.json)": {
                 "success_rate": 0.125}}, "teams": {"oracle": {"success_rate": 1.0}}}}
     lines = markdown(envs).splitlines()
-    assert lines[2] == "| env | learned | env steps / seed | oracle | llm m (r.json) |"
-    assert lines[4] == "| bomb/base-1 | 0.500 / 0.250 | 12,288 | 1.000 / 1.000 | – |"
-    assert lines[5] == "| ktane/wires | 0.750 | 12,288 | 1.000 | 0.125 |"
+    assert lines[2] == ("| env | learned | learned, seeds | env steps / seed | oracle | "
+                        "llm m (r.json) |")
+    assert lines[4] == ("| bomb/base-1 | 0.500 / 0.250 | 0.700 [0.363, 1.037] (3) | 12,288 | "
+                        "1.000 / 1.000 | – |")
+    assert lines[5] == "| ktane/wires | 0.750 | – | 12,288 | 1.000 | 0.125 |"
 
 
 def _run(root, *args):

@@ -1,5 +1,6 @@
 """Run logging (jaxcollab.io.logging): WANDB_MODE=disabled turns wandb off, the progress bar
-shows the rate it is given, and train/marl.py logs each chunk's curve point and losses."""
+shows the rate it is given, and train/marl.py logs each chunk's curve point and losses (and
+reports its seeds' mean with an interval)."""
 
 from pathlib import Path
 
@@ -52,3 +53,6 @@ def test_train_marl_logs_every_chunk(tmp_path, monkeypatch):
         assert {"policy_loss", "value_loss", "entropy"} <= set(m)
     assert "env_steps_per_second" not in logged[0][1]  # the first chunk compiles: untimed
     assert logged[1][1]["env_steps_per_second"] == pytest.approx(res["env_steps_per_second"])
+    over = res["success_over_seeds"]  # the tiny preset's two seeds, mean and 90 % interval
+    assert over["per_seed"] == curve["heldout_success"][-1] and over["seeds"] == 2
+    assert over["mean"] == pytest.approx(np.mean(over["per_seed"]))

@@ -25,6 +25,7 @@ def test_train_resume_and_play_the_learned_team(tmp_path, request):
     res = json.loads((out / "results.json").read_text())
     assert res["curve"]["updates"] == [1, 2]
     assert len(res["curve"]["heldout_success"][0]) == 2          # two seeds vmapped
+    assert res["success_over_seeds"]["per_seed"] == res["success_rate_per_seed"]
     assert 0.0 <= res["success_rate"] <= 1.0
     assert sum(res["heldout"]["endings"].values()) == res["config"]["eval_episodes"]
     assert (out / "learning_curve.png").stat().st_size > 0

@@ -38,3 +38,22 @@ def test_refuses_runs_that_differ_beyond_the_seed(cli, tmp_path):
         cli("eval/seeds.py", f"runs=[{','.join(runs)}]", f"out_dir={tmp_path / 'summary'}")
     with pytest.raises(ValueError, match="repeat a seed"):
         cli("eval/seeds.py", f"runs=[{runs[0]},{runs[0]}]", f"out_dir={tmp_path / 'x'}")
+
+
+def test_over_seeds_t_interval():
+    from jaxcollab.io.seeds import over_seeds
+
+    out = over_seeds([0.5, 0.7, 0.9])
+    # t_{0.95, 2} = 2.919986 (Student-t table), s = 0.2: half width 2.919986 * 0.2 / sqrt(3)
+    assert out["per_seed"] == [0.5, 0.7, 0.9] and out["seeds"] == 3 and out["level"] == 0.9
+    assert out["mean"] == pytest.approx(0.7)
+    assert (out["low"], out["high"]) == pytest.approx((0.7 - 0.337171, 0.7 + 0.337171), abs=1e-6)
+    same = over_seeds([1.0, 1.0, 1.0, 1.0])
+    assert (same["mean"], same["low"], same["high"]) == (1.0, 1.0, 1.0)
+    one = over_seeds([0.25])
+    assert (one["mean"], one["low"], one["high"]) == (0.25, None, None)
+    for bad, match in (([], "one finite value per seed"), ([0.5, float("nan")], "finite"),):
+        with pytest.raises(ValueError, match=match):
+            over_seeds(bad)
+    with pytest.raises(ValueError, match=r"level=1\.5"):
+        over_seeds([0.1, 0.2], level=1.5)

@@ -1,4 +1,5 @@
-"""Seed sweeps: per-seed learning curves of ``train/collab.py`` runs and their mean ± spread.
+"""Seed sweeps: per-seed learning curves of ``train/collab.py`` runs and their mean ± spread,
+and any per-seed result's mean with a Student-t interval (:func:`over_seeds`).
 
 Seeds run either as separate jobs (a Hydra multirun, one process or cluster job per seed), whose
 ``results.json`` files this module reads and summarises, or together in one job
@@ -12,6 +13,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
+
+#: The two-sided confidence of :func:`over_seeds`' interval (issue 37: a 90 % interval).
+LEVEL = 0.9
 
 CURVES = ("test_mse_vs_pstar", "test_accuracy", "test_ce")
 
@@ -30,6 +35,38 @@ def spread(per_seed) -> dict:
     return {"per_seed": values.tolist(), "mean": values.mean(0).tolist(),
             "std": values.std(0).tolist(), "min": values.min(0).tolist(),
             "max": values.max(0).tolist()}
+
+
+def over_seeds(per_seed, level: float = LEVEL) -> dict:
+    """Each seed's value and their mean with a two-sided Student-t confidence interval: the
+    seeds as independent draws of a training run's outcome, ``mean ± t_{(1+level)/2, n-1} ·
+    s / sqrt(n)`` (``s`` the sample standard deviation, ddof 1).
+
+    Args:
+        per_seed: float ``[seeds]``, one value per independently trained seed (e.g. held-out
+            success rates).
+        level: the interval's confidence, in (0, 1).
+
+    Returns:
+        ``{"per_seed": [...], "seeds": n, "mean", "low", "high", "level"}``; ``low`` and
+        ``high`` are ``None`` for one seed (no spread to estimate). Not clipped to a metric's
+        range.
+
+    Raises:
+        ValueError: no values, a non-finite value, or ``level`` outside (0, 1).
+    """
+    values = np.asarray(per_seed, np.float64).reshape(-1)
+    if values.size == 0 or not np.isfinite(values).all():
+        raise ValueError(f"over_seeds needs one finite value per seed, got {values.tolist()}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level={level!r}: expected a confidence in (0, 1), e.g. {LEVEL}")
+    n, mean = values.size, float(values.mean())
+    low = high = None
+    if n > 1:
+        half = stats.t.ppf((1 + level) / 2, n - 1) * values.std(ddof=1) / np.sqrt(n)
+        low, high = mean - float(half), mean + float(half)
+    return {"per_seed": values.tolist(), "seeds": n, "mean": mean, "low": low, "high": high,
+            "level": level}
 
 
 def summarise(runs: list[str | Path]) -> dict:

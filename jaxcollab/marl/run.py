@@ -27,9 +27,9 @@ held-out episodes through :func:`jaxcollab.rollout`, greedy, played by the famil
 evaluation as its ``learned`` team), ``heldout`` (that evaluation's summary: a bomb's endings,
 rounds and bounces; a Keep-Talking module's outcomes, strikes and time left), ``protocol``
 (:func:`jaxcollab.agents.bomb.rl_protocol.protocol_tables` of seed 0's team on 256 held-out
-episodes; bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed)
-and
-``wall_seconds``.
+episodes; bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed:
+the same held-out episodes and turn orders), ``success_over_seeds`` (those rates, their mean and
+its 90 % Student-t interval: :func:`jaxcollab.io.seeds.over_seeds`) and ``wall_seconds``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ import jaxcollab
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io.plots import learning_curve_plot
 from jaxcollab.io.run import start_run
+from jaxcollab.io.seeds import over_seeds
 from jaxcollab.marl.ppo import PPOConfig, Trainer
 from jaxcollab.marl.team import learned, save_team, team_policy
 from jaxcollab.scale.preempt import TrainState as Checkpoint
@@ -139,7 +140,8 @@ def train(cfg: DictConfig, job) -> dict:
             bar(done, float(m["policy_loss"].mean()), rate or 0.0)  # 0: untimed yet, "-"
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
     final = {**heldout(cfg, job.out / "team"),
-             "success_rate_per_seed": curve["heldout_success"][-1]}
+             "success_rate_per_seed": curve["heldout_success"][-1],
+             "success_over_seeds": over_seeds(curve["heldout_success"][-1])}
     rl = jaxcollab.family(cfg.env).rl
     if rl.protocol is not None:  # a view with symbol channels: what the code is
         final["protocol"] = rl.protocol(team_policy(
