@@ -101,6 +101,8 @@ def test_factorised_categorical():
     assert pi.sample(seed=jax.random.PRNGKey(1)).tolist() == [[0] * len(sizes)] * 4
     np.testing.assert_allclose(pi.entropy(), 0.0, atol=1e-6)
     np.testing.assert_allclose(pi.log_prob(pi.mode()), 0.0, atol=1e-6)
+    through = jax.jit(lambda p: p)(pi)  # a pytree: it crosses jit (and scan) boundaries
+    assert through.head_sizes == sizes and (through.mode() == 0).all()
     with pytest.raises(ValueError, match=rf"sum\(head_sizes\) = {sum(sizes)}"):
         FactorisedCategorical(jnp.zeros(3), sizes)
 

@@ -84,7 +84,9 @@ class FactorisedCategorical:
 
     @classmethod
     def tree_unflatten(cls, head_sizes, leaves):
-        return cls(leaves[0], head_sizes, leaves[1])
+        out = object.__new__(cls)  # no checks: JAX may unflatten with placeholder leaves
+        out.head_sizes, (out.logits, out.mask) = head_sizes, leaves
+        return out
 
     @property
     def _logp(self) -> list:
