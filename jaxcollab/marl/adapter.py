@@ -165,7 +165,8 @@ class JaxMARLView(MultiAgentEnv):
         return self._obs(tokens), AdapterState(env_state=state, env_params=params,
                                                turn=jnp.int32(0))
 
-    def _actor(self, state: AdapterState) -> jax.Array:
+    def _actor(self, state: AdapterState) -> tuple[jax.Array, jax.Array]:
+        """The encoded observation int32 ``[n_agents, obs_size]`` and the acting role."""
         enc = self.view.encode(self.env.observe(state.env_state, state.env_params))
         return enc, self.view.actor(enc, state.turn)
 
