@@ -44,6 +44,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxcollab.core.env import Environment
+from jaxcollab.scale.mesh import compute_devices
 
 #: The mesh axis episodes are sharded over (the ``data`` axis of
 #: :func:`jaxcollab.scale.mesh.data_mesh`, whose meshes callers may pass).
@@ -185,7 +186,8 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
             ended episodes are frozen). Not combinable with ``trajectory``.
         trajectory: also return per-step arrays (``lax.scan`` over all ``max_steps`` steps).
         mesh: shard the episode axis over this mesh's ``data`` axis (default: a 1-D ``data``
-            mesh of every device of every process, as :func:`jaxcollab.scale.mesh.data_mesh`
+            mesh of every device of every process (:func:`~jaxcollab.scale.mesh.
+            compute_devices`), as :func:`jaxcollab.scale.mesh.data_mesh`
             builds with a model axis of 1). In a multi-process job the result is replicated,
             so every process can read it on the host.
 
@@ -200,7 +202,7 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
         raise ValueError(f"max_steps must be positive, got {max_steps!r}")
     if until_done and trajectory:
         raise ValueError("until_done=True cannot record a trajectory; pick one")
-    mesh = mesh if mesh is not None else Mesh(np.asarray(jax.devices()), (DATA,))
+    mesh = mesh if mesh is not None else Mesh(np.asarray(compute_devices()), (DATA,))
     n, n_dev = keys.shape[0], mesh.shape[DATA]
     if n % n_dev:
         raise ValueError(f"{n} episodes do not divide over {n_dev} devices of the data mesh")

@@ -12,11 +12,16 @@ about as many requests, are in flight at once, and the run's time is set by the 
 
 XLA:CPU runs a host callback that waits on a reply on a thread of its client's pool, which has
 one thread per core by default: on a 2-core machine at most 2 episodes could wait at once, and
-a 16-episode pool ran ~8x slower than the server allowed. :func:`reserve_callback_threads`
-sizes that pool (``PJRT_NPROC``, read once when the CPU backend starts) for the run's
-concurrency; the LLM team calls it before its first JAX operation. The callback itself runs
-plain Python and NumPy (:mod:`jaxcollab.llm.hostonly`): a JAX operation dispatched there needs
-a pool thread too, and with every thread held by a waiting callback the run would hang.
+a 16-episode pool ran ~8x slower than the server allowed. It also runs at most
+:data:`~jaxcollab.scale.mesh.CPU_INFLIGHT_PER_DEVICE` (32) computations per device at once, so
+at concurrency 64 only 32 episodes waited on replies and a run took twice the server's time.
+:func:`reserve_callback_threads` sizes both for the run's concurrency, before the CPU backend
+starts (the LLM team calls it before its first JAX operation): the pool (``PJRT_NPROC``) and
+the CPU devices (one per 32 waiting episodes; the workers' rollouts are spread over them,
+each device's compiled once, and no mesh of the process spans the added ones). The callback
+itself runs plain Python and NumPy (:mod:`jaxcollab.llm.hostonly`): a JAX operation dispatched
+there needs a pool thread too, and with every thread held by a waiting callback the run would
+hang.
 
 The workers are daemon threads watched by the calling thread (:func:`play_pool`), so a stop
 signal, an error or a stall (``llm.stall_s``) ends the pool within moments, and a worker stuck
@@ -47,41 +52,57 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
 
-from jaxcollab.core.rollout import Policy, rollout
+from jaxcollab.core.rollout import DATA, Policy, rollout
 from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.llm import hostonly, signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import ChatClient, LLMError
-from jaxcollab.scale import preempt
+from jaxcollab.scale import mesh, preempt
 
 log = logging.getLogger(__name__)
 
 
 def reserve_callback_threads(concurrency: int) -> bool:
-    """Size XLA:CPU's thread pool for ``concurrency`` episodes waiting on host callbacks at once
-    (module docstring): sets ``PJRT_NPROC`` to ``concurrency`` plus one thread per core, unless
-    the user set it. Only a CPU backend that has not started yet reads it.
+    """Size XLA:CPU for ``concurrency`` episodes waiting on host callbacks at once (module
+    docstring): sets ``PJRT_NPROC`` to ``concurrency`` plus one thread per core, unless the
+    user set it, and adds CPU devices (:func:`jaxcollab.scale.mesh.add_callback_devices`).
+    Only a CPU backend that has not started yet reads either.
 
     Returns:
-        whether the pool will have room for ``concurrency`` waiting episodes (False, with a
-        warning naming ``PJRT_NPROC``, when JAX's backends already started with fewer threads).
+        whether XLA:CPU will have room for ``concurrency`` waiting episodes (False, with a
+        warning naming ``PJRT_NPROC``, when JAX's backends already started with fewer threads
+        or devices).
     """
     cores = os.cpu_count() or 1
     want = int(concurrency) + cores
-    if "PJRT_NPROC" not in os.environ:
-        from jax._src import xla_bridge  # no public way to ask whether a backend started
+    from jax._src import xla_bridge  # no public way to ask whether a backend started
 
-        if not xla_bridge.backends_are_initialized():
-            os.environ["PJRT_NPROC"] = str(want)
-            return True
+    if xla_bridge.backends_are_initialized():
+        devices = len(jax.devices("cpu"))
+    else:
+        os.environ.setdefault("PJRT_NPROC", str(want))
+        devices = mesh.add_callback_devices(concurrency)
     have = int(os.environ.get("PJRT_NPROC", cores))
-    if have >= want or jax.default_backend() != "cpu":
+    cap = min(have - cores, devices * mesh.CPU_INFLIGHT_PER_DEVICE)
+    if cap >= concurrency or jax.default_backend() != "cpu":
         return True
-    log.warning("the XLA:CPU thread pool has %d threads, fewer than llm.concurrency=%d plus %d "
-                "cores: about %d requests at most will be in flight; export PJRT_NPROC=%d "
-                "before starting Python to lift the cap", have, concurrency, cores, have, want)
+    log.warning("XLA:CPU has %d threads and %d device(s) (%d computations each): about %d "
+                "requests at most will be in flight, fewer than llm.concurrency=%d; export "
+                "PJRT_NPROC=%d and start the LLM run before anything else uses JAX to lift "
+                "the cap", have, devices, mesh.CPU_INFLIGHT_PER_DEVICE, max(cap, 1),
+                concurrency, want)
     return False
+
+
+def callback_meshes(workers: int) -> list[Mesh]:
+    """One single-device mesh per device the pool's ``workers`` spread over: enough local
+    devices for each to hold at most :data:`~jaxcollab.scale.mesh.CPU_INFLIGHT_PER_DEVICE`
+    waiting episodes, as many as there are (at least one)."""
+    devices = jax.local_devices()
+    n = min(len(devices), -(-int(workers) // mesh.CPU_INFLIGHT_PER_DEVICE))
+    return [Mesh(np.asarray(devices[i: i + 1]), (DATA,)) for i in range(max(n, 1))]
 
 
 class Tagged(Wrapper):
@@ -136,7 +157,7 @@ class Host:
     def __init__(self, client: ChatClient, on_step: Callable[[], None] | None = None):
         self.client, self.on_step = client, on_step
         self.live: dict[int, tuple[Game, Episode]] = {}
-        self.warmed: set = set()  # environments whose rollout is compiled
+        self.warmed: set = set()  # (environment, mesh) pairs whose rollout is compiled
         self.play_s = 0.0  # wall seconds of pooled play (compiling warm-ups excluded)
         #: what stopped the pool (an error, or KeyboardInterrupt on SIGINT/SIGTERM), or None
         self.error: BaseException | None = None
@@ -291,8 +312,10 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     rollout per episode (row ``row`` of ``keys`` and of the batched ``params``), and call
     ``finish(played, game, row)`` in the worker as each ends; ``{row: Played}``.
 
-    The first call for an environment compiles the rollout once (an untagged warm-up episode
-    that sends nothing) before the workers start, so they share one executable.
+    The workers spread over :func:`callback_meshes` (one device per
+    :data:`~jaxcollab.scale.mesh.CPU_INFLIGHT_PER_DEVICE` of them); the first call for an
+    environment compiles the rollout once per device (an untagged warm-up episode that sends
+    nothing) before the workers start, so the workers of a device share one executable.
 
     The calling thread watches the workers (every :data:`POLL_S` s): a stop signal, an error
     of a turn, or no progress for ``stall_s`` seconds (:class:`Stalled`) stops the pool; the
@@ -309,21 +332,25 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     tagged = Tagged(env)
     row_of = lambda tree, b: jax.tree.map(lambda x: np.asarray(x)[b: b + 1], tree)  # noqa: E731
 
-    def one(b: int, tag: int):
+    n_workers = max(1, min(workers, len(jobs)))
+    meshes = callback_meshes(n_workers)
+
+    def one(b: int, tag: int, m: Mesh):
         p = {"env": row_of(params, b), "tag": np.full((1,), tag, np.int32)}
         return jax.device_get(rollout(tagged, policy, keys[b: b + 1], p, batched_params=True,
-                                      max_steps=max_steps, until_done=True))
+                                      max_steps=max_steps, until_done=True, mesh=m))
 
     signals.resume()  # a halt of an earlier pool in this process is over
-    if tagged not in host.warmed:
-        one(jobs[0][0], -1)  # compile (unknown tag: zeros, no request)
-        host.warmed.add(tagged)
+    for m in meshes:  # compile for each device (unknown tag: zeros, no request)
+        if (tagged, m) not in host.warmed:
+            one(jobs[0][0], -1, m)
+            host.warmed.add((tagged, m))
 
-    def play(job) -> Played | None:
+    def play(job, m: Mesh) -> Played | None:
         b, game, index = job
         tag, ep = host.open(game, index)
         try:
-            out = one(b, tag)
+            out = one(b, tag, m)
         finally:
             host.close(tag)
         if host.stopped():  # its last turns may have been no-ops
@@ -338,22 +365,23 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     for job in jobs:
         todo.put(job)
 
-    def work() -> None:
+    def work(m: Mesh) -> None:
         while not host.stopped():
             try:
                 job = todo.get_nowait()
             except queue.Empty:
                 return
             try:
-                played = play(job)
+                played = play(job, m)
             except BaseException as e:  # noqa: BLE001  (re-raised by the watching thread)
                 host.fail(e)
                 return
             if played is not None:
                 done[job[0]] = played
 
-    threads = [threading.Thread(target=work, name=f"jaxcollab-llm-{i}", daemon=True)
-               for i in range(max(1, min(workers, len(jobs))))]
+    threads = [threading.Thread(target=work, args=(meshes[i % len(meshes)],),
+                                name=f"jaxcollab-llm-{i}", daemon=True)
+               for i in range(n_workers)]
     start = time.perf_counter()
     host.tick()
     for t in threads:
@@ -413,5 +441,5 @@ class Stalled(LLMError):
     """No reply, callback or episode finished for ``llm.stall_s`` seconds."""
 
 
-__all__ = ["Host", "Played", "Stalled", "Tagged", "llm_policy", "play_pool",
-           "reserve_callback_threads"]
+__all__ = ["Host", "Played", "Stalled", "Tagged", "callback_meshes", "llm_policy",
+           "play_pool", "reserve_callback_threads"]
