@@ -222,6 +222,8 @@ def _gpt5_error(body: dict) -> dict | None:
 
 class _Handler(BaseHTTPRequestHandler):
     server: LLMServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers: clients reuse connections
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed ACK
 
     def log_message(self, *args):  # keep test output quiet
         pass
