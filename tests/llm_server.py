@@ -42,7 +42,9 @@ The served model name picks the strategy:
   around a fenced JSON verdict (mode :data:`JUDGE_MODE`, ``assumed_meaning`` true,
   ``ungrounded_ref`` false).
 
-:attr:`LLMServer.in_flight_max` is the most chat requests it was serving at once.
+:attr:`LLMServer.in_flight_max` is the most chat requests it was serving at once,
+:attr:`LLMServer.connections` the TCP connections it accepted (HTTP/1.1 keep-alive, as real
+servers: a client may send every request over one).
 Set :attr:`LLMServer.models_delay` to make ``GET /v1/models`` answer late (a busy server),
 :attr:`LLMServer.lists_models` false to make it 404. Every route is under ``/v1`` (others 404).
 Any other model name is unknown (``GET /v1/models`` lists those above). ``LLMServer(latency=f)``
@@ -228,6 +230,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):  # keep test output quiet
         pass
 
+    def setup(self):
+        super().setup()
+        self.server.serving(0, connection=True)
+
     def _send(self, status: int, body: dict | bytes) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
@@ -390,6 +396,7 @@ class LLMServer(ThreadingHTTPServer):
         self.models_delay = 0.0
         self.lists_models = True
         self.in_flight = self.in_flight_max = 0
+        self.connections = 0  # TCP connections accepted (clients keep theirs alive)
         self.generated: Counter = Counter()
         self.slot = threading.Lock()
         self._seen: Counter = Counter()
@@ -404,8 +411,9 @@ class LLMServer(ThreadingHTTPServer):
         with self._lock:
             self.requests.append(body)
 
-    def serving(self, delta: int) -> None:
+    def serving(self, delta: int, connection: bool = False) -> None:
         with self._lock:
+            self.connections += connection
             self.in_flight += delta
             self.in_flight_max = max(self.in_flight_max, self.in_flight)
 

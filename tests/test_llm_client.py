@@ -288,3 +288,19 @@ def test_thinking_cap_is_kept_out_of_the_prompt_budget():
     with pytest.raises(ConfigValueError, match=r"llm\.context_tokens.*more than "
                        r"llm\.max_tokens=2048 \+ llm\.thinking_budget=4096"):
         LLMConfig(max_tokens=2048, thinking_budget=4096, context_tokens=6144)
+
+
+def test_a_thread_sends_all_its_requests_over_one_kept_connection():
+    """A thread's calls reuse one kept-alive connection (its event loop and HTTP client outlive
+    each call: no connect and no client built per request); another thread opens its own. The
+    start-up check's ``GET /models`` is the first connection."""
+    with LLMServer() as server:
+        client = ChatClient(cfg(server.url))
+        for i in range(10):
+            [reply] = client.complete_many(reqs(1, extra=f"turn {i}"))
+            assert reply.text and not reply.failure
+        assert (len(server.requests), server.connections) == (10, 2)
+        other = threading.Thread(target=lambda: client.complete_many(reqs(3, extra="other")))
+        other.start()
+        other.join()
+        assert (len(server.requests), server.connections) == (13, 5)

@@ -20,17 +20,46 @@ ROOT = Path(__file__).parents[1]
 
 
 @pytest.mark.full  # a long run: the default tier's budget (CI runs -m full)
-def test_the_cli_keeps_concurrency_requests_in_flight(tmp_path):
-    """16 bomb episodes at concurrency 8 against a server that takes 0.5 s per reply: the
-    server serves at least 6 requests at once (2 with the default pool on this CPU)."""
+@pytest.mark.parametrize("concurrency,episodes,at_once", [(8, 16, 6), (64, 64, 56)])
+def test_the_cli_keeps_concurrency_requests_in_flight(tmp_path, concurrency, episodes, at_once):
+    """Bomb episodes against a server that takes 0.5 s per reply: at concurrency 8 the server
+    serves at least 6 requests at once (2 with the default pool on this CPU), at concurrency 64
+    at least 56 (32 with one CPU device: XLA:CPU runs 32 computations per device at once)."""
     env = {k: v for k, v in os.environ.items() if k != "PJRT_NPROC"}
     with LLMServer(latency=fixed_latency(0.5)) as server:
         subprocess.run([sys.executable, "eval/rollout.py", "env=bomb/base-1", "agent=llm",
-                        f"llm.base_url={server.url}", "llm.model=good", "llm.concurrency=8",
-                        "episodes=16", f"out_dir={tmp_path}"], cwd=ROOT, env=env, check=True,
+                        f"llm.base_url={server.url}", "llm.model=good",
+                        f"llm.concurrency={concurrency}", f"episodes={episodes}",
+                        f"out_dir={tmp_path}"], cwd=ROOT, env=env, check=True,
                        capture_output=True)
-        assert server.in_flight_max >= 6
-    assert json.loads((tmp_path / "results.json").read_text())["episodes"] == 16
+        assert server.in_flight_max >= at_once
+    assert json.loads((tmp_path / "results.json").read_text())["episodes"] == episodes
+
+
+def test_waiting_episodes_get_a_cpu_device_per_32_that_no_mesh_spans():
+    """Before JAX starts, concurrency 65 asks for 3 CPU devices (32 waiting computations
+    each); the pool spreads over all 3 (32 workers over one), while ``data_mesh`` and a
+    rollout's default mesh span the first only, so a 1-episode rollout still runs. A device
+    count the user set (``JAX_NUM_CPU_DEVICES``) is left as it is, every device meshed (a
+    rollout then needs 2 episodes), and the call says it falls short of 65."""
+    code = ("import jax, jaxcollab\n"
+            "from jaxcollab.llm.play import callback_meshes, reserve_callback_threads\n"
+            "from jaxcollab.scale.mesh import compute_devices, data_mesh\n"
+            "ok = reserve_callback_threads(65)\n"
+            "pol = jaxcollab.stateless(lambda k, o: o[:, 0] * 0, 'zeros')\n"
+            "out = jaxcollab.rollout(jaxcollab.make('parity/action'), pol,\n"
+            "                        jaxcollab.episode_keys(0, data_mesh().size), max_steps=2)\n"
+            "print(ok, len(jax.devices()), len(compute_devices()), data_mesh().size,\n"
+            "      [m.devices.item().id for m in callback_meshes(65)],\n"
+            "      len(callback_meshes(32)), out.length.shape)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "XLA_FLAGS")}
+
+    def run(**extra) -> str:
+        return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env | extra,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    assert run() == "True 3 1 1 [0, 1, 2] 1 (1,)"
+    assert run(JAX_NUM_CPU_DEVICES="2") == "False 2 2 2 [0, 1] 1 (2,)"
 
 
 def test_a_started_backend_is_reported_not_resized(monkeypatch, caplog):
