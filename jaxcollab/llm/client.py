@@ -634,6 +634,9 @@ class ChatClient:
                     http, [reqs[i] for i in todo], [keys[i] for i in todo]))
             except _Interrupted:
                 raise KeyboardInterrupt("stopped by a signal") from None
+            except BaseException:  # e.g. a KeyboardInterrupt between two steps of the loop:
+                self._local.loop = None  # requests it left pending never resume on a later call
+                raise
             for i, reply in zip(todo, fresh):
                 replies[i] = reply
         fresh_set = set(todo)
