@@ -22,8 +22,9 @@ heavy-tailed servers). ``threads`` is the most OS threads of the process seen du
 (Python workers, XLA:CPU's pool sized to ``concurrency`` + cores, the client's), ``peak_rss_mb``
 its peak resident memory: both are set by the concurrency, not the number of episodes.
 Compilation is excluded (see above); ``wall_s`` includes it, once per CPU device (one per 32
-episodes in flight: :func:`jaxcollab.llm.play.reserve_callback_threads`). Each row runs in a fresh Python process (``python -m
-eval.benchmarks.llm_pacing SPEC EPISODES CONCURRENCY``), as ``eval/rollout.py agent=llm`` does,
+episodes in flight: :func:`jaxcollab.llm.play.reserve_callback_threads`). Each row runs in a
+fresh Python process (``python -m eval.benchmarks.llm_pacing SPEC EPISODES CONCURRENCY``), as
+``eval/rollout.py agent=llm`` does,
 so the team sizes XLA:CPU's thread pool before JAX starts
 (:func:`jaxcollab.llm.play.reserve_callback_threads`).
 """

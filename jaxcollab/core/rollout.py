@@ -43,8 +43,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxcollab.core.devices import compute_devices
 from jaxcollab.core.env import Environment
-from jaxcollab.scale.mesh import compute_devices
 
 #: The mesh axis episodes are sharded over (the ``data`` axis of
 #: :func:`jaxcollab.scale.mesh.data_mesh`, whose meshes callers may pass).
@@ -186,7 +186,7 @@ def rollout(env: Environment, policy: Policy, keys: jax.Array, params: Any = Non
             ended episodes are frozen). Not combinable with ``trajectory``.
         trajectory: also return per-step arrays (``lax.scan`` over all ``max_steps`` steps).
         mesh: shard the episode axis over this mesh's ``data`` axis (default: a 1-D ``data``
-            mesh of every device of every process (:func:`~jaxcollab.scale.mesh.
+            mesh of every device of every process (:func:`~jaxcollab.core.devices.
             compute_devices`), as :func:`jaxcollab.scale.mesh.data_mesh`
             builds with a model axis of 1). In a multi-process job the result is replicated,
             so every process can read it on the host.

@@ -13,7 +13,7 @@ about as many requests, are in flight at once, and the run's time is set by the 
 XLA:CPU runs a host callback that waits on a reply on a thread of its client's pool, which has
 one thread per core by default: on a 2-core machine at most 2 episodes could wait at once, and
 a 16-episode pool ran ~8x slower than the server allowed. It also runs at most
-:data:`~jaxcollab.scale.mesh.CPU_INFLIGHT_PER_DEVICE` (32) computations per device at once, so
+:data:`~jaxcollab.core.devices.CPU_INFLIGHT_PER_DEVICE` (32) computations per device at once, so
 at concurrency 64 only 32 episodes waited on replies and a run took twice the server's time.
 :func:`reserve_callback_threads` sizes both for the run's concurrency, before the CPU backend
 starts (the LLM team calls it before its first JAX operation): the pool (``PJRT_NPROC``) and
@@ -54,12 +54,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from jaxcollab.core import devices as cpu
 from jaxcollab.core.rollout import DATA, Policy, rollout
 from jaxcollab.core.wrappers import Wrapper
 from jaxcollab.llm import hostonly, signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
 from jaxcollab.llm.client import ChatClient, LLMError
-from jaxcollab.scale import mesh, preempt
+from jaxcollab.scale import preempt
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ log = logging.getLogger(__name__)
 def reserve_callback_threads(concurrency: int) -> bool:
     """Size XLA:CPU for ``concurrency`` episodes waiting on host callbacks at once (module
     docstring): sets ``PJRT_NPROC`` to ``concurrency`` plus one thread per core, unless the
-    user set it, and adds CPU devices (:func:`jaxcollab.scale.mesh.add_callback_devices`).
+    user set it, and adds CPU devices (:func:`jaxcollab.core.devices.add_callback_devices`).
     Only a CPU backend that has not started yet reads either.
 
     Returns:
@@ -83,25 +84,25 @@ def reserve_callback_threads(concurrency: int) -> bool:
         devices = len(jax.devices("cpu"))
     else:
         os.environ.setdefault("PJRT_NPROC", str(want))
-        devices = mesh.add_callback_devices(concurrency)
+        devices = cpu.add_callback_devices(concurrency)
     have = int(os.environ.get("PJRT_NPROC", cores))
-    cap = min(have - cores, devices * mesh.CPU_INFLIGHT_PER_DEVICE)
+    cap = min(have - cores, devices * cpu.CPU_INFLIGHT_PER_DEVICE)
     if cap >= concurrency or jax.default_backend() != "cpu":
         return True
     log.warning("XLA:CPU has %d threads and %d device(s) (%d computations each): about %d "
                 "requests at most will be in flight, fewer than llm.concurrency=%d; export "
                 "PJRT_NPROC=%d and start the LLM run before anything else uses JAX to lift "
-                "the cap", have, devices, mesh.CPU_INFLIGHT_PER_DEVICE, max(cap, 1),
+                "the cap", have, devices, cpu.CPU_INFLIGHT_PER_DEVICE, max(cap, 1),
                 concurrency, want)
     return False
 
 
 def callback_meshes(workers: int) -> list[Mesh]:
     """One single-device mesh per device the pool's ``workers`` spread over: enough local
-    devices for each to hold at most :data:`~jaxcollab.scale.mesh.CPU_INFLIGHT_PER_DEVICE`
+    devices for each to hold at most :data:`~jaxcollab.core.devices.CPU_INFLIGHT_PER_DEVICE`
     waiting episodes, as many as there are (at least one)."""
     devices = jax.local_devices()
-    n = min(len(devices), -(-int(workers) // mesh.CPU_INFLIGHT_PER_DEVICE))
+    n = min(len(devices), -(-int(workers) // cpu.CPU_INFLIGHT_PER_DEVICE))
     return [Mesh(np.asarray(devices[i: i + 1]), (DATA,)) for i in range(max(n, 1))]
 
 
@@ -313,7 +314,7 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     ``finish(played, game, row)`` in the worker as each ends; ``{row: Played}``.
 
     The workers spread over :func:`callback_meshes` (one device per
-    :data:`~jaxcollab.scale.mesh.CPU_INFLIGHT_PER_DEVICE` of them); the first call for an
+    :data:`~jaxcollab.core.devices.CPU_INFLIGHT_PER_DEVICE` of them); the first call for an
     environment compiles the rollout once per device (an untagged warm-up episode that sends
     nothing) before the workers start, so the workers of a device share one executable.
 
