@@ -166,17 +166,18 @@ class RL:
     """A family's multi-agent RL side (:mod:`jaxcollab.marl`; ``train/marl.py``).
 
     Attributes:
-        view: ``view(env_name, symbols, alphabet) -> jaxcollab.marl.views.View``: the RL view
-            of one of the family's environments (``symbols``/``alphabet``: its messages).
-            Raises ``KeyError`` for an environment it has no view of, ``ValueError`` for sizes
-            it refuses.
+        view: ``view(env_name, symbols, alphabet, rulesets) -> jaxcollab.marl.views.View``:
+            the RL view of one of the family's environments (``symbols``/``alphabet``: its
+            messages; ``rulesets``: ``"vanilla"``, or ``"episode"`` for a family that draws a
+            ruleset per episode). Raises ``KeyError`` for an environment it has no view of,
+            ``ValueError`` for sizes or a ``rulesets`` it refuses.
         protocol: ``protocol(policy, view, episodes, seed) -> dict``: the tables of what a
             learned team's messages mean (``results.json`` ``protocol``), or ``None``.
         protocol_plot: ``protocol_plot(tables, path)`` writes those tables' PNG (with
             :attr:`protocol`).
     """
 
-    view: Callable[[str, int, int], Any]
+    view: Callable[[str, int, int, str], Any]
     protocol: Callable[[Policy, Any, int, int], dict] | None = None
     protocol_plot: Callable[[dict, Path], None] | None = None
 

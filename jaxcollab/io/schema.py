@@ -240,6 +240,10 @@ class PPOConfig:
             (uniformly, at each reset) and the in-training evaluation plays
             ``TURN_ORDERS[i % 6]`` as the bank protocol does; or one permutation,
             ``"deaf,mute,blind"`` (:func:`~jaxcollab.envs.bomb.bank.parse_turn_order`).
+        rulesets: ``"vanilla"``, or ``"episode"`` (Keep Talking: every episode draws a random
+            ruleset, so the Defuser cannot learn the rules and the Expert, whose observation
+            holds that episode's manual, must tell it; held-out episodes play rulesets of a
+            disjoint pool: :mod:`jaxcollab.agents.ktane.rulesets`).
         anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
             many updates (as PPO's Atari runs anneal the step size, Schulman et al. 2017,
             App. A), so the last updates settle the policy instead of moving it.
@@ -272,6 +276,7 @@ class PPOConfig:
     dial: bool = False
     aux_coef: float = bounded(0.0, ge=0.0)
     turn_order: str = "cycle"
+    rulesets: str = "vanilla"
     anneal_updates: int = bounded(0, ge=0)
 
     def __post_init__(self) -> None:

@@ -75,11 +75,16 @@ class Trainer:
 
     def __init__(self, cfg: PPOConfig, view: View | None = None):
         self.cfg = cfg
-        self.view = view or view_of(cfg.env, cfg.symbols, cfg.alphabet)
+        try:
+            self.view = view or view_of(cfg.env, cfg.symbols, cfg.alphabet, cfg.rulesets)
+        except ValueError as e:
+            raise ConfigValueError("ppo.rulesets", cfg.rulesets, f"a ruleset mode of {cfg.env} "
+                                   f"({e})") from e
         self.env = self.view.env
         self.n = self.view.n_agents
         try:
             self.orders = self.view.episode_table(cfg.turn_order)
+            self.heldout = self.view.episode_table(cfg.turn_order, heldout=True)
         except ValueError as e:
             raise ConfigValueError("ppo.turn_order", cfg.turn_order,
                                    f"a turn order of {cfg.env} ({e})") from e
@@ -90,16 +95,18 @@ class Trainer:
 
     def episode_params(self, key, n: int):
         """Params of ``n`` new episodes: the variant under turn orders drawn uniformly from
-        the configured ones (:attr:`PPOConfig.turn_order`)."""
+        the configured ones (:attr:`PPOConfig.turn_order`; Keep Talking under
+        ``rulesets=episode``: rulesets drawn from the training pool)."""
         k = jax.tree.leaves(self.orders)[0].shape[0]
         pick = jax.random.randint(key, (n,), 0, k) if k > 1 else jnp.zeros(n, jnp.int32)
         return jax.tree.map(lambda x: jnp.asarray(x)[pick], self.orders)
 
     def heldout_params(self, n: int):
         """Params of ``n`` held-out episodes: turn order ``i % k`` of the configured ones
-        (the bank protocol's ``TURN_ORDERS[i % 6]`` under ``"cycle"``)."""
-        pick = np.arange(n) % jax.tree.leaves(self.orders)[0].shape[0]
-        return jax.tree.map(lambda x: jnp.asarray(x[pick]), self.orders)
+        (the bank protocol's ``TURN_ORDERS[i % 6]`` under ``"cycle"``; Keep Talking under
+        ``rulesets=episode``: ruleset ``i % k`` of the held-out pool)."""
+        pick = np.arange(n) % jax.tree.leaves(self.heldout)[0].shape[0]
+        return jax.tree.map(lambda x: jnp.asarray(x[pick]), self.heldout)
 
     # ---- parameters and the acting agent ---------------------------------------------------
 

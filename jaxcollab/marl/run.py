@@ -25,11 +25,16 @@ steps/s (all seeds, compile excluded) and ETA.
 compile excluded); when finished, ``success_rate`` (seed 0's team on ``eval_episodes``
 held-out episodes through :func:`jaxcollab.rollout`, greedy, played by the family's own
 evaluation as its ``learned`` team), ``heldout`` (that evaluation's summary: a bomb's endings,
-rounds and bounces; a Keep-Talking module's outcomes, strikes and time left), ``protocol``
-(:func:`jaxcollab.agents.bomb.rl_protocol.protocol_tables` of seed 0's team on 256 held-out
-episodes; bomb views), ``success_rate_per_seed`` (the in-training greedy evaluation of every seed:
-the same held-out episodes and turn orders), ``success_over_seeds`` (those rates, their mean and
-its 90 % Student-t interval: :func:`jaxcollab.io.seeds.over_seeds`) and ``wall_seconds``.
+rounds and bounces; a Keep-Talking module's outcomes, strikes and time left; under
+``ppo.rulesets=episode`` the in-training greedy evaluation instead, each held-out episode on a
+ruleset of the held-out pool: ``episodes``, ``pool``), ``protocol`` (the family's tables of
+seed 0's team on 256 held-out episodes: a bomb's
+:func:`jaxcollab.agents.bomb.rl_protocol.protocol_tables`; Keep Talking's
+:func:`jaxcollab.agents.ktane.rl_protocol.message_information`, the bits the Expert's messages
+carry about the right action), ``success_rate_per_seed`` (the in-training greedy evaluation
+of every seed: the same held-out episodes and turn orders), ``success_over_seeds`` (those
+rates, their mean and its 90 % Student-t interval: :func:`jaxcollab.io.seeds.over_seeds`) and
+``wall_seconds``.
 """
 
 from __future__ import annotations
@@ -139,9 +144,14 @@ def train(cfg: DictConfig, job) -> dict:
                             **({"env_steps_per_second": rate} if rate else {})}, step=done)
             bar(done, float(m["policy_loss"].mean()), rate or 0.0)  # 0: untimed yet, "-"
     save_team(job.out / "team", ppo, jax.tree.map(lambda p: p[0], ts.params))
-    final = {**heldout(cfg, job.out / "team"),
-             "success_rate_per_seed": curve["heldout_success"][-1],
-             "success_over_seeds": over_seeds(curve["heldout_success"][-1])}
+    if ppo.rulesets == "vanilla":
+        final = heldout(cfg, job.out / "team")
+    else:  # the family's evaluation plays one ruleset; these episodes each play their own
+        final = {"success_rate": curve["heldout_success"][-1][0],
+                 "heldout": {"episodes": cfg.eval_episodes, "rulesets": "heldout pool",
+                             "pool": int(jax.tree.leaves(trainer.heldout)[0].shape[0])}}
+    final["success_rate_per_seed"] = curve["heldout_success"][-1]
+    final["success_over_seeds"] = over_seeds(curve["heldout_success"][-1])
     rl = jaxcollab.family(cfg.env).rl
     if rl.protocol is not None:  # a view with symbol channels: what the code is
         final["protocol"] = rl.protocol(team_policy(

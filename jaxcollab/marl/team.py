@@ -55,27 +55,29 @@ def team_policy(cfg: PPOConfig, params, env: Environment) -> Policy:
 
     Raises:
         ValueError: ``env`` is not of the trained variant."""
-    return Trainer(cfg, view_of(cfg.env, cfg.symbols, cfg.alphabet).on(env)).greedy_policy(params)
+    view = view_of(cfg.env, cfg.symbols, cfg.alphabet, cfg.rulesets).on(env)
+    return Trainer(cfg, view).greedy_policy(params)
 
 
 def learned_team(checkpoint: str | Path, env: Environment | None = None) -> Policy:
     """The team saved at ``checkpoint`` (a ``team/`` directory, or a training ``out_dir``
-    holding one) as a rollout policy on ``env`` (default ``jaxcollab.make`` of its variant).
+    holding one) as a rollout policy on ``env`` (default the view's: ``jaxcollab.make`` of
+    its variant, or its :class:`~jaxcollab.agents.ktane.rulesets.ManualExpert` under
+    ``rulesets=episode``).
 
     Raises:
         FileNotFoundError: no team checkpoint there; ValueError: ``env`` is another variant
             (the bank's pinned-instance env carries its variants in the params: allowed).
     """
-    import jaxcollab
-
     path = Path(checkpoint)
     path = path / "team" if (path / "team" / "config.json").is_file() else path
     cfg, params = load_team(path)
-    env = env if env is not None else jaxcollab.make(cfg.env)
+    view = view_of(cfg.env, cfg.symbols, cfg.alphabet, cfg.rulesets)
+    env = env if env is not None else view.env
     try:
-        view_of(cfg.env, cfg.symbols, cfg.alphabet).on(env)
-    except ValueError:  # the view refuses another variant's env
-        raise ValueError(f"the team at {path} was trained on {cfg.env!r}, not {env.name!r}") \
+        view.on(env)
+    except ValueError as e:  # the view refuses another variant's env
+        raise ValueError(f"the team at {path} was trained on {cfg.env!r}, not {env!r} ({e})") \
             from None
     return team_policy(cfg, params, env)
 

@@ -63,8 +63,9 @@ class View(Protocol):
     def actor(self, enc: jax.Array, turn: jax.Array) -> jax.Array:
         """int32 index of the role acting this turn."""
 
-    def episode_table(self, turn_order: str) -> Any:
-        """The per-episode params table of a ``ppo.turn_order`` (raises ValueError)."""
+    def episode_table(self, turn_order: str, heldout: bool = False) -> Any:
+        """The per-episode params table of a ``ppo.turn_order`` to train on (``heldout``: to
+        evaluate on; raises ValueError)."""
 
     def success(self, state) -> jax.Array:
         """bool: the episode was won."""
@@ -89,19 +90,21 @@ class View(Protocol):
         or a pinned-instance bank env). Raises ValueError for another variant."""
 
 
-def view_of(env: str, symbols: int = 1, alphabet: int = 8) -> View:
+def view_of(env: str, symbols: int = 1, alphabet: int = 8, rulesets: str = "vanilla") -> View:
     """The RL view of environment ``env`` from its family's plug-in
-    (:attr:`jaxcollab.core.family.RL.view`).
+    (:attr:`jaxcollab.core.family.RL.view`); ``rulesets``: ``"vanilla"`` or, for a family
+    whose rules are runtime params (Keep Talking), ``"episode"`` (one random ruleset per
+    episode).
 
     Raises:
         KeyError: no family of that name, or a family without an RL view (named).
-        ValueError: sizes the view refuses.
+        ValueError: sizes or a ``rulesets`` the view refuses.
     """
     plugin = family(env)
     if plugin.rl is None:
         raise KeyError(f"env={env!r}: the {plugin.name} family has no RL view "
                        "(Family.rl; e.g. bomb/base-1 or ktane/wires)")
-    return plugin.rl.view(env, symbols, alphabet)
+    return plugin.rl.view(env, symbols, alphabet, rulesets)
 
 
 __all__ = ["NOBODY", "View", "view_of"]

@@ -302,11 +302,17 @@ def _outcome(state) -> tuple[bool, str]:
     return ending == "defused", ending
 
 
-def _rl_view(env_name: str, symbols: int, alphabet: int):
+def _rl_view(env_name: str, symbols: int, alphabet: int, rulesets: str):
     """:func:`~jaxcollab.agents.bomb.rl_view.make_view` (imported on use: it loads
-    :mod:`jaxcollab.marl`)."""
+    :mod:`jaxcollab.marl`).
+
+    Raises:
+        ValueError: ``rulesets`` other than ``"vanilla"`` (a bomb's manual is fixed, SANZARU
+            §3)."""
     from jaxcollab.agents.bomb.rl_view import make_view
 
+    if rulesets != "vanilla":
+        raise ValueError(f"rulesets={rulesets!r}: the bomb families have one manual (vanilla)")
     return make_view(env_name, symbols, alphabet)
 
 

@@ -23,6 +23,7 @@ from jaxcollab.agents.bomb.view import BLANK_ID, parse
 from jaxcollab.core.rollout import Policy
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.rules import delivery
+from jaxcollab.marl.information import mutual_information_bits
 
 FEATURES = ("light", "heard_speech", "heard_gesture", "answer")
 NONE = "none"
@@ -44,13 +45,6 @@ def _features(obs: jax.Array, state, params, role: int, view: BombView) -> jax.A
     gesture = _first_heard(v.gesture, v.gesture_from)
     answer = oracle_hint(state, params)[1]
     return jnp.stack([v.light, speech, gesture, answer])
-
-
-def _mutual_information(table: np.ndarray) -> float:
-    p = table / max(table.sum(), 1)
-    px, py = p.sum(1, keepdims=True), p.sum(0, keepdims=True)
-    nz = p > 0
-    return float((p[nz] * np.log2(p[nz] / (px @ py)[nz])).sum())
 
 
 def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: int = 0
@@ -94,7 +88,7 @@ def protocol_tables(policy: Policy, view: BombView, episodes: int = 1024, seed: 
                 table = np.zeros((len(keys), len(symbols) + 1), np.int64)
                 np.add.at(table, (np.searchsorted(keys, values), col), 1)
                 feats[fname] = {"values": keys, "table": table.tolist(),
-                                "mutual_information_bits": _mutual_information(table)}
+                                "mutual_information_bits": mutual_information_bits(table)}
             n_sent = int((dest >= 0).sum())
             result[f"{name}/{channel}"] = {
                 "turns": int(turns.sum()), "sent": n_sent,

@@ -134,9 +134,10 @@ class BombView:
 
     # ---- episodes ------------------------------------------------------------------------
 
-    def episode_table(self, turn_order: str = "deaf,mute,blind"):
-        """:class:`BombParams` ``[k]`` of the episodes to train on: the variant under each of
-        the six turn orders (``"cycle"``) or under the one given (``"deaf,mute,blind"``).
+    def episode_table(self, turn_order: str = "deaf,mute,blind", heldout: bool = False):
+        """:class:`BombParams` ``[k]`` of the episodes to train (or, ``heldout``, evaluate) on,
+        the same for both: the variant under each of the six turn orders (``"cycle"``) or
+        under the one given (``"deaf,mute,blind"``).
 
         Raises:
             ValueError: a bad ``turn_order`` (names the valid forms)."""

@@ -299,12 +299,26 @@ def _check(env_names: Sequence[str], options: Mapping) -> None:
             raise ConfigValueError("env", name, "a Keep-Talking environment")
 
 
-def _rl_view(env_name: str, symbols: int, alphabet: int):
+def _rl_view(env_name: str, symbols: int, alphabet: int, rulesets: str):
     """:func:`~jaxcollab.agents.ktane.rl_view.make_ktane_view` (imported on use: it loads
     :mod:`jaxcollab.marl`)."""
     from jaxcollab.agents.ktane.rl_view import make_ktane_view
 
-    return make_ktane_view(env_name, symbols, alphabet)
+    return make_ktane_view(env_name, symbols, alphabet, rulesets)
+
+
+def _rl_protocol(policy, view, episodes: int, seed: int) -> dict:
+    """:func:`~jaxcollab.agents.ktane.rl_protocol.message_information` (imported on use)."""
+    from jaxcollab.agents.ktane.rl_protocol import message_information
+
+    return message_information(policy, view, episodes, seed)
+
+
+def _rl_protocol_plot(tables: dict, path) -> None:
+    """:func:`~jaxcollab.agents.ktane.plots.protocol_plot` (imported on use: matplotlib)."""
+    from jaxcollab.agents.ktane.plots import protocol_plot
+
+    protocol_plot(tables, path)
 
 
 def _report():
@@ -338,7 +352,7 @@ FAMILY = Family(
     export_config=RulesetConfig,
     check=_check,
     analysis=Analysis(analysis.analyze),  # GPTNT §8, Table 7
-    rl=RL(_rl_view),
+    rl=RL(_rl_view, _rl_protocol, _rl_protocol_plot),
     example="ktane/wires",
     report=_report,
     tables=_tables,

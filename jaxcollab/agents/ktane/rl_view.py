@@ -11,6 +11,11 @@ characters (``0``-``9``, then ``A``-``Z``), sent when the verb is ``message``. T
 only wait or message (its other verbs are masked; the environment would read them as wait).
 Turns alternate Defuser, Expert from reset (the environment's sync mode), so the actor is the
 turn count's parity, which a policy carries itself.
+
+Under ``rulesets="episode"`` every episode draws its own random ruleset (a runtime param,
+:mod:`jaxcollab.agents.ktane.rulesets`), and the view's environment is
+:class:`~jaxcollab.agents.ktane.rulesets.ManualExpert`: the Expert's vector ends with that
+episode's manual, the Defuser's with padding.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcollab.agents.ktane.rulesets import MANUAL_TOKENS, ManualExpert, ruleset_pool
 from jaxcollab.agents.ktane.view import defuser_view
 from jaxcollab.envs.ktane import tables as KT
 from jaxcollab.envs.ktane import vocab as V
@@ -51,14 +57,19 @@ class KtaneView:
     Args:
         env: a :class:`~jaxcollab.envs.ktane.env.KtaneEnv` (e.g. ``ktane/wires``).
         symbols: words per message, 1..8; alphabet: distinct words, 2..36.
+        rulesets: ``"vanilla"`` (every episode the vanilla manual) or ``"episode"`` (a random
+            ruleset per episode, the Expert's manual in its observation; the view's ``env`` is
+            then ``ManualExpert(env)``).
 
     Raises:
-        ValueError: ``symbols`` or ``alphabet`` out of range.
+        ValueError: ``symbols``, ``alphabet`` or ``rulesets`` out of range, or a module
+            without a manual block under ``"episode"``.
     """
 
     env: KtaneEnv
     symbols: int = 1
     alphabet: int = 8
+    rulesets: str = "vanilla"
 
     n_agents = 2
     inbox = None  # no symbol channel: words travel in the message heads only (no dial)
@@ -68,14 +79,18 @@ class KtaneView:
             raise ValueError(f"symbols={self.symbols!r} must be in 1..8")
         if not 2 <= self.alphabet <= len(V.SERIAL_CHAR):
             raise ValueError(f"alphabet={self.alphabet!r} must be in 2..{len(V.SERIAL_CHAR)}")
+        if self.rulesets not in ("vanilla", "episode"):
+            raise ValueError(f"rulesets={self.rulesets!r} must be 'vanilla' or 'episode'")
+        if self.rulesets == "episode" and not isinstance(self.env, ManualExpert):
+            object.__setattr__(self, "env", ManualExpert(self.env))
 
     @property
     def obs_size(self) -> int:
-        return OBS_LEN
+        return OBS_LEN + (self.env.manual_len if self.rulesets == "episode" else 0)
 
     @property
     def vocab_size(self) -> int:
-        return len(V.VOCAB)
+        return len(V.VOCAB) + (MANUAL_TOKENS if self.rulesets == "episode" else 0)
 
     def encode(self, obs: jax.Array) -> jax.Array:
         """Observation tokens int32 ``[..., 2, OBS_LEN]`` → observation vectors (the same)."""
@@ -89,17 +104,25 @@ class KtaneView:
 
     # ---- episodes ------------------------------------------------------------------------
 
-    def episode_table(self, turn_order: str = "cycle"):
-        """The params of the episodes to train on, stacked ``[1]`` (the mission's defaults;
-        Keep-Talking turns always alternate from the Defuser, its one order: ``"cycle"`` or
-        ``"defuser,expert"``).
+    def episode_table(self, turn_order: str = "cycle", heldout: bool = False):
+        """The params of the episodes to train on (``heldout``: to evaluate on), stacked
+        ``[n]``: the mission's defaults, ``[1]``; under ``rulesets="episode"`` one per ruleset
+        of the training (held-out) pool (:func:`~jaxcollab.agents.ktane.rulesets.
+        ruleset_pool`). Keep-Talking turns always alternate from the Defuser, its one order:
+        ``"cycle"`` or ``"defuser,expert"``.
 
         Raises:
             ValueError: any other ``turn_order``."""
         if turn_order not in ("cycle", "defuser,expert"):
             raise ValueError(f"turn_order={turn_order!r}: Keep-Talking turns alternate "
                              "defuser,expert")
-        return jax.tree.map(lambda x: np.asarray(x)[None], self.env.default_params)
+        params = jax.tree.map(np.asarray, self.env.default_params)
+        if self.rulesets == "vanilla":
+            return jax.tree.map(lambda x: x[None], params)
+        rules = ruleset_pool(heldout)
+        n = len(rules.seed)
+        return jax.tree.map(lambda x: np.broadcast_to(x, (n,) + x.shape),
+                            params).replace(rules=rules)
 
     @property
     def max_turns(self) -> int:
@@ -196,13 +219,18 @@ class KtaneView:
         """This view, on ``env`` if it is this view's environment.
 
         Raises:
-            ValueError: ``env`` is another environment."""
+            ValueError: ``env`` is another environment, or a plain one under
+                ``rulesets="episode"`` (its Expert would not see the manual)."""
         if env.name != self.env.name:
             raise ValueError(f"{env.name!r} is not this view's {self.env.name!r}")
+        if type(env) is not type(self.env):
+            raise ValueError(f"{env!r}: a team trained with rulesets={self.rulesets!r} plays "
+                             f"{type(self.env).__name__} of {env.name!r}")
         return self
 
 
-def make_ktane_view(name: str, symbols: int = 1, alphabet: int = 8) -> KtaneView:
+def make_ktane_view(name: str, symbols: int = 1, alphabet: int = 8,
+                    rulesets: str = "vanilla") -> KtaneView:
     """The RL view of Keep-Talking environment ``name`` (``ktane/wires``, a mission name).
 
     Raises:
@@ -213,4 +241,4 @@ def make_ktane_view(name: str, symbols: int = 1, alphabet: int = 8) -> KtaneView
     env = jaxcollab.make(name)
     if not isinstance(env, KtaneEnv):
         raise KeyError(f"{name!r} is not a Keep-Talking environment (ktane/<module>)")
-    return KtaneView(env, symbols, alphabet)
+    return KtaneView(env, symbols, alphabet, rulesets)
