@@ -390,6 +390,18 @@ class Seeds:
 
 
 @dataclass
+class Crossplay:
+    """``configs/crossplay.yaml``: ``eval/crossplay.py`` (every assignment of roles to the
+    seeds of a ``train/marl.py`` run, self-play vs cross-play). ``episodes`` null: the run's
+    ``eval_episodes``."""
+
+    env: str = MISSING
+    checkpoint: str = MISSING
+    episodes: int | None = None
+    out_dir: str = MISSING
+
+
+@dataclass
 class Report:
     """``configs/report.yaml``: ``eval/report.py`` (an HTML page of one run, or several side by
     side). ``run`` is a run directory or a list of them; ``out`` null writes ``<run>/report.html``
@@ -449,7 +461,7 @@ Export = with_families(ExportKeys, "export_config")
 SCHEMAS = {"calibration": CalibrationEval, "theory": Theory, "bench": Bench,
            "rollout": Rollout, "export": Export, "protocols": Protocols, "seeds": Seeds,
            "report": Report, "bounds": Bounds, "analyze": Analyze, "marl": Marl,
-           "learned": Learned, "tables": Tables}
+           "learned": Learned, "tables": Tables, "crossplay": Crossplay}
 # the entry points' schemas a family owns (the maze's eval/collabgap.py)
 SCHEMAS |= {name: node for f in _families() for name, node in f.schemas.items()}
 #: The Hydra ``task`` group's schemas (``task/<name>_schema``): each round-trainer task's config
