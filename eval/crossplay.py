@@ -12,6 +12,9 @@ layout); ``OUT/crossplay.png`` is the success matrix as a heatmap.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from omegaconf import DictConfig
 
 from jaxcollab.core.errors import ConfigValueError
@@ -32,13 +35,16 @@ def run(cfg: DictConfig) -> dict:
 
     def check(plain: DictConfig) -> None:  # playing is the whole job: do it first
         try:
+            trained = json.loads((Path(plain.checkpoint) / "results.json").read_text())
+            if trained["config"]["env"] != plain.env:
+                raise ConfigValueError("env", plain.env, f"the env {plain.checkpoint} was "
+                                       f"trained on ({trained['config']['env']})")
             result.update(crossplay(plain.checkpoint, plain.episodes))
-        except (OSError, ValueError) as e:
-            raise ConfigValueError("checkpoint", plain.checkpoint, "a train/marl.py out_dir "
-                                   f"with ppo.seeds >= 2 ({e})") from None
-        if result["env"] != plain.env:
-            raise ConfigValueError("env", plain.env, f"the env {plain.checkpoint} was trained "
-                                   f"on ({result['env']})")
+        except (OSError, KeyError, ValueError) as e:  # JSONDecodeError is a ValueError
+            if isinstance(e, ConfigValueError):
+                raise
+            raise ConfigValueError("checkpoint", plain.checkpoint, "a finished train/marl.py "
+                                   f"out_dir with ppo.seeds >= 2 ({e})") from None
 
     job = start_run(cfg, check=check)
     job.results.update(result)

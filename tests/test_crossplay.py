@@ -1,0 +1,49 @@
+"""Cross-play of learned teams: every assignment of roles to seeds, each role's actor taken
+from its own seed (jaxcollab.marl.crossplay)."""
+
+import jax
+import numpy as np
+
+from jaxcollab.marl.crossplay import assignments, mixed_params
+from jaxcollab.marl.ppo import PPOConfig, Trainer, _stack
+
+
+def _seeds(cfg: PPOConfig, n: int) -> dict:
+    trainer = Trainer(cfg)
+    return _stack([trainer.init_params(jax.random.PRNGKey(s)) for s in range(n)])
+
+
+def test_every_assignment_in_order():
+    a = assignments(2, 3)
+    assert a.shape == (8, 3)
+    np.testing.assert_array_equal(a[:3], [[0, 0, 0], [0, 0, 1], [0, 1, 0]])
+    np.testing.assert_array_equal(a[-1], [1, 1, 1])
+    assert len({tuple(r) for r in assignments(3, 2)}) == 9
+
+
+def test_each_role_plays_its_own_seed_s_actor():
+    cfg = PPOConfig(env="ktane/wires", shared=False, algo="mappo", hidden=8, episodes=4,
+                    minibatches=2)
+    params = _seeds(cfg, 3)
+    assign = assignments(3, 2)
+    mixed_cfg, mixed = mixed_params(cfg, params, assign)
+    assert not mixed_cfg.shared
+    w, m = params["actor"]["pi"]["w"], mixed["actor"]["pi"]["w"]   # [seeds, roles, ...]
+    assert m.shape == (9,) + w.shape[1:]
+    for row, (i, j) in enumerate(assign):
+        np.testing.assert_array_equal(m[row, 0], w[i, 0])   # Defuser of seed i
+        np.testing.assert_array_equal(m[row, 1], w[j, 1])   # Expert of seed j
+        np.testing.assert_array_equal(mixed["critic"]["v"]["w"][row],
+                                      params["critic"]["v"]["w"][i])
+
+
+def test_a_shared_actor_is_copied_per_role():
+    cfg = PPOConfig(env="ktane/wires", shared=True, hidden=8, episodes=4, minibatches=2)
+    params = _seeds(cfg, 2)
+    mixed_cfg, mixed = mixed_params(cfg, params, assignments(2, 2))
+    tok = params["actor"]["embed"]["tok"]          # [seeds, 1, vocab, embed]
+    got = mixed["actor"]["embed"]["tok"]           # [4, 2, vocab, embed]
+    np.testing.assert_array_equal(got[1, 0], tok[0, 0])
+    np.testing.assert_array_equal(got[1, 1], tok[1, 0])
+    assert jax.tree.leaves(Trainer(mixed_cfg).init_params(jax.random.PRNGKey(0))["actor"])[
+        0].shape[0] == 2   # the mixed config is per-role, as the mixed params
