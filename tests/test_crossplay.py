@@ -2,8 +2,10 @@
 from its own seed (jaxcollab.marl.crossplay)."""
 
 import jax
+import pytest
 import numpy as np
 
+from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.marl.crossplay import assignments, mixed_params
 from jaxcollab.marl.ppo import PPOConfig, Trainer, _stack
 
@@ -47,3 +49,28 @@ def test_a_shared_actor_is_copied_per_role():
     np.testing.assert_array_equal(got[1, 1], tok[1, 0])
     assert jax.tree.leaves(Trainer(mixed_cfg).init_params(jax.random.PRNGKey(0))["actor"])[
         0].shape[0] == 2   # the mixed config is per-role, as the mixed params
+
+
+def test_other_play_relabels_the_expert_and_its_inverse_reaches_it():
+    trainer = Trainer(PPOConfig(env="ktane/keypad", other_play=True, symbols=3, alphabet=8,
+                                episodes=4, minibatches=2, hidden=8))
+    relabel = np.asarray(trainer.new_relabel(jax.random.PRNGKey(1), 5))
+    assert (np.sort(relabel, 1) == np.arange(8)).all()             # permutations
+    assert len({tuple(r) for r in relabel}) > 1                       # one per episode
+    sigma = jax.numpy.asarray(relabel[0])
+    action = jax.numpy.asarray([1, 2, 3, 0, 7])                     # verb, target, 3 words
+    expert = np.asarray(trainer.relabeled(action, 1, sigma))
+    defuser = np.asarray(trainer.relabeled(action, 0, sigma))
+    np.testing.assert_array_equal(expert, [1, 2, *relabel[0][[3, 0, 7]]])
+    np.testing.assert_array_equal(relabel[0][defuser[2:]], [3, 0, 7])  # the relabeled Expert
+    # reads the Defuser's words as sent; an echo comes back unchanged
+    np.testing.assert_array_equal(trainer.relabeled(jax.numpy.asarray(defuser), 1, sigma),
+                                  action)
+    plain = Trainer(PPOConfig(env="ktane/keypad", episodes=4, minibatches=2, hidden=8))
+    np.testing.assert_array_equal(plain.new_relabel(jax.random.PRNGKey(1), 2),
+                                  np.tile(np.arange(8), (2, 1)))
+
+
+def test_other_play_needs_one_recipient_per_message():
+    with pytest.raises(ConfigValueError, match="ppo.other_play"):
+        Trainer(PPOConfig(env="bomb/base-1", other_play=True))

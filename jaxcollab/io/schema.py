@@ -244,6 +244,12 @@ class PPOConfig:
             ruleset, so the Defuser cannot learn the rules and the Expert, whose observation
             holds that episode's manual, must tell it; held-out episodes play rulesets of a
             disjoint pool: :mod:`jaxcollab.agents.ktane.rulesets`).
+        other_play: train over the symmetries of the message alphabet (Hu et al. 2020,
+            "Other-Play for Zero-Shot Coordination"): each training episode draws a random
+            permutation of the words, and the Expert plays as its relabeled self (its words
+            arrive permuted, the Defuser's inversely; :meth:`~jaxcollab.marl.ppo.Trainer.
+            relabeled`), so only conventions every relabeling keeps are learned; evaluation
+            plays the plain channel. Two-role views with one recipient (Keep Talking).
         anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
             many updates (as PPO's Atari runs anneal the step size, Schulman et al. 2017,
             App. A), so the last updates settle the policy instead of moving it.
@@ -277,6 +283,7 @@ class PPOConfig:
     aux_coef: float = bounded(0.0, ge=0.0)
     turn_order: str = "cycle"
     rulesets: str = "vanilla"
+    other_play: bool = False
     anneal_updates: int = bounded(0, ge=0)
 
     def __post_init__(self) -> None:

@@ -47,6 +47,7 @@ class TrainState:
     enc: jax.Array        # int32 [B, n_agents, D] observation vectors (view.encode)
     turn: jax.Array       # int32 [B]: turns played in each episode
     hidden: jax.Array     # float32 [B, 3, H]
+    relabel: jax.Array    # int32 [B, alphabet]: each episode's symbol relabeling (other-play)
     key: jax.Array
     update: jax.Array     # int32: updates done
 
@@ -92,6 +93,10 @@ class Trainer:
         if cfg.dial and self.view.inbox is None:
             raise ConfigValueError("ppo.dial", cfg.dial, f"false on {cfg.env}: dial needs a "
                                    "view with a symbol inbox (the bomb families)")
+        if cfg.other_play and (self.view.inbox is not None or self.n != 2):
+            raise ConfigValueError("ppo.other_play", cfg.other_play, f"false on {cfg.env}: "
+                                   "other-play relabels the words of a two-role view with one "
+                                   "recipient per message (the Keep-Talking modules)")
 
     def episode_params(self, key, n: int):
         """Params of ``n`` new episodes: the variant under turn orders drawn uniformly from
@@ -148,6 +153,25 @@ class Trainer:
         """The actor's discrete action ``[n_heads]`` as a joint env action (others idle)."""
         rows = jnp.where(jnp.arange(self.n)[:, None] == actor, action, 0)
         return self.view.to_env(rows)
+
+    def new_relabel(self, key, b: int) -> jax.Array:
+        """int32 ``[b, alphabet]``: each new episode's symbol relabeling: a uniform random
+        permutation under ``ppo.other_play``, else the identity."""
+        ident = jnp.broadcast_to(jnp.arange(self.view.alphabet, dtype=jnp.int32),
+                                 (b, self.view.alphabet))
+        if not self.cfg.other_play:
+            return ident
+        return jax.vmap(jax.random.permutation)(jax.random.split(key, b), ident)
+
+    def relabeled(self, action, actor, relabel):
+        """Other-play's channel (Hu et al. 2020, "Other-Play for Zero-Shot Coordination",
+        §4): the Expert plays as its relabeled self ``phi(pi)``, so the words it sends arrive
+        as ``relabel[w]`` and the Defuser's words arrive as ``argsort(relabel)[w]`` (what the
+        relabeled Expert reads as ``w``). A convention survives only if it survives every
+        relabeling, so no arbitrary word-to-meaning code is learned. ``action`` ``[n_heads]``
+        of one episode (its word heads after the view's first two); the rest unchanged."""
+        table = jnp.where(actor == 1, relabel, jnp.argsort(relabel))
+        return action.at[2:].set(table[action[2:]])
 
     def _factors(self, action):
         """bool ``[..., n_heads]``: the heads of PPO's ratio: the view's relevant heads, less
@@ -217,19 +241,22 @@ class Trainer:
         return TrainState(params=params, opt_state=_optimiser(self.cfg).init(params),
                           env_state=env_state, env_params=env_params, enc=enc,
                           turn=jnp.zeros(self.cfg.episodes, jnp.int32), hidden=hidden,
+                          relabel=self.new_relabel(jax.random.fold_in(ko, 1),
+                                                   self.cfg.episodes),
                           key=key, update=jnp.int32(0))
 
     def _env_step(self, params, carry, key):
         """One turn of every episode, with auto-reset: an episode that ends is replaced by a
         fresh one (new instance and turn order). The step's and the reset's observations are
         not used (XLA drops them): one ``observe`` of the state that carries on."""
-        env_state, env_params, enc, turn, hidden = carry
+        env_state, env_params, enc, turn, hidden, relabel = carry
         actor = self.view.actor(enc, turn)
         k_act, k_env, k_reset, k_order = jax.random.split(key, 4)
         logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
         action = nn.sample(k_act, logp)
         old_logp = nn.log_prob(logp, action, self._factors(action))
-        joint = jax.vmap(self.joint)(action, actor)
+        sent = jax.vmap(self.relabeled)(action, actor, relabel) if self.cfg.other_play else action
+        joint = jax.vmap(self.joint)(sent, actor)
         b = enc.shape[0]
         answer = jax.vmap(self.view.answer)(env_state, env_params)
         _, state, reward, term, trunc, info = jax.vmap(self.env.step)(
@@ -241,6 +268,7 @@ class Trainer:
             done.reshape((b,) + (1,) * (old.ndim - 1)), new, old)
         env_state = jax.tree.map(pick, fresh, state)
         env_params = jax.tree.map(pick, fresh_params, env_params)
+        relabel = pick(self.new_relabel(jax.random.fold_in(k_order, 1), b), relabel)
         enc2 = self.view.encode(jax.vmap(self.env.observe)(env_state, env_params))
         team = reward[:, 0]
         team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
@@ -249,7 +277,7 @@ class Trainer:
                       answer=answer, reward=team, done=done,
                       defused=done & self.view.success(state))
         turn = jnp.where(done, 0, turn + 1)
-        return (env_state, env_params, enc2, turn, new_hidden), record
+        return (env_state, env_params, enc2, turn, new_hidden, relabel), record
 
     def _gae(self, traj, last_value):
         c = self.cfg
@@ -354,7 +382,8 @@ class Trainer:
         """``steps`` turns of every episode with the current policy: the carry after them
         (env state, params, observation vectors, GRU state) and the trajectory ``[steps, B]``."""
         return jax.lax.scan(functools.partial(self._env_step, ts.params),
-                            (ts.env_state, ts.env_params, ts.enc, ts.turn, ts.hidden),
+                            (ts.env_state, ts.env_params, ts.enc, ts.turn, ts.hidden,
+                             ts.relabel),
                             jax.random.split(ts.key, self.cfg.steps))
 
     def update(self, ts: TrainState) -> tuple[TrainState, dict]:
@@ -364,7 +393,7 @@ class Trainer:
         c = self.cfg
         key, k_roll, k_perm = jax.random.split(ts.key, 3)
         carry, traj = self.rollout(ts.replace(key=k_roll))
-        env_state, env_params, enc, turn, hidden = carry
+        env_state, env_params, enc, turn, hidden, relabel = carry
         _, last_value, _ = jax.vmap(self.act, (None, 0, 0, 0))(
             ts.params, enc, self.view.actor(enc, turn), hidden)
         adv, target = self._gae(traj, last_value)
@@ -388,8 +417,8 @@ class Trainer:
         metrics = {k: v.mean() for k, v in aux.items()}
         metrics.update(ended=traj["done"].sum(), defused=traj["defused"].sum())
         return TrainState(params=params, opt_state=opt_state, env_state=env_state,
-                          env_params=env_params, enc=enc, turn=turn, hidden=hidden, key=key,
-                          update=ts.update + 1), metrics
+                          env_params=env_params, enc=enc, turn=turn, hidden=hidden,
+                          relabel=relabel, key=key, update=ts.update + 1), metrics
 
     @functools.partial(jax.jit, static_argnums=(0, 2))
     def train(self, ts: TrainState, n_updates: int) -> tuple[TrainState, dict]:
@@ -410,7 +439,8 @@ class Trainer:
             return ts
         episodes = NamedSharding(mesh, PartitionSpec(None, DATA))
         return ts.replace(**{f: jax.device_put(getattr(ts, f), episodes)
-                             for f in ("env_state", "env_params", "enc", "turn", "hidden")})
+                             for f in ("env_state", "env_params", "enc", "turn", "hidden",
+                                    "relabel")})
 
     # ---- greedy held-out evaluation --------------------------------------------------------
 
