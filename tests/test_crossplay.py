@@ -2,8 +2,8 @@
 from its own seed (jaxcollab.marl.crossplay)."""
 
 import jax
-import pytest
 import numpy as np
+import pytest
 
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.marl.crossplay import assignments, mixed_params
