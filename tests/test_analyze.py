@@ -349,6 +349,7 @@ def test_behaviour_of_a_hand_built_episode():
     assert s["expert_messaged"] == 0.5 and s["outcomes"] == {"strikeout": 1}
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_ktane_scripted_behaviour_matches_the_env_counters(tmp_path):
     """``talking`` on ktane/wires, analysed by the CLI: the Defuser's non-message steps are the
     env's action count, and each role's messages the run's message count."""

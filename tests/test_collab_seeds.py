@@ -77,6 +77,7 @@ def test_rerun_resumes_without_retraining(seeds_run, cli):
     assert again["protocols"] == together["protocols"]
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_vmapped_fit_equals_each_seed_alone_and_resumes_after_sigterm(tmp_path):
     cfg = GPTConfig(vocab_size=14, block_size=8, n_layer=1, n_head=2, n_embd=16)
     tc = TrainConfig(steps=6, batch_size=16, lr=3e-3, min_lr=3e-4, warmup_steps=2,

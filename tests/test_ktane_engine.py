@@ -331,6 +331,7 @@ def test_reset_is_deterministic_and_keyed():
     )
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_jit_and_eager_steps_agree():
     state = wires_state("RKWK--", zoom=-1)
     actions = [defuser(SELECT, 0), expert(MESSAGE, tok("red")), defuser(CUT, 0)]

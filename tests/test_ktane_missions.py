@@ -2,6 +2,7 @@
 
 import jax
 import numpy as np
+import pytest
 
 import jaxcollab
 from jaxcollab.agents.ktane import evaluate
@@ -44,6 +45,7 @@ def test_multi_set_shape():
     assert [len(LEVEL3 & set(mods)) for mods, _ in MULTI[-2:]] == [3, 3]
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_a_mission_is_one_fixed_bomb_and_the_oracle_defuses_it():
     env = jaxcollab.make("ktane/missions/single/maze/3")
     bombs = jax.vmap(env.init_state)(episode_keys(0, 4))

@@ -83,6 +83,7 @@ def test_unknown_settings_are_refused():
         KtaneGame(env, hud="never")
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_run_with_both_options(server, tmp_path):
     """A Keep-Talking run under both options: the zoomed Defuser reads its own descriptions
     and no clock, the Expert's manual holds the other descriptions; the default run keeps the

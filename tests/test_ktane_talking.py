@@ -126,6 +126,7 @@ def test_parse_instruction():
     assert verbs[:3].tolist() == [CUT, CUT, PRESS] and targets[:3].tolist() == [0, 2, 3]
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_edgework_read_off_the_sides_gives_the_bombs_facts():
     """What the Defuser's tour collects (each side's words, padding dropped) parses back to
     exactly the edgework facts the rules read, over 200 random casings."""

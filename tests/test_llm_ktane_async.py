@@ -196,6 +196,7 @@ def late():
         yield srv
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_async_run_against_a_late_server(late, tmp_path):
     """Through the HTTP client, latencies measured: the select lands at the first reply's
     measured latency, the cut solves the module at the second's; the timer reads 81 s less

@@ -147,6 +147,7 @@ def _args(server, out, models="[good,gpt5]"):
             f"llm.base_url={server.url}", "llm.backoff_s=0.01", f"out_dir={out}"]
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_otherplay_cli_plays_every_pair_and_resumes(server, tmp_path):
     """The README command as a subprocess: 4 ordered pairs, each its own sub-run; a rerun
     reads them back and sends nothing; another model list in the same out_dir is refused.

@@ -83,6 +83,7 @@ def test_only_dial_passes_listener_gradients_to_speakers():
             assert pi.any() and set(np.flatnonzero(pi).tolist()) <= heard
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_learned_team_plays_through_rollout_as_trained(trained, tmp_path):
     trainer, ts, _ = trained
     params = jax.tree.map(lambda p: p[0], ts.params)
@@ -175,6 +176,7 @@ def test_the_trainer_check_covers_each_family_through_its_view():
         check_config(cfg("ktane/wires", dial=True))
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_init_of_several_seeds_and_roles_at_cpu_size_finishes():
     """Vmapped orthogonal initialisers were batched QRs that deadlocked jaxlib's CPU thread
     pool on 2 cores (6 of 6 starts with these sizes hung before the fix). A fresh process, as
@@ -192,6 +194,7 @@ def test_init_of_several_seeds_and_roles_at_cpu_size_finishes():
     assert out.stdout.strip() == "(2, 3)"  # seeds x roles
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_annealed_learning_rate_reaches_zero_after_anneal_updates():
     cfg = dataclasses.replace(TINY, seeds=1, dial=False, aux_coef=0.0, anneal_updates=2)
     trainer = Trainer(cfg)

@@ -26,6 +26,7 @@ def _idle(**rows):
     return {**a, **rows}
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_interface_is_jaxmarls():
     obs, _ = ENV.reset(jax.random.PRNGKey(0))
     assert ENV.agents == list(AGENTS) and ENV.num_agents == 3
@@ -54,6 +55,7 @@ def test_others_may_only_idle_on_a_turn_not_theirs():
         assert info["actor"].tolist() == [turn] * 3
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_turn_orders_drawn_per_episode():
     env = JaxMARLView(make_view("bomb/base-1"))  # "cycle": the six orders
     states = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), 200))[1]

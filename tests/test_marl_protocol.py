@@ -24,6 +24,7 @@ def _team(key, obs):
     return VIEW.to_env(a)
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_tables_of_a_hand_written_protocol():
     tables = protocol_tables(jaxcollab.stateless(_team, name="light"), VIEW, episodes=64)
     assert set(tables) == {"deaf/speech", "deaf/gesture", "mute/gesture", "blind/speech"}

@@ -73,7 +73,7 @@ def _loss(outputs):  # every output enters, with its own weight
 
 
 @pytest.mark.parametrize("change", [
-    {},
+    pytest.param({}, marks=pytest.mark.full),  # long for the default tier (measured idle)
     pytest.param(dict(shared=True), marks=pytest.mark.full),
     pytest.param(dict(algo="mappo", dial=False), marks=pytest.mark.full),
 ])

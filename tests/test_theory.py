@@ -96,6 +96,7 @@ def test_eval_theory_writes_spec_table(tmp_path):
     assert len(results["alphas"]) == 30
 
 
+@pytest.mark.full  # long for the default tier (measured idle)
 def test_eval_theory_alpha_override(tmp_path):
     results, _ = run_theory(
         tmp_path, "task.alphas=[0.2,0.15,0.1]", "task.n_bits=3", "task.n_rounds=3"

@@ -20,7 +20,7 @@ from jaxcollab.core.family import Reel
 from jaxcollab.core.registry import family
 from jaxcollab.report.html import Html, h, tag
 from jaxcollab.report.rundir import RunDir
-from jaxcollab.report.transcripts import analysis_by_episode, episode_id
+from jaxcollab.report.transcripts import analysis_by_episode, badges, episode_id
 
 
 def replays(run: RunDir) -> bool:
@@ -67,10 +67,7 @@ def _turns_at(record: Mapping | None, step: int) -> list[Html]:
 
 
 def _codes(codes: Mapping) -> Html:
-    shown = {k: v for k, v in codes.items() if k not in ("env", "episode", "step")
-             and v not in (False, None, "", [])}
-    return tag("div", [tag("span", f"{k}: {v}" if v is not True else k,
-                           class_="badge warn", data_flag=k) for k, v in shown.items()],
+    return tag("div", badges({k: v for k, v in codes.items() if k != "step"}),
                class_="replay-codes")
 
 

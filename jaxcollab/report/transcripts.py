@@ -46,7 +46,9 @@ def analysis_by_episode(analysis: Mapping | None) -> dict[tuple[str, int], dict]
     return out
 
 
-def _badges(codes: Mapping) -> Html:
+def badges(codes: Mapping) -> Html:
+    """An episode's analysis codes as warning badges (each with its ``data-flag``); its
+    ``env``, ``episode`` and prose (``*_rationale``, ``*_reason``) are left out."""
     out = []
     for k, v in codes.items():
         if k in ("env", "episode") or k.endswith(("_rationale", "_reason")):
@@ -136,7 +138,7 @@ def episode(record: Mapping, codes: Mapping | None) -> Html:
     head = [f"episode {ep} ", tag("span", record.get("ending", "won" if won else "lost"),
                                   class_="badge good" if won else "badge bad"),
             f" · {record.get('steps', len(turns))} steps",
-            f" · {n_err} parse errors" if n_err else "", _badges(codes or {})]
+            f" · {n_err} parse errors" if n_err else "", badges(codes or {})]
     roles = tag("select", [tag("option", "all roles", value="all"),
                            *(tag("option", a, value=a) for a in agents)], class_="role-filter")
     body, last, seen = [], {}, set()
