@@ -33,9 +33,10 @@ def add_callback_devices(concurrency: int) -> int:
     want = -(-int(concurrency) // CPU_INFLIGHT_PER_DEVICE)
     forced = re.search(r"xla_force_host_platform_device_count=(\d+)",
                        os.environ.get("XLA_FLAGS", ""))
-    if jax.config.jax_num_cpu_devices != -1 or forced:
-        return jax.config.jax_num_cpu_devices if jax.config.jax_num_cpu_devices != -1 else \
-            int(forced.group(1))
+    if jax.config.jax_num_cpu_devices != -1:
+        return jax.config.jax_num_cpu_devices
+    if forced:
+        return int(forced.group(1))
     if want <= 1:
         return 1
     jax.config.update("jax_num_cpu_devices", want)
