@@ -10,6 +10,10 @@ episode from its transcript with the family's rubric (bomb: SANZARU Table 5,
 :mod:`jaxcollab.agents.bomb.sanzaru`): each lost episode gets ``failure_mode``, ``failure_stage``
 and ``judge_rationale`` (and the judged flags), and ``judge`` holds the counts, shares and the
 judge's agreement with the deterministic flags (:func:`jaxcollab.analysis.judge.summary`).
+The judge also answers the family's per-episode questions its rules leave open
+(:attr:`~jaxcollab.core.family.Analysis.questions`; bomb: the protocol family, SANZARU Figs.
+7-12, of each episode the rules leave undetermined, also of a scripted team's run, whose
+transcripts the replay rebuilds; without transcripts no failure modes are coded).
 Judge requests go through :class:`jaxcollab.llm.client.ChatClient` and are cached
 (``judge.cache``, default ``DIR/judge_cache.jsonl``): a rerun replays them and sends nothing.
 """
@@ -50,24 +54,31 @@ def recorded(run_dir: str):
     return data, family
 
 
+def has_transcripts(run_dir: str, data: dict) -> bool:
+    """Whether the run in ``run_dir`` (``data`` its results) recorded any transcript."""
+    env = (data.get("config") or {}).get("env") or data.get("env")
+    return any(transcript_path(run_dir, n).is_file() for n in env_selection("run", env))
+
+
 def _check(cfg: DictConfig) -> None:
     """Raises ConfigValueError: a run :func:`recorded` refuses, or a judge for a family
-    without a rubric or a run without transcripts."""
+    without a rubric, or for a run without transcripts of a family that asks the judge no
+    per-episode question (a scripted team's run has no transcripts to code failures from)."""
     data, family = recorded(cfg.run)
     if cfg.judge.model is None:
         return
-    if family.analysis.judge is None:
+    if family.analysis.judge is None and not family.analysis.questions:
         raise ConfigValueError("judge.model", cfg.judge.model, f"no judge: family "
-                               f"{family.name} has no failure-mode rubric")
-    env = (data.get("config") or {}).get("env") or data.get("env")
-    if not any(transcript_path(cfg.run, n).is_file() for n in env_selection("run", env)):
+                               f"{family.name} has no rubric")
+    if not family.analysis.questions and not has_transcripts(cfg.run, data):
         raise ConfigValueError("judge.model", cfg.judge.model, f"a run with transcripts "
                                f"(agent=llm); {cfg.run} holds none")
 
 
-def judged(analysis: dict, run_dir: Path, rubric: judge.Rubric, block: dict) -> dict:
-    """``analysis`` with every lost episode coded by the judge of ``block`` (the ``judge``
-    config) and the ``judge`` summary added.
+def judged(analysis: dict, run_dir: Path, rubric: judge.Rubric, block: dict,
+           client: ChatClient) -> dict:
+    """``analysis`` with every lost episode coded by the judge (``client``; ``block`` the
+    ``judge`` config) and the ``judge`` summary added.
 
     Raises:
         ConfigValueError: a lost episode without a transcript (not an ``agent=llm`` run).
@@ -83,8 +94,6 @@ def judged(analysis: dict, run_dir: Path, rubric: judge.Rubric, block: dict) -> 
         raise ConfigValueError("judge.model", block["model"], f"a run with transcripts of its "
                                f"lost episodes (agent=llm); none for {missing[0]['env']} "
                                f"episode {missing[0]['episode']}")
-    settings = LLMConfig(**block)
-    client = ChatClient(settings, settings.cache or run_dir / "judge_cache.jsonl")
     coded = judge.code_lost(client, rubric, lost, records)
     return {**analysis, "lost_episodes": coded,
             "judge": {"model": block["model"], "base_url": block["base_url"],
@@ -97,10 +106,20 @@ def run(cfg: DictConfig) -> dict:
     job = start_run(cfg, frozen=["run"], check=_check, out_key="run",
                     results_name="analysis.json")  # chunk and judge settings may change
     data, family = recorded(job.cfg.run)
-    analysis = family.analysis.analyze(data, Path(job.cfg.run), job.cfg.chunk)
-    block = dict(job.cfg.judge)
+    block, run_dir, slots = dict(job.cfg.judge), Path(job.cfg.run), family.analysis
+    client = None
     if block["model"] is not None:
-        analysis = judged(analysis, Path(job.cfg.run), family.analysis.judge, block)
+        settings = LLMConfig(**block)
+        client = ChatClient(settings, settings.cache or run_dir / "judge_cache.jsonl")
+    extra = ({"ask": client and judge.asker(client, slots.questions)} if slots.questions
+             else {})
+    analysis = slots.analyze(data, run_dir, job.cfg.chunk, **extra)
+    if client is not None and slots.judge is not None:
+        if has_transcripts(job.cfg.run, data):
+            analysis = judged(analysis, run_dir, slots.judge, block, client)
+        else:
+            print("no transcripts (a scripted team): the judge answered the per-episode "
+                  f"questions ({', '.join(slots.questions)}) only, no failure modes")
     job.results.update(analysis)
     short = {k: analysis[k] for k in ("lost", "shares") if k in analysis}
     if "judge" in analysis:

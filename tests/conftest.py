@@ -38,6 +38,7 @@ ENTRY_POINTS = {
     "eval/protocols.py": ("eval.protocols", "protocols"),
     "eval/seeds.py": ("eval.seeds", "seeds"),
     "eval/tables.py": ("eval.tables", "tables"),
+    "eval/analyze.py": ("eval.analyze", "analyze"),
 }
 
 

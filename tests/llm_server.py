@@ -40,7 +40,9 @@ The served model name picks the strategy:
   ``reasoning_content`` field, :data:`MAZE_REASONING` and the round (hosted reasoning models).
 * ``judge``: a failure-mode judge that codes every episode alike: :data:`JUDGE_REPLY`, prose
   around a fenced JSON verdict (mode :data:`JUDGE_MODE`, ``assumed_meaning`` true,
-  ``ungrounded_ref`` false).
+  ``ungrounded_ref`` false); asked the protocol question (a system prompt whose reply format
+  names a ``"family"``), :data:`JUDGE_PROTOCOL_REPLY`: family :data:`JUDGE_FAMILY` (the
+  ``symbol`` team's own protocol).
 
 :attr:`LLMServer.in_flight_max` is the most chat requests it was serving at once,
 :attr:`LLMServer.connections` the TCP connections it accepted (HTTP/1.1 keep-alive, as real
@@ -77,6 +79,9 @@ JUDGE_MODE = "omission"
 JUDGE_REPLY = ("Reading the transcript, Deaf never told Mute the light.\n```json\n"
                + json.dumps({"rationale": "Step 0: Deaf spoke only to Blind.", "mode": JUDGE_MODE,
                              "assumed_meaning": True, "ungrounded_ref": False}) + "\n```")
+JUDGE_FAMILY = "symbol_per_wire"
+JUDGE_PROTOCOL_REPLY = json.dumps({"rationale": "Mute answered each query with one symbol.",
+                                   "family": JUDGE_FAMILY})
 #: The broken 200 bodies of ``malformed``, by attempt.
 MALFORMED = (b'{"id": "chatcmpl-test", "choices": [{"index": 0, "mess',
              json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode(),
@@ -306,7 +311,8 @@ class _Handler(BaseHTTPRequestHandler):
         if model == "maze":
             text = maze_reply(messages[-1]["content"])
         if model == "judge":
-            text = JUDGE_REPLY
+            protocol = '"family" is one of' in str(messages[0]["content"])
+            text = JUDGE_PROTOCOL_REPLY if protocol else JUDGE_REPLY
         if model == "freetext":
             text = FREETEXT
         if model == "long":

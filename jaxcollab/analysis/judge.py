@@ -1,16 +1,21 @@
-"""Failure-mode coding of lost episodes by a judge model.
+"""Questions a judge model answers about an episode from its transcript: one code path, a
+rubric per question.
 
-A :class:`Rubric` (a family's, e.g. SANZARU Table 5's eight modes in three stages,
-:mod:`jaxcollab.agents.bomb.sanzaru`) names the modes a lost episode can receive, the yes/no
-perspective flags the judge also answers, how one episode's transcript is shown to the judge,
-and which deterministic flags check which judged code. :func:`code_lost` sends one request per
-lost episode through :class:`jaxcollab.llm.client.ChatClient` (any OpenAI-compatible endpoint;
-every request cached by content, so a rerun replays the verdicts and sends nothing) and stores
-each verdict, its rationale beside the code, in the episode's entry; :func:`summary` counts
-modes, stages and outcomes and reports the agreement of the judge with the deterministic flags.
+A :class:`Rubric` (a family's) names the codes an episode can receive, the yes/no flags the
+judge also answers, how one episode's transcript is shown to the judge, the key its reply names
+the code by, and which deterministic flags check which judged code. Two bomb rubrics use it
+(:mod:`jaxcollab.agents.bomb.sanzaru`): SANZARU Table 5's eight failure modes in three stages
+for lost episodes (:func:`code_lost`, :func:`summary`), and the protocol family of Figs. 7-12
+for the episodes its rules leave undetermined (:mod:`jaxcollab.agents.bomb.analysis`).
+:func:`ask` sends one request per episode through :class:`jaxcollab.llm.client.ChatClient`
+(any OpenAI-compatible endpoint; every request cached by content, so a rerun replays the
+verdicts and sends nothing) and returns one :class:`Verdict` each; :func:`code_lost` stores
+the failure verdicts, rationale beside the code, in the lost episodes' entries, and
+:func:`summary` counts modes, stages and outcomes and reports the agreement of the judge with
+the deterministic flags.
 
-Every reply is an outcome, never a crash (:func:`parse_verdict`): ``coded`` (a valid mode),
-``unparsed`` (no valid mode in the reply; the reason is kept), ``refused`` (a content-policy
+Every reply is an outcome, never a crash (:func:`parse_verdict`): ``coded`` (a valid code),
+``unparsed`` (no valid code in the reply; the reason is kept), ``refused`` (a content-policy
 refusal) or ``context_length`` (the transcript did not fit the judge's context).
 """
 
@@ -32,14 +37,15 @@ RATIONALE_CHARS = 2000  # longest rationale kept per episode
 
 @dataclasses.dataclass(frozen=True)
 class Mode:
-    """One failure mode: its ``code`` (snake case), ``stage``, ``name`` as printed,
-    ``definition`` (rubric text) and the endings it can have (``ends_by``)."""
+    """One code a rubric offers (a failure mode, a protocol family): its ``code`` (snake case),
+    ``stage`` ("" for a rubric without stages), ``name`` as printed, ``definition`` (rubric
+    text) and the endings it can have (``ends_by``; empty: any, not told to the judge)."""
 
     code: str
     stage: str
     name: str
     definition: str
-    ends_by: tuple[str, ...]
+    ends_by: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,13 +54,15 @@ class Rubric:
 
     Attributes:
         source: where the modes come from (printed in ``analysis.json``).
-        task: the game, as the judge is told it.
-        modes: the failure modes, in stage order.
-        flags: judged yes/no flags → definition.
-        render: ``render(record, entry) -> str``, one lost episode's transcript (``record``,
-            its transcript record) in compact form (``entry``: its deterministic analysis).
+        task: the game and the question, as the judge is told them.
+        modes: the codes to choose from, in stage order.
+        flags: judged yes/no flags → definition (may be empty).
+        render: ``render(record, entry) -> str``, one episode's transcript (``record``, its
+            transcript record) in compact form (``entry``: its deterministic analysis).
         checks: ``(deterministic flag, judged)`` pairs, ``judged`` ``mode:<code>`` or
             ``flag:<name>``: the flag should mark the episodes the judge codes so.
+        heading: the line above the codes in the judge's instructions.
+        key: the key of the reply's JSON object that names the code.
     """
 
     source: str
@@ -63,6 +71,8 @@ class Rubric:
     flags: Mapping[str, str]
     render: Callable[[dict, dict], str]
     checks: tuple[tuple[str, str], ...] = ()
+    heading: str = "Failure modes (choose exactly one, the first thing that broke):"
+    key: str = "mode"
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -77,19 +87,23 @@ class Rubric:
 
 
 def system_prompt(rubric: Rubric) -> str:
-    """The judge's instructions: the game, one line per mode (by stage), the flags and the
-    reply format (one JSON object)."""
-    lines = [rubric.task, "", "Failure modes (choose exactly one, the first thing that broke):"]
+    """The judge's instructions: the task, the heading and one line per code (by stage where
+    the rubric has stages, with the endings where it names them), the flags (if any) and the
+    reply format (one JSON object naming the code by :attr:`Rubric.key`)."""
+    lines = [rubric.task, "", rubric.heading]
     for stage in rubric.stages:
-        lines.append(f"Stage {stage}:")
-        lines += [f"- {m.code}: {m.definition} (the episode ends by "
-                  f"{' or '.join(m.ends_by)})" for m in rubric.modes if m.stage == stage]
-    lines += ["", "Also answer, for the whole episode, yes (true) or no (false):"]
-    lines += [f"- {f}: {d}" for f, d in rubric.flags.items()]
-    example = {"rationale": "two or three sentences citing steps", "mode": rubric.codes[0],
+        if stage:
+            lines.append(f"Stage {stage}:")
+        lines += [f"- {m.code}: {m.definition}"
+                  + (f" (the episode ends by {' or '.join(m.ends_by)})" if m.ends_by else "")
+                  for m in rubric.modes if m.stage == stage]
+    if rubric.flags:
+        lines += ["", "Also answer, for the whole episode, yes (true) or no (false):"]
+        lines += [f"- {f}: {d}" for f, d in rubric.flags.items()]
+    example = {"rationale": "two or three sentences citing steps", rubric.key: rubric.codes[0],
                **{f: False for f in rubric.flags}}
     lines += ["", "Reply with one JSON object and nothing else, e.g. " + json.dumps(example)
-              + f". \"mode\" is one of: {', '.join(rubric.codes)}."]
+              + f". \"{rubric.key}\" is one of: {', '.join(rubric.codes)}."]
     return "\n".join(lines)
 
 
@@ -136,26 +150,28 @@ def _yes_no(value) -> bool | None:
 def parse_verdict(text: str, rubric: Rubric) -> Verdict:
     """The verdict in a judge's reply ``text`` (never raises).
 
-    Accepted: a JSON object with ``mode`` (a code, or a mode's printed name, any case, spaces or
-    hyphens for underscores) anywhere in the reply, the last such object winning; or a reply
-    that is one code alone. Anything else is ``unparsed`` with the reason.
+    Accepted: a JSON object with the rubric's :attr:`~Rubric.key` (a code, or a code's printed
+    name, any case, spaces or hyphens for underscores) anywhere in the reply, the last such
+    object winning; or a reply that is one code alone. Anything else is ``unparsed`` with the
+    reason.
     """
     text = text if isinstance(text, str) else ""
+    key = rubric.key
     names = {_norm(m.name): m.code for m in rubric.modes} | {m.code: m.code for m in rubric.modes}
-    found = [o for o in _objects(text) if "mode" in o]
+    found = [o for o in _objects(text) if key in o]
     if not found:
         bare = names.get(_norm(text)) if len(text) < 80 else None
         if bare:
             return Verdict("coded", bare, flags={f: None for f in rubric.flags})
-        return Verdict("unparsed", reason="no JSON object with a 'mode' key"
+        return Verdict("unparsed", reason=f"no JSON object with a {key!r} key"
                        if text.strip() else "empty reply")
     obj = found[-1]
     rationale = str(obj.get("rationale", ""))[:RATIONALE_CHARS]
     flags = {f: _yes_no(obj.get(f)) for f in rubric.flags}
-    code = names.get(_norm(obj["mode"])) if isinstance(obj["mode"], str) else None
+    code = names.get(_norm(obj[key])) if isinstance(obj[key], str) else None
     if code is None:
         return Verdict("unparsed", rationale=rationale, flags=flags,
-                       reason=f"mode {str(obj['mode'])[:60]!r} is not one of the rubric's codes")
+                       reason=f"{key} {str(obj[key])[:60]!r} is not one of the rubric's codes")
     return Verdict("coded", code, rationale, flags)
 
 
@@ -165,11 +181,52 @@ def request(rubric: Rubric, transcript: str, nonce: str) -> Request:
                              {"role": "user", "content": transcript}), nonce=nonce)
 
 
+def ask(client: ChatClient, rubric: Rubric, episodes: Sequence[tuple[str, str]],
+        label: str = "judging episodes") -> list[Verdict]:
+    """The judge's verdict on each episode, in order (never raises on a reply).
+
+    Args:
+        episodes: per episode ``(nonce, transcript)``: ``nonce`` names it (``env:episode``),
+            ``transcript`` is its :attr:`Rubric.render` text.
+        label: the progress bar's title (shown only past one batch).
+
+    Raises:
+        LLMError: the judge endpoint cannot serve (unreachable, unknown model).
+    """
+    reqs = [request(rubric, text, nonce) for nonce, text in episodes]
+    size = 4 * client.cfg.concurrency  # batches keep the client's window full between bars
+    replies = []
+    for lo in track(range(0, len(reqs), size), label, disable=len(reqs) <= size):
+        replies += client.complete_many(reqs[lo: lo + size])
+    out = []
+    for reply in replies:
+        if reply.refused:
+            out.append(Verdict("refused", reason=reply.text[:200]))
+        elif reply.failure == "context_length":
+            out.append(Verdict("context_length",
+                               reason="the transcript exceeds the judge's context"))
+        else:
+            out.append(parse_verdict(reply.text, rubric))
+    return out
+
+
+def asker(client: ChatClient, rubrics: Mapping[str, Rubric]):
+    """``ask(question, episodes) -> [Verdict]`` over the named ``rubrics`` (a family's
+    :attr:`~jaxcollab.core.family.Analysis.questions`): each episode ``(nonce, record, entry)``
+    rendered by the question's rubric and judged by :func:`ask` through ``client``."""
+    def ask_question(question: str, episodes: Sequence[tuple[str, dict, dict]]) -> list[Verdict]:
+        rubric = rubrics[question]
+        return ask(client, rubric, [(n, rubric.render(r, e)) for n, r, e in episodes],
+                   f"judging {question}")
+    return ask_question
+
+
 def code_lost(client: ChatClient, rubric: Rubric, lost: Sequence[dict],
               records: Mapping[tuple[str, int], dict]) -> list[dict]:
-    """Each lost episode's entry with the judge's verdict added: ``failure_mode`` and
-    ``failure_stage`` (None unless coded), ``judge_outcome``, ``judge_rationale``,
-    ``judge_reason`` (why not coded, else "") and the rubric's flags (bool or None).
+    """Each lost episode's entry with the judge's failure verdict (:func:`ask`) added:
+    ``failure_mode`` and ``failure_stage`` (None unless coded), ``judge_outcome``,
+    ``judge_rationale``, ``judge_reason`` (why not coded, else "") and the rubric's flags
+    (bool or None).
 
     Args:
         lost: the deterministic entries of the lost episodes (``env``, ``episode``, ...).
@@ -179,27 +236,19 @@ def code_lost(client: ChatClient, rubric: Rubric, lost: Sequence[dict],
         KeyError: a lost episode without a transcript record.
         LLMError: the judge endpoint cannot serve (unreachable, unknown model).
     """
-    reqs = [request(rubric, rubric.render(records[(e["env"], int(e["episode"]))], e),
-                    f"{e['env']}:{e['episode']}") for e in lost]
-    size = 4 * client.cfg.concurrency  # batches keep the client's window full between bars
-    replies = []
-    for lo in track(range(0, len(reqs), size), "judging lost episodes",
-                    disable=len(reqs) <= size):
-        replies += client.complete_many(reqs[lo: lo + size])
-    out = []
-    for entry, reply in zip(lost, replies):
-        if reply.refused:
-            v = Verdict("refused", reason=reply.text[:200])
-        elif reply.failure == "context_length":
-            v = Verdict("context_length", reason="the transcript exceeds the judge's context")
-        else:
-            v = parse_verdict(reply.text, rubric)
-        out.append({**entry, "failure_mode": v.mode,
-                    "failure_stage": rubric.mode(v.mode).stage if v.mode else None,
-                    "judge_outcome": v.outcome, "judge_rationale": v.rationale,
-                    "judge_reason": v.reason,
-                    **{f: v.flags.get(f) for f in rubric.flags}})
-    return out
+    verdicts = ask(client, rubric, [
+        (f"{e['env']}:{e['episode']}", rubric.render(records[(e["env"], int(e["episode"]))], e))
+        for e in lost], "judging lost episodes")
+    return [{**entry, "failure_mode": v.mode,
+             "failure_stage": rubric.mode(v.mode).stage if v.mode else None,
+             **fields(v), **{f: v.flags.get(f) for f in rubric.flags}}
+            for entry, v in zip(lost, verdicts)]
+
+
+def fields(v: Verdict) -> dict:
+    """A verdict's ``judge_outcome``, ``judge_rationale`` and ``judge_reason`` entry keys."""
+    return {"judge_outcome": v.outcome, "judge_rationale": v.rationale,
+            "judge_reason": v.reason}
 
 
 def _share(n: int, total: int) -> float | None:
@@ -263,5 +312,5 @@ def summary(rubric: Rubric, coded: Sequence[dict]) -> dict:
             "agreement": checks}
 
 
-__all__ = ["OUTCOMES", "Mode", "Rubric", "Verdict", "agreement", "code_lost", "parse_verdict",
-           "request", "summary", "system_prompt"]
+__all__ = ["OUTCOMES", "Mode", "Rubric", "Verdict", "agreement", "ask", "asker", "code_lost",
+           "fields", "parse_verdict", "request", "summary", "system_prompt"]

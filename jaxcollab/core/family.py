@@ -139,10 +139,17 @@ class Analysis:
             ``ConfigValueError`` for a run it cannot analyse (names why).
         judge: a :class:`jaxcollab.analysis.judge.Rubric` by which a judge model codes each
             lost episode from its transcript, or ``None`` (nothing to judge).
+        questions: name → :class:`~jaxcollab.analysis.judge.Rubric` of the per-episode
+            questions the analysis leaves to a judge where its rules cannot decide (bomb:
+            ``protocol``, SANZARU Figs. 7-12). When there are any, ``analyze`` also takes
+            ``ask=``: ``ask(name, [(nonce, record, entry), ...]) -> [Verdict, ...]`` (each
+            episode rendered by that rubric and judged, :func:`jaxcollab.analysis.judge.ask`),
+            or ``None`` when no judge is configured.
     """
 
-    analyze: Callable[[Mapping[str, Any], Path, int], dict]
+    analyze: Callable[..., dict]
     judge: Any = None
+    questions: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ from jaxcollab.agents.bomb.bank import (
     rollout_bank,
 )
 from jaxcollab.agents.bomb.config import BombConfig, BombHint
-from jaxcollab.agents.bomb.sanzaru import RUBRIC
+from jaxcollab.agents.bomb.sanzaru import PROTOCOL_RUBRIC, RUBRIC
 from jaxcollab.agents.bomb.teams import PROTOCOL_TEAMS, TEAMS, team, team_policy
 from jaxcollab.core.config import typed
 from jaxcollab.core.family import (
@@ -372,7 +372,8 @@ FAMILY = Family(
                 roles=T.ROLE_NAMES, communication=_communication),
     config=BombConfig,
     check=_check,
-    analysis=Analysis(analysis.analyze, judge=RUBRIC),  # SANZARU Tables 5, 6
+    analysis=Analysis(analysis.analyze, judge=RUBRIC,  # SANZARU Tables 5, 6
+                      questions={"protocol": PROTOCOL_RUBRIC}),  # Figs. 7-12
     bounds=Bounds(analysis.bounds_variant, analysis.bounds_team),
     rl=RL(_rl_view, _rl_protocol, _rl_protocol_plot),
     example="bomb/base-1",

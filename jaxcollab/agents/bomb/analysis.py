@@ -125,8 +125,12 @@ def llm_traces(names: Sequence[str], run_dir: Path, cfg: Mapping, chunk: int
                           np.stack([owners[i][0] for i in idx]),
                           np.stack([owners[i][1] for i in idx]))
     traces = {k: np.asarray(v) for k, v in flags.items()}
+    protocol = episode_families(states, applied, turn_order)
+    kept = np.full(len(rows), None, object)  # what a judge reads: the episode's own transcript
+    for i in np.flatnonzero(protocol == FAMILIES.index("undetermined")):
+        kept[i] = rows[i]
     traces.update(ending=ending, rounds=np.asarray(final.round + (final.turn > 0)),
-                  protocol=episode_families(states, applied, turn_order))
+                  protocol=protocol, record=kept)
     return labelled(traces, turn_order, idx, ep)
 
 
@@ -153,17 +157,46 @@ def _episode(traces: dict, i: int, names: Sequence[str]) -> dict:
             **{f: bool(traces[f][i]) for f in FLAGS}}
 
 
-def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
+def judged_protocols(traces: dict, names: Sequence[str], ask) -> list[dict] | None:
+    """Ask the judge (``ask``, :attr:`jaxcollab.core.family.Analysis.questions`; None: no
+    judge) the family of each episode the rules leave undetermined, from its transcript record
+    (``traces["record"]``), and write each coded family into ``traces["protocol"]``.
+
+    Returns:
+        None without a judge, else per undetermined episode ``env``, ``episode``, ``protocol``
+        (the judged family, ``undetermined`` where the judge coded none) and the verdict's
+        :func:`~jaxcollab.analysis.judge.fields`.
+    """
+    from jaxcollab.analysis.judge import fields
+
+    if ask is None:
+        return None
+    rows = np.flatnonzero(traces["protocol"] == FAMILIES.index("undetermined"))
+    entries = [_episode(traces, int(i), names) for i in rows]
+    verdicts = ask("protocol", [(f"{e['env']}:{e['episode']}", traces["record"][i], e)
+                                for i, e in zip(rows, entries)])
+    out = []
+    for i, e, v in zip(rows, entries, verdicts):
+        if v.mode is not None:
+            traces["protocol"][i] = FAMILIES.index(v.mode)
+        out.append({"env": e["env"], "episode": e["episode"],
+                    "protocol": v.mode or "undetermined", **fields(v)})
+    return out
+
+
+def analyze(results: Mapping, run_dir: Path, chunk: int, ask=None) -> dict:
     """The flags of a finished bomb rollout run (a scripted team or ``agent=llm``, with or
-    without ``bank=true``).
+    without ``bank=true``); with a judge (``ask``, :func:`judged_protocols`) the protocol of
+    every episode the rules leave undetermined.
 
     Returns:
         ``env``, ``agent``, ``episodes``, ``lost``, ``shares`` (``dead_channel``,
         ``wrong_round``, ``omission``: share of lost episodes carrying each; SANZARU Table 6),
         ``variants.<name>`` (the same per variant) and ``lost_episodes`` (``env``, ``variant``,
         ``episode``, ``turn_order``, ``ending``, ``rounds``, ``messages``, ``symbols`` and the
-        flags of each lost episode), and ``protocol_families``: every episode's protocol family
-        (SANZARU Figs. 7-12) by rule, counted overall and per variant, with the run's model
+        flags of each lost episode, its ``protocol`` and ``protocol_by``: ``rule`` or
+        ``judge``), and ``protocol_families``: every episode's protocol family (SANZARU Figs.
+        7-12) by rule or by the judge, counted overall and per variant, with the run's model
         (:func:`jaxcollab.agents.bomb.protocols.summary`).
 
     Raises:
@@ -196,11 +229,15 @@ def analyze(results: Mapping, run_dir: Path, chunk: int) -> dict:
     ids = [{"env": names[int(v)], "episode": int(e)}
            for v, e in zip(traces["variant"], traces["episode"])]
     model = (cfg.get("llm") or {}).get("model") if cfg["agent"] == "llm" else None
+    judged = judged_protocols(traces, names, ask)
+    by_judge = {(j["env"], j["episode"]) for j in judged or () if j["protocol"] != "undetermined"}
+    entries = [_episode(traces, int(i), names) for i in lost]
     return {"env": cfg["env"], "agent": cfg["agent"], "episodes": int(len(traces["lost"])),
             **shares(traces), "variants": variants,
             "protocol_families": summary(traces["protocol"], traces["variant"], names, model,
-                                         ids),
-            "lost_episodes": [_episode(traces, int(i), names) for i in lost]}
+                                         ids, judged),
+            "lost_episodes": [{**e, "protocol_by": "judge" if (e["env"], e["episode"])
+                               in by_judge else "rule"} for e in entries]}
 
 
 def bounds_variant(name: str) -> dict:

@@ -20,6 +20,7 @@ it is that run's number; a cell no run gives names the run that would fill it.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from jaxcollab.agents.bomb.config import BombBlock
@@ -175,18 +176,22 @@ def table12(runs: Sequence[RunDir]) -> Built:
 def protocols(runs: Sequence[RunDir]) -> Built:
     """Episodes per protocol family (Figs. 7-12) of each analysed run (``analysis.json``
     ``protocol_families``, :mod:`jaxcollab.agents.bomb.protocols`): a row per model, then a row
-    per model and variant."""
+    per model and variant; the last column counts the episodes of the row whose family the
+    judge named (the rules left them undetermined)."""
     analysed = [r for r in runs if r.family == "bomb" and r.analysis
                 and "protocol_families" in r.analysis]
     rows = []
     for r in analysed:
         p = r.analysis["protocol_families"]
-        rows.append([who(r), *(Cell(text=str(p["counts"].get(f, 0))) for f in FAMILIES)])
+        judged = Counter(j["env"] for j in p.get("judged", ()) if j["by"] == "judge")
+        rows.append([who(r), *(Cell(text=str(p["counts"].get(f, 0))) for f in FAMILIES),
+                     Cell(text=str(sum(judged.values())))])
         rows += [[f"{who(r)} {v.removeprefix('bomb/')}",
-                  *(Cell(text=str(c.get(f, 0))) for f in FAMILIES)]
+                  *(Cell(text=str(c.get(f, 0))) for f in FAMILIES), Cell(text=str(judged[v]))]
                  for v, c in p["variants"].items()]
     need = "a bomb run analysed by eval/analyze.py (analysis.json with protocol_families)"
-    return Built(["Model", *FAMILIES], rows or [[need, *[Cell(missing=need)] * len(FAMILIES)]])
+    head = ["Model", *FAMILIES, "by judge"]
+    return Built(head, rows or [[need, *[Cell(missing=need)] * (len(head) - 1)]])
 
 
 TABLES = {"sanzaru": (
@@ -203,7 +208,8 @@ TABLES = {"sanzaru": (
     PaperTable("table12", "SANZARU Table 12: success rate by variant (%), one column per "
                "trio run, and their mean", table12),
     PaperTable("protocols", "SANZARU Figs. 7-12: episodes per protocol family, by model and "
-               "by model and variant (families sorted by our rules on Mute's gestures)",
+               "by model and variant (families sorted by our rules on Mute's gestures, the "
+               "episodes they leave undetermined by the judge where one ran)",
                protocols),
 )}
 

@@ -23,7 +23,11 @@ manual and can only gesture, so its gestures are the code that carries the answe
   Fig. 8).
 
 An episode that fits none (at most two symbols in messages that are neither bits nor runs) is
-``undetermined``: the messages alone do not tell, and a reader (the judge) must.
+``undetermined``: the messages alone do not tell, and a reader must. With a judge configured
+(``eval/analyze.py judge.model=...``) the judge reads its transcript (an LLM run's own, a
+scripted team's rebuilt from the replay by :func:`episode_records`) and names its family by
+:data:`jaxcollab.agents.bomb.sanzaru.PROTOCOL_RUBRIC`; :func:`summary` counts each family by
+rule and by judge.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ WHOLE_TABLE_SYMBOLS = 8  # ours: longer than any answer the scripted relays send
 GRID_RUNS = 8  # ours: four letters' row-column pairs
 MORSE_GROUP = 5  # the longest Morse character (digits), International Morse Code
 MORSE_CHARS = 3  # ours
+SYMBOL_NAMES = tuple(T.SYMBOL_IDS)  # symbol id - 1 -> its gesture name
 
 
 def _split(msg: Sequence[int], sep: int) -> list[list[int]]:
@@ -128,27 +133,88 @@ def episode_families(traj_state, traj_actions, turn_order) -> np.ndarray:
     return out
 
 
+def _call(act: int, arg: int, speak_to: int, speech, gesture_to: int, gesture) -> list[dict]:
+    """One turn's calls in an LLM transcript's form (``speak``, ``gesture``, ``act``; positions
+    1-based), from its action's fields."""
+    to = lambda r: "everyone" if r == T.EVERYONE else T.ROLE_NAMES[int(r)]  # noqa: E731
+    calls = []
+    if speak_to != T.NO_TARGET:
+        text = bytes(int(b) for b in speech if b).decode("utf-8", "replace")
+        calls.append({"call": "speak", "to": to(speak_to), "text": text})
+    if gesture_to != T.NO_TARGET and any(gesture):
+        calls.append({"call": "gesture", "to": to(gesture_to),
+                      "symbols": [SYMBOL_NAMES[int(s) - 1] for s in gesture if s]})
+    if T.ACT_NAMES[act] != "wait":
+        calls.append({"call": "act", "op": T.ACT_NAMES[act], "position": int(arg) + 1})
+    return calls or [{"call": "wait"}]
+
+
+def episode_records(traj_state, traj_actions, turn_order, ending, rows: Sequence[int]
+                    ) -> list[dict]:
+    """A scripted team's episodes ``rows`` as transcript records (what a judge reads, in the
+    form of an LLM run's, :func:`jaxcollab.agents.bomb.sanzaru.render`): ``ending`` and
+    ``agents.<role>``, each turn's ``step`` and ``action`` (its calls: ``speak`` with the text,
+    ``gesture`` with the symbol names, ``act``, or ``wait``); no views or thoughts.
+
+    Args:
+        traj_state / traj_actions / turn_order: as :func:`episode_families`.
+        ending: int ``[B]`` each episode's final ending. rows: the episodes to rebuild.
+    """
+    turn = np.asarray(traj_state.turn)
+    active = np.asarray(traj_state.ending) == T.RUNNING  # [T, B]
+    actor = np.take_along_axis(np.asarray(turn_order)[None], turn[..., None], -1)[..., 0]
+    a = {k: np.asarray(getattr(traj_actions, k))
+         for k in ("act", "arg", "speak_to", "speech", "gesture_to", "gesture")}
+    out = []
+    for b in rows:
+        agents: dict[str, list] = {}
+        for t in np.flatnonzero(active[:, b]):
+            r = int(actor[t, b])
+            agents.setdefault(T.ROLE_NAMES[r], []).append({"step": int(t), "action": _call(
+                *(a[k][t, b, r] for k in ("act", "arg", "speak_to", "speech", "gesture_to",
+                                          "gesture")))})
+        out.append({"ending": T.ENDING_NAMES[int(ending[b])], "agents": agents})
+    return out
+
+
 def summary(codes: np.ndarray, variant: np.ndarray, names: Sequence[str], model: str | None,
-            episodes: Sequence[dict]) -> dict:
+            episodes: Sequence[dict], judged: Sequence[dict] | None = None) -> dict:
     """The ``protocol_families`` block of a bomb analysis.
 
     Args:
-        codes: int ``[N]`` each episode's family index. variant: int ``[N]`` its variant's index
-            into ``names``. model: the run's model (``None`` for a scripted team).
+        codes: int ``[N]`` each episode's family index, the judge's family where it coded one.
+        variant: int ``[N]`` its variant's index into ``names``. model: the run's model
+            (``None`` for a scripted team).
         episodes: per episode its ``env`` and ``episode`` (the undetermined are listed).
+        judged: the episodes the rules left undetermined as the judge answered them (``env``,
+            ``episode``, ``protocol``: the family, or ``"undetermined"`` where the judge coded
+            none, and the verdict's ``judge_*`` keys); None: no judge ran.
 
     Returns:
-        ``model``, ``counts`` (family → episodes), ``variants.<name>`` (family → episodes of
-        that variant; families with none left out) and ``undetermined`` (``env``, ``episode``
-        of each episode the rules leave to the judge).
+        ``model``, ``source``, ``counts`` (family → episodes), ``variants.<name>`` (family →
+        episodes of that variant; families with none left out), ``by`` (``rule``: episodes the
+        rules sorted, ``judge``: episodes the judge coded), ``judged`` (each judged episode
+        with ``by: "judge"`` where coded, ``"rule"`` where it stays undetermined; empty without
+        a judge), ``judge_ran`` (whether a judge was configured) and ``undetermined``
+        (``env``, ``episode`` of each episode left without a family: all the rules'
+        undetermined when no judge ran).
     """
     count = lambda c: {FAMILIES[k]: n for k, n in sorted(Counter(c.tolist()).items())}  # noqa: E731
-    return {"model": model, "source": "SANZARU Figs. 7-12 (families); rules ours",
+    ran = judged is not None
+    judged = [{**j, "by": "rule" if j["protocol"] == "undetermined" else "judge"}
+              for j in judged or ()]
+    by_judge = sum(j["by"] == "judge" for j in judged)
+    return {"model": model, "source": "SANZARU Figs. 7-12 (families); rules ours; the "
+            "undetermined episodes coded by the judge where one ran",
             "counts": count(codes),
             "variants": {n: count(codes[variant == i]) for i, n in enumerate(names)},
+            "by": {"rule": int(len(codes)) - by_judge, "judge": by_judge},
+            "judge_ran": ran,
+            "judged": judged,
             "undetermined": [{"env": e["env"], "episode": e["episode"]}
                              for e, c in zip(episodes, codes.tolist())
                              if FAMILIES[c] == "undetermined"]}
 
 
-__all__ = ["FAMILIES", "classify", "episode_families", "summary"]
+__all__ = ["FAMILIES", "SYMBOL_NAMES", "classify", "episode_families", "episode_records",
+           "summary"]

@@ -1,5 +1,6 @@
 """SANZARU's failure modes (Table 5) and judged perspective flags (Table 6) as a judge
-:class:`~jaxcollab.analysis.judge.Rubric`, and a bomb episode's transcript in compact form.
+:class:`~jaxcollab.analysis.judge.Rubric`, its protocol families (Figs. 7-12) as a second
+rubric (:data:`PROTOCOL_RUBRIC`), and a bomb episode's transcript in compact form.
 
 The rubric text is ours, written from the paper's definitions ("SaveSanzaru: Benchmarking
 Protocol Formation under Epistemic & Communication Asymmetry", Table 5: one failure mode per
@@ -10,6 +11,12 @@ messages for). The paper's text of Table 5 that we hold lists six modes in two s
 wrong round); its caption and Fig. 13 count eight modes in three stages. The third stage,
 ``action`` (the answer reached the actor, who acted otherwise, or never acted), and its two
 modes are our reconstruction, marked so in :data:`RUBRIC`'s source.
+
+The protocol families are the six of the paper's Figs. 7-12 (one bit, one symbol per wire,
+counting, Morse code, letter grid, the whole table at once), their definitions ours from the
+figures' captions, and ``none`` (Mute never gestured) as our rules
+(:mod:`jaxcollab.agents.bomb.protocols`) have it; the judge gets them for the episodes those
+rules leave ``undetermined``.
 """
 
 from __future__ import annotations
@@ -88,7 +95,8 @@ def render(record: dict, entry: dict) -> str:
     rounds), then per turn in step order the agent, the lines of its view that changed since
     its previous turn (its first turn in full), its thoughts (at most :data:`THOUGHT_CHARS`
     characters), its calls, and its parse errors."""
-    head = (f"Variant {entry.get('env', record['env'])}, turn order {entry.get('turn_order')}, "
+    env = entry["env"] if "env" in entry else record["env"]
+    head = (f"Variant {env}, turn order {entry.get('turn_order')}, "
             f"ended: {record['ending']} after {entry.get('rounds', '?')} rounds.")
     lines, last = [head, ""], {}
     turns = sorted(((int(t["step"]), name, t) for name, ts in record["agents"].items()
@@ -116,4 +124,45 @@ RUBRIC = Rubric(
             ("dead_channel", "flag:ungrounded_ref")),
 )
 
-__all__ = ["JUDGED_FLAGS", "MODES", "RUBRIC", "render"]
+FAMILY_MODES = (  # SANZARU Figs. 7-12, in figure order; codes as jaxcollab.agents.bomb.protocols
+    Mode("one_bit", "", "One bit",
+         "Mute answers one yes/no question per round with a single gesture from two symbols "
+         "(Fig. 7)."),
+    Mode("symbol_per_wire", "", "Symbol per wire",
+         "A symbol stands for one value (a wire position, a colour): the team assigns symbols "
+         "to values and Mute returns the answer as one symbol per value (Fig. 8)."),
+    Mode("counting", "", "Counting",
+         "A value is the number of marks in a run (blanks, claps), so the receiver needs only "
+         "how many, not which symbols (Fig. 9)."),
+    Mode("morse", "", "Morse code",
+         "Two marks (dots and dashes) in groups split by a separator spell letters or digits "
+         "in Morse code (Fig. 10)."),
+    Mode("letter_grid", "", "Letter grid",
+         "Each letter is a row-column pair of counts from 1 to 5 (I and J sharing one cell), "
+         "so long messages spell words (Fig. 11)."),
+    Mode("whole_table", "", "Whole table",
+         "Mute sends the manual's whole table (every row) at once, before or without anyone "
+         "asking for one answer, and the others decode the answer from it (Fig. 12)."),
+    Mode("none", "", "None",
+         "No protocol: Mute never gestured anything meaningful, or the gestures follow no "
+         "code that carries a value."),
+)
+
+PROTOCOL_TASK = (
+    "You read how a three-agent bomb-defusal team (SANZARU) communicated in one episode and "
+    "name the protocol that carried the answer. Deaf sees the board but cannot hear; Mute "
+    "holds the manual, never sees the board, and can only gesture (symbol names such as "
+    "clap, fist, thumbs_up); Blind feels the board, receives gestures as blanks, and alone "
+    "can cut or press. Mute's gestures are the code that carries the manual's answer. You get "
+    "the episode's transcript: per turn the agent and the calls it made (speech, gestures "
+    "with their symbols, actions), with its view and thoughts where they were recorded.")
+
+PROTOCOL_RUBRIC = Rubric(
+    source="SANZARU Figs. 7-12 (protocol families); definitions ours from the captions; "
+           "'none' ours",
+    task=PROTOCOL_TASK, modes=FAMILY_MODES, flags={}, render=render,
+    heading="Protocol families (choose exactly one, the code Mute's gestures follow):",
+    key="family",
+)
+
+__all__ = ["FAMILY_MODES", "JUDGED_FLAGS", "MODES", "PROTOCOL_RUBRIC", "RUBRIC", "render"]

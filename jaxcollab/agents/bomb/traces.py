@@ -11,7 +11,7 @@ import jax
 import numpy as np
 from rich.progress import track
 
-from jaxcollab.agents.bomb.protocols import episode_families
+from jaxcollab.agents.bomb.protocols import FAMILIES, episode_families, episode_records
 from jaxcollab.agents.bomb.teams import team_policy
 from jaxcollab.analysis.replay import CHUNK
 from jaxcollab.core.registry import make
@@ -19,6 +19,8 @@ from jaxcollab.core.rollout import rollout
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.flags import episode_flags, fact_owners
 from jaxcollab.envs.bomb.params import TURN_ORDERS
+
+UNDETERMINED = FAMILIES.index("undetermined")
 
 
 def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: int,
@@ -33,7 +35,8 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
         order: ``variant`` (index into ``env_names``), ``episode``, ``turn_order`` (index into
         :data:`~jaxcollab.envs.bomb.params.TURN_ORDERS`), ``ending``, ``rounds`` (rounds
         begun), ``protocol`` (index into
-        :data:`~jaxcollab.agents.bomb.protocols.FAMILIES`) and the keys of
+        :data:`~jaxcollab.agents.bomb.protocols.FAMILIES`), ``record`` (object: the transcript
+        record of an episode whose protocol is ``undetermined``, else None) and the keys of
         :func:`~jaxcollab.envs.bomb.flags.episode_flags`.
 
     Raises:
@@ -51,8 +54,10 @@ def episode_traces(env_names: Sequence[str], agent: str, episodes: int, seed: in
 
 def traced(env, policy, keys, params, turn_order, env_names: Sequence[str], idx, chunk: int,
            label: str | None = None) -> dict[str, np.ndarray]:
-    """``ending``, ``rounds``, the :func:`~jaxcollab.envs.bomb.flags.episode_flags` and the
-    ``protocol`` (:func:`~jaxcollab.agents.bomb.protocols.episode_families`) of
+    """``ending``, ``rounds``, the :func:`~jaxcollab.envs.bomb.flags.episode_flags`, the
+    ``protocol`` (:func:`~jaxcollab.agents.bomb.protocols.episode_families`) and the
+    ``record`` (object: :func:`~jaxcollab.agents.bomb.protocols.episode_records` where the
+    protocol is undetermined, else None: what a judge reads) of
     the episodes ``keys [N]`` / ``params [N]`` (``turn_order`` int ``[N, 3]``, ``idx`` each
     episode's index into ``env_names``) played by ``policy`` on ``env`` with a trajectory,
     ``chunk`` at a time (``label``: a progress bar's title, None for none)."""
@@ -71,9 +76,14 @@ def traced(env, policy, keys, params, turn_order, env_names: Sequence[str], idx,
         flags = episode_flags(res.trajectory["state"], res.trajectory["actions"], final,
                               turn_order[rows], sole[rows], per_stage[rows])
         keep = slice(0, min(size, total - lo))
+        protocol = episode_families(res.trajectory["state"], res.trajectory["actions"],
+                                    turn_order[rows])
+        ask = np.flatnonzero(protocol[keep] == UNDETERMINED)
+        records = np.full(len(protocol), None, object)
+        records[ask] = episode_records(res.trajectory["state"], res.trajectory["actions"],
+                                       turn_order[rows], np.asarray(final.ending), ask)
         rec = {"ending": final.ending, "rounds": final.round + (final.turn > 0), **flags,
-               "protocol": episode_families(res.trajectory["state"], res.trajectory["actions"],
-                                            turn_order[rows])}
+               "protocol": protocol, "record": records}
         for k, x in rec.items():
             out.setdefault(k, []).append(np.asarray(x)[keep])
     return {k: np.concatenate(v) for k, v in out.items()}
