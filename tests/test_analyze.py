@@ -276,12 +276,13 @@ def test_scripted_bank_run_is_replayed_on_its_pinned_instances(tmp_path):
     assert [e["variant"] for e in lost] == [str(plan.variant[e["episode"]]) for e in lost]
 
 
-def test_judge_needs_transcripts(tmp_path):
-    """A run without transcripts (a scripted team's) cannot be judged: refused up front,
-    before any replay or request."""
+def test_judge_needs_a_rubric(tmp_path):
+    """A judge for a family with no rubric and no question for one (Keep Talking) is refused
+    up front, before any replay or request. (A scripted bomb run, without transcripts, is
+    judged on its undetermined protocols only: tests/test_bomb_protocols.py.)"""
     (tmp_path / "results.json").write_text(json.dumps({"config": {
-        "env": "bomb/base-1", "agent": "random", "episodes": 6, "seed": 0}}))
-    with pytest.raises(ValueError, match="judge.model"):
+        "env": "ktane/wires", "agent": "random", "episodes": 6, "seed": 0}}))
+    with pytest.raises(ValueError, match="judge.model.*family ktane has no rubric"):
         analyze(f"run={tmp_path}", "judge.model=judge", "judge.base_url=http://127.0.0.1:9/v1")
 
 

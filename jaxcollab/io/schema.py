@@ -185,11 +185,12 @@ class Bounds:
 @dataclass
 class JudgeBlock(LLMConfig):
     """The ``judge`` block of ``eval/analyze.py``: the judge model that codes lost episodes
-    (any OpenAI-compatible endpoint, :class:`~jaxcollab.llm.client.LLMConfig`; ``model: null``
-    codes nothing; ``cache`` null: ``run/judge_cache.jsonl``, so a rerun sends nothing)."""
+    and the protocol of the episodes the rules leave undetermined (any OpenAI-compatible
+    endpoint, :class:`~jaxcollab.llm.client.LLMConfig`; ``model: null`` codes nothing;
+    ``cache`` null: ``run/judge_cache.jsonl``, so a rerun sends nothing)."""
 
     key_prefix: ClassVar[str] = "judge."
-    model: str | None = None             # the judge model; null: no failure-mode coding
+    model: str | None = None             # the judge model; null: no judge
     temperature: float = bounded(0.0, ge=0.0)
     max_tokens: int = count(1000)
     concurrency: int = count(8)

@@ -124,29 +124,28 @@ RUBRIC = Rubric(
             ("dead_channel", "flag:ungrounded_ref")),
 )
 
-FAMILY_MODES = (  # SANZARU Figs. 7-12, in figure order; codes as jaxcollab.agents.bomb.protocols
-    Mode("one_bit", "", "One bit",
-         "Mute answers one yes/no question per round with a single gesture from two symbols "
-         "(Fig. 7)."),
-    Mode("symbol_per_wire", "", "Symbol per wire",
-         "A symbol stands for one value (a wire position, a colour): the team assigns symbols "
-         "to values and Mute returns the answer as one symbol per value (Fig. 8)."),
-    Mode("counting", "", "Counting",
-         "A value is the number of marks in a run (blanks, claps), so the receiver needs only "
-         "how many, not which symbols (Fig. 9)."),
-    Mode("morse", "", "Morse code",
-         "Two marks (dots and dashes) in groups split by a separator spell letters or digits "
-         "in Morse code (Fig. 10)."),
-    Mode("letter_grid", "", "Letter grid",
-         "Each letter is a row-column pair of counts from 1 to 5 (I and J sharing one cell), "
-         "so long messages spell words (Fig. 11)."),
-    Mode("whole_table", "", "Whole table",
-         "Mute sends the manual's whole table (every row) at once, before or without anyone "
-         "asking for one answer, and the others decode the answer from it (Fig. 12)."),
-    Mode("none", "", "None",
-         "No protocol: Mute never gestured anything meaningful, or the gestures follow no "
-         "code that carries a value."),
-)
+#: SANZARU Figs. 7-12, in figure order, then ``none``: code (as
+#: :data:`jaxcollab.agents.bomb.protocols.FAMILIES`) → printed name and definition
+FAMILY_DEFINITIONS = {
+    "one_bit": ("One bit", "Mute answers one yes/no question per round with a single gesture "
+                "from two symbols (Fig. 7)."),
+    "symbol_per_wire": ("Symbol per wire", "A symbol stands for one value (a wire position, a "
+                        "colour): the team assigns symbols to values and Mute returns the "
+                        "answer as one symbol per value (Fig. 8)."),
+    "counting": ("Counting", "A value is the number of marks in a run (blanks, claps), so the "
+                 "receiver needs only how many, not which symbols (Fig. 9)."),
+    "morse": ("Morse code", "Two marks (dots and dashes) in groups split by a separator spell "
+              "letters or digits in Morse code (Fig. 10)."),
+    "letter_grid": ("Letter grid", "Each letter is a row-column pair of counts from 1 to 5 (I "
+                    "and J sharing one cell), so long messages spell words (Fig. 11)."),
+    "whole_table": ("Whole table", "Mute sends the manual's whole table (every row) at once, "
+                    "before or without anyone asking for one answer, and the others decode the "
+                    "answer from it (Fig. 12)."),
+    "none": ("None", "No protocol: Mute never gestured anything meaningful, or the gestures "
+             "follow no code that carries a value."),
+}
+FAMILY_MODES = tuple(Mode(code, "", name, text)
+                     for code, (name, text) in FAMILY_DEFINITIONS.items())
 
 PROTOCOL_TASK = (
     "You read how a three-agent bomb-defusal team (SANZARU) communicated in one episode and "
@@ -165,4 +164,5 @@ PROTOCOL_RUBRIC = Rubric(
     key="family",
 )
 
-__all__ = ["FAMILY_MODES", "JUDGED_FLAGS", "MODES", "PROTOCOL_RUBRIC", "RUBRIC", "render"]
+__all__ = ["FAMILY_DEFINITIONS", "FAMILY_MODES", "JUDGED_FLAGS", "MODES", "PROTOCOL_RUBRIC",
+           "RUBRIC", "render"]
