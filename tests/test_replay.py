@@ -63,6 +63,48 @@ def test_maze_and_parity_pictures_grey_the_other_half():
         0, n // 2, n - n // 2]
 
 
+_FACTS = {  # one module of each vanilla type, as its ``describe`` writes it
+    "wires": {"colors": ["red", "white", None, "blue", None, None],
+              "cut": [False, True, False, False, False, False]},
+    "button": {"color": "blue", "label": "abort", "held": True, "strip": "yellow"},
+    "keypad": {"symbols": ["omega", "ae", "six", "bt"], "pressed": [True, False, False, False]},
+    "simon": {"sequence": ["red", "blue", "green"], "stage": 2, "entered": 1},
+    "whos_on_first": {"stage": 2, "display": "UR", "buttons": list("ABCDEF")},
+    "memory": {"stage": 3, "display": 4, "labels": [2, 3, 4, 1], "history": []},
+    "morse": {"word": "shell", "frequency": "3.505 MHz", "dial": "3.515 MHz", "phase": 0,
+              "light_units": "1010100"},
+    "complicated_wires": {"wires": [{"color": "red+blue", "led": True, "star": False,
+                                     "cut": False}, None, None, None, None, None]},
+    "wire_sequence": {"wires": [None, None, None,
+                                {"color": "blue", "target": "C", "cut": True}] + [None] * 8,
+                      "panel": 2},
+    "maze": {"maze": 1, "markers": [[1, 2], [6, 3]], "light": [1, 1], "goal": [6, 6]},
+    "passwords": {"columns": ["abcdef"] * 5, "index": [0, 1, 2, 3, 4], "password": "about"},
+}
+_MARK = {"wires": 'class="wire cut"', "button": 'class="button held"',
+         "keypad": 'class="key-light on"', "simon": 'class="flash later"',
+         "whos_on_first": 'class="stage done"', "memory": 'class="stage done"',
+         "morse": 'class="unit"', "complicated_wires": 'class="led on"',
+         "wire_sequence": 'class="wire cut"', "maze": 'class="marker"',
+         "passwords": 'class="letter">E<'}
+
+
+def test_ktane_faces_draw_every_module_from_its_facts():
+    from jaxcollab.agents.ktane.faces import DRAWERS, GLYPH, face
+    from jaxcollab.envs.ktane import tables as KT
+
+    assert sorted(DRAWERS) == sorted(_FACTS) and set(GLYPH) == set(KT.KEYPAD_SYMBOLS)
+    for name, facts in _FACTS.items():
+        drawn = "".join(face(name, facts, 0, 0))
+        assert _MARK[name] in drawn, name
+    wires = "".join(face("wires", _FACTS["wires"], 0, 0))
+    assert (wires.count('class="wire"'), wires.count('class="wire cut"')) == (2, 2)  # 2 halves
+    assert "".join(face("keypad", _FACTS["keypad"], 0, 0)).count(GLYPH["omega"]) == 1
+    assert "".join(face("passwords", _FACTS["passwords"], 0, 0)).count('class="letter"') == 5
+    with pytest.raises(KeyError, match="'needy'"):
+        face("needy", {}, 0, 0)
+
+
 # --- full: in the browser -------------------------------------------------------------------
 
 def _view(text: str, anchor: str) -> tuple[int, str]:
