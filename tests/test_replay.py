@@ -105,12 +105,27 @@ def test_ktane_faces_draw_every_module_from_its_facts():
         face("needy", {}, 0, 0)
 
 
+def test_picture_store_keeps_each_piece_once_and_gives_pictures_back():
+    from jaxcollab.core.picture import rect, svg, text
+    from jaxcollab.report.replay import Pictures
+
+    a = svg(10, 10, [rect(0, 0, 5, 5), text(1, 1, "a")], "t")
+    b = svg(10, 10, [rect(0, 0, 5, 5), text(1, 1, "")], "t")
+    store = Pictures()
+    assert [store.add(a), store.add(b), store.add(a)] == [0, 1, 0]
+    body = str(store.html())
+    assert "</" not in body.removesuffix("</script>")  # no end tag closes the script early
+    data = json.loads(re.search(r">(.*)</script>$", body, re.S).group(1))
+    assert ["".join(data["parts"][j] for j in pic) for pic in data["pics"]] == [a, b]
+    assert len(data["parts"]) == 7  # svg head + title, rect, two texts, </svg>: shared once
+
+
 # --- full: in the browser -------------------------------------------------------------------
 
 def _view(text: str, anchor: str) -> tuple[int, str]:
     """The step the replay ``anchor`` shows and its view's markup, from a dumped DOM."""
     box = text.split(f'id="{anchor}"', 1)[1]
-    m = re.search(r'<div class="view" data-step="(\d+)">(.*?)</div><template', box, re.S)
+    m = re.search(r'<div class="view" data-step="(\d+)">(.*?)</div><script', box, re.S)
     return int(m.group(1)), m.group(2)
 
 
