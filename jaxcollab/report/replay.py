@@ -3,13 +3,14 @@
 The family replays its run's first episodes (:attr:`jaxcollab.core.family.Draw.reel`: scripted
 and learned teams from their seeds, LLM teams from their transcripts) and draws each step
 (:attr:`~jaxcollab.core.family.Draw.pictures`: the state, then each role's view with what it
-does not perceive greyed). Each episode is a closed ``<details>`` with a slider and step
-buttons; its steps are inert JSON (picture indices and the turns' markup), and every picture
-of the page is stored once, as its distinct SVG pieces (:class:`Pictures`): the page's script
-builds a step's pictures only when that step is shown, so a page of many episodes parses no
-picture until one is asked for. Beside
-the pictures: the turns of that step from the transcript (who acted, what it said, its action,
-the bounce and rejection notices it got, parse errors; its prompt and reply), and the analysis
+does not perceive greyed; for an LLM team, :attr:`~jaxcollab.core.family.Draw.turns` may add
+pictures of what it decided, the maze team's probability vectors by round). Each episode is a
+closed ``<details>`` with a slider and step buttons; its steps are inert JSON (picture indices
+and the turns' markup), and every picture of the page is stored once, as its distinct SVG
+pieces (:class:`Pictures`): the page's script builds a step's pictures only when that step is
+shown, so a page of many episodes parses no picture until one is asked for. Beside the
+pictures: the turns of that step from the transcript (who acted, what it said, its action, the
+bounce and rejection notices it got, parse errors; its prompt and reply), and the analysis
 codes of the episode at the step they name (``step``), else at its last step.
 """
 
@@ -122,6 +123,8 @@ def episode_replay(reel: Reel, record: Mapping | None, codes: Mapping | None,
     codes = codes or {}
     for t, s in enumerate(reel.states):
         pics = draw.pictures(reel.env, s, reel.params)
+        if record and draw.turns is not None:
+            pics |= draw.turns(record, t)
         views = views or list(pics)
         at_step = codes and int(codes.get("step", last)) == t
         steps.append([[store.add(pics[v]) for v in views],

@@ -65,17 +65,26 @@ def pictures(env, state, params) -> dict[str, str]:
 
 
 def reel(results: Mapping, run_dir: Path, n: int) -> list[Reel]:
-    """The first ``n`` episodes of each environment of a finished scripted Keep-Talking run
-    (keys ``episode_keys(seed, episodes)``, its ruleset, as
-    :func:`jaxcollab.agents.ktane.run_env` played them); ``[]`` for other runs (an LLM team's
-    turns are not replayed here)."""
+    """The first ``n`` episodes of each environment of a finished Keep-Talking rollout run
+    (keys ``episode_keys(seed, episodes)``, its ruleset): a scripted team's as
+    :func:`jaxcollab.agents.ktane.run_env` played them, an LLM team's from its transcripts (each
+    turn's action on the step it landed on, sync or async, as
+    :func:`jaxcollab.agents.ktane.analysis.analyze` replays them); ``[]`` for other runs.
+
+    Raises:
+        RuntimeError: a replayed LLM episode ends otherwise than its transcript says.
+    """
     from jaxcollab.agents.ktane import TEAMS, _rules, scripted
-    from jaxcollab.analysis.replay import played
+    from jaxcollab.agents.ktane.analysis import _llm
+    from jaxcollab.agents.ktane.config import KtaneConfig
+    from jaxcollab.analysis.replay import per_episode, played
+    from jaxcollab.core.config import typed
     from jaxcollab.core.registry import make, resolve
     from jaxcollab.core.rollout import episode_keys
+    from jaxcollab.llm.run import read_transcripts, transcript_path
 
     cfg = dict(results.get("config") or {})
-    if cfg.get("agent") not in TEAMS or not {"env", "episodes", "seed"} <= set(cfg):
+    if cfg.get("agent") not in (*TEAMS, "llm") or not {"env", "episodes", "seed"} <= set(cfg):
         return []
     rules = _rules(cfg)
     keys = np.asarray(episode_keys(int(cfg["seed"]), int(cfg["episodes"])))[:n]
@@ -83,8 +92,15 @@ def reel(results: Mapping, run_dir: Path, n: int) -> list[Reel]:
     for name in resolve(str(cfg["env"])):
         env = make(name)
         params = env.ruleset_params(rules)
-        frames = played(env, scripted(cfg["agent"], rules).policy(env), keys, params,
-                        batched_params=False)
+        if cfg["agent"] == "llm":
+            steps = {int(r["episode"]): int(r["steps"])
+                     for r in read_transcripts(transcript_path(run_dir, name))}
+            final, states, _, _ = _llm(env, name, run_dir, keys, params, len(keys),
+                                       typed(KtaneConfig, cfg).ktane.mode)
+            frames = per_episode(states, final, [steps[e] for e in range(len(keys))])
+        else:
+            frames = played(env, scripted(cfg["agent"], rules).policy(env), keys, params,
+                            batched_params=False)
         out += [Reel(name, e, env, params, f) for e, f in enumerate(frames)]
     return out
 
