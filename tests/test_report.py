@@ -236,7 +236,7 @@ def test_theory_run_curves_and_cli(llm_run, tmp_path, cli):
     assert all(i["src"].startswith("data:image/png;base64,") for i in images)
     assert "theory.png" in [i["alt"] for i in images]  # the run's own plot, inline
     # several runs, through the command line as the README shows it
-    runs = f"run=[{tmp_path / 'theory'},{llm_run}]"
+    runs = f"runs=[{tmp_path / 'theory'},{llm_run}]"
     done = subprocess.run([sys.executable, "eval/report.py", runs], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -260,6 +260,12 @@ def test_bad_run_names_the_path(llm_run, tmp_path):
     with pytest.raises(ConfigValueError, match=r"run=\[\] is invalid; expected a run directory "
                        "or a non-empty list"):
         report_cli("run=[]")
+    with pytest.raises(ConfigValueError, match=r"runs='a' is invalid; expected runs= or its "
+                       r"alias run=, not both \(run='b' given too\)"):
+        report_cli("runs=a", "run=b")
+    with pytest.raises(ConfigValueError, match=r"runs=None is invalid; expected a run "
+                       r"directory or a non-empty list of them \(or run=, its alias\)"):
+        report_cli()
 
 
 CLICKS = """<script>

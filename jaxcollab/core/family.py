@@ -335,10 +335,15 @@ class Draw:
             environment of a finished run, replayed as ``eval/analyze.py`` does (scripted and
             learned teams from their seeds, LLM teams from their transcripts); ``[]`` for a run
             it cannot replay. ``None``: the family draws no runs (its states only).
+        turns: ``turns(record, step) -> {name: svg}``: pictures of what the team decided at
+            ``step`` drawn from the episode's transcript record (the maze team's probability
+            vectors by round), shown after the state's pictures; the same names at every step.
+            ``None``: the transcript is shown as text only.
     """
 
     pictures: Callable[[Environment, Any, Any], dict[str, str]]
     reel: Callable[[Mapping[str, Any], Path, int], list[Reel]] | None = None
+    turns: Callable[[Mapping[str, Any], int], dict[str, str]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

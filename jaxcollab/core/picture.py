@@ -16,6 +16,9 @@ from collections.abc import Iterable
 UNSEEN = "#c9ced6"
 #: Stroke of outlines and the default text colour.
 INK = "#1d232b"
+#: Fill of each colour name a game's parts carry (wires, buttons, lights).
+FILL = {"red": "#d64541", "green": "#2e9e4f", "blue": "#2f6fb3", "yellow": "#e8c31a",
+        "white": "#ffffff", "black": "#222222"}
 
 
 def _attrs(**attrs) -> str:
@@ -59,4 +62,4 @@ def svg(width: float, height: float, parts: Iterable[str], title: str = "") -> s
             f"{head}{''.join(parts)}</svg>")
 
 
-__all__ = ["INK", "UNSEEN", "circle", "line", "rect", "svg", "text"]
+__all__ = ["FILL", "INK", "UNSEEN", "circle", "line", "rect", "svg", "text"]

@@ -412,21 +412,36 @@ class Crossplay:
 @dataclass
 class Report:
     """``configs/report.yaml``: ``eval/report.py`` (an HTML page of one run, or several side by
-    side). ``run`` is a run directory or a list of them; ``out`` null writes ``<run>/report.html``
-    (one run) or ``<first run>/compare.html`` (several); ``replay``: episodes per environment
-    replayed step by step as pictures (:mod:`jaxcollab.report.replay`; 0: none);
-    ``screenshots``: a directory for ``replay-<family>.png``, each run's first replayed episode
-    at its middle step (:mod:`jaxcollab.report.screenshot`; null: none)."""
+    side). ``runs`` is a run directory or a list of them (``run`` is its alias: give one of the
+    two); ``out`` null writes ``<run>/report.html`` (one run) or ``<first run>/compare.html``
+    (several); ``replay``: episodes per environment replayed step by step as pictures
+    (:mod:`jaxcollab.report.replay`; 0: none); ``screenshots``: a directory for
+    ``replay-<family>.png``, each run's first replayed episode at its middle step
+    (:mod:`jaxcollab.report.screenshot`; null: none)."""
 
-    run: Any = MISSING
+    runs: Any = None
+    run: Any = None
     out: str | None = None
     replay: int = count(5, minimum=0)
     screenshots: str | None = None
 
+    def dirs(self) -> list[str]:
+        """The run directories, from ``runs`` or its alias ``run``."""
+        given = self.run if self.runs is None else self.runs
+        return list(given) if isinstance(given, list | tuple) else [given]
+
     def check(self) -> None:
-        runs = self.run if isinstance(self.run, list) else [self.run]
+        if self.runs is not None and self.run is not None:
+            raise ConfigValueError("runs", self.runs, f"runs= or its alias run=, not both "
+                                   f"(run={self.run!r} given too)")
+        if self.runs is None and self.run is None:
+            raise ConfigValueError("runs", None, "a run directory or a non-empty list of them "
+                                   "(or run=, its alias)")
+        key = "run" if self.runs is None else "runs"
+        runs = self.dirs()
         if not runs or not all(isinstance(r, str) and r for r in runs):
-            raise ConfigValueError("run", self.run, "a run directory or a non-empty list of them")
+            raise ConfigValueError(key, getattr(self, key),
+                                   "a run directory or a non-empty list of them")
 
 
 @dataclass

@@ -4,10 +4,10 @@ The script marks ``#report-status`` ``data-state="ready"`` once it has run and, 
 error, ``"error"`` with the message in ``#report-errors`` (what the browser tests read); it
 opens the element a URL hash names (``report.html#ep-bomb-base-1-0`` opens that episode) and
 filters episodes by outcome and turns by role; it steps replayed episodes
-(:mod:`jaxcollab.report.replay`): a ``details.replay`` shows the ``<template>`` of the step its
-slider, its buttons or the arrow keys choose, cloned into its ``.view`` only when opened (lazy:
-closed episodes lay out nothing); ``report.html#replay-bomb-base-1-0/s3`` opens that episode
-at step 3.
+(:mod:`jaxcollab.report.replay`): a ``details.replay`` shows the step its slider, its buttons
+or the arrow keys choose, built into its ``.view`` from the episode's JSON steps and the page's
+one picture store only when shown (lazy: closed episodes parse and lay out nothing);
+``report.html#replay-bomb-base-1-0/s3`` opens that episode at step 3.
 """
 
 CSS = """
@@ -105,13 +105,25 @@ SCRIPT = """(function () {
       filter(t, t.closest('.episodes').querySelectorAll('.episode'),
              function (x) { return x.dataset.success === t.value; });
   });
+  var store;  // every picture of the page, as its pieces: parsed when a step is first shown
+  function picture(i) {
+    store = store || JSON.parse(document.getElementById('replay-pictures').textContent);
+    return store.pics[i].map(function (j) { return store.parts[j]; }).join('');
+  }
+  function frame(box, step) {  // a step's markup: its pictures, then its turns and codes
+    box.steps = box.steps || JSON.parse(box.querySelector('script.replay-steps').textContent);
+    var s = box.steps.steps[step], names = box.steps.views, figs = '';
+    for (var k = 0; k < names.length; k++)
+      figs += '<figure class="pic" data-view="' + names[k] + '">' + picture(s[0][k]) +
+        '<figcaption>' + names[k] + '</figcaption></figure>';
+    return '<div class="pics">' + figs + '</div>' + s[1];
+  }
   function show(box, step) {
     var slider = box.querySelector('input.step');
     step = Math.max(0, Math.min(+slider.max, step));
     slider.value = step;
-    var t = box.querySelector('template[data-step="' + step + '"]');
     var view = box.querySelector('.view');
-    view.replaceChildren(t.content.cloneNode(true));
+    view.innerHTML = frame(box, step);
     view.dataset.step = step;
     box.querySelector('.at').textContent = 'step ' + step + ' / ' + slider.max;
   }

@@ -43,7 +43,7 @@ def _overall(results) -> list[Row]:
 
 def _page_link(run: RunDir) -> Html:
     """A cell linking the run's own page (``<run>/report.html``), or ``–`` when it has none
-    yet (``eval/report.py run=DIR`` writes it)."""
+    yet (``eval/report.py runs=DIR`` writes it)."""
     page = run.path.resolve() / "report.html"
     return tag("td", tag("a", "report.html", href=page.as_uri()) if page.is_file() else "–")
 

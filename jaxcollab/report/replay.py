@@ -3,17 +3,21 @@
 The family replays its run's first episodes (:attr:`jaxcollab.core.family.Draw.reel`: scripted
 and learned teams from their seeds, LLM teams from their transcripts) and draws each step
 (:attr:`~jaxcollab.core.family.Draw.pictures`: the state, then each role's view with what it
-does not perceive greyed). Each episode is a closed ``<details>`` with a slider and step
-buttons; each step is an inert ``<template>`` (the page's script clones the one chosen into
-view), so a page of many episodes parses its pictures but lays none out until asked. Beside
-the pictures: the turns of that step from the transcript (who acted, what it said, its action,
-the bounce and rejection notices it got, parse errors; its prompt and reply), and the analysis
+does not perceive greyed; for an LLM team, :attr:`~jaxcollab.core.family.Draw.turns` may add
+pictures of what it decided, the maze team's probability vectors by round). Each episode is a
+closed ``<details>`` with a slider and step buttons; its steps are inert JSON (picture indices
+and the turns' markup), and every picture of the page is stored once, as its distinct SVG
+pieces (:class:`Pictures`): the page's script builds a step's pictures only when that step is
+shown, so a page of many episodes parses no picture until one is asked for. Beside the
+pictures: the turns of that step from the transcript (who acted, what it said, its action, the
+bounce and rejection notices it got, parse errors; its prompt and reply), and the analysis
 codes of the episode at the step they name (``step``), else at its last step.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 
 from jaxcollab.core.family import Reel
@@ -71,21 +75,60 @@ def _codes(codes: Mapping) -> Html:
                class_="replay-codes")
 
 
-def _frame(pictures: dict[str, str], step: int, last: int, record, codes) -> Html:
-    figs = [tag("figure", [Html(svg), tag("figcaption", name)], class_="pic",
-                data_view=name) for name, svg in pictures.items()]
-    at_step = codes and int(codes.get("step", last)) == step
-    return tag("template", [tag("div", figs, class_="pics"), *_turns_at(record, step),
-                            _codes(codes) if at_step else ""], data_step=step)
+#: Where a picture splits into its pieces: between every ``>`` and the ``<`` after it (the SVG
+#: head, each element, ``</svg>``); joining the pieces gives the picture back, byte for byte.
+_PIECE = re.compile(r"(?<=>)(?=<)")
 
 
-def episode_replay(reel: Reel, record: Mapping | None, codes: Mapping | None) -> Html:
-    """One replayed episode: slider, step buttons, the view the script fills, and one
-    ``<template>`` per step (module docstring)."""
+def _json(value) -> Html:
+    """``value`` as JSON safe inside a ``<script>`` element (no ``</`` or ``<!--`` in it)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return Html(text.replace("</", "<\\/").replace("<!--", "\\u003c!--"))
+
+
+class Pictures:
+    """Every picture of a page's replays, each distinct SVG piece stored once: ``add`` returns
+    a picture's index, :meth:`html` is the store (``{"parts": [piece, ...], "pics": [[part
+    index, ...], ...]}``) the page's script joins a picture from when a step is shown. A
+    1,000-episode page repeats the same grid cells, outlines and labels in every step; stored
+    once, they cost their bytes once."""
+
+    def __init__(self):
+        self._parts: dict[str, int] = {}
+        self._pics: dict[str, int] = {}
+
+    def add(self, svg: str) -> int:
+        """The index of ``svg`` in the store (added if new)."""
+        if svg not in self._pics:
+            self._pics[svg] = len(self._pics)
+        return self._pics[svg]
+
+    def html(self) -> Html:
+        """The store as the page's inert ``script#replay-pictures`` (JSON, parsed when first
+        needed)."""
+        pics = [[self._parts.setdefault(p, len(self._parts)) for p in _PIECE.split(svg)]
+                for svg in self._pics]
+        return tag("script", _json({"parts": list(self._parts), "pics": pics}),
+                   type="application/json", id="replay-pictures")
+
+
+def episode_replay(reel: Reel, record: Mapping | None, codes: Mapping | None,
+                   store: Pictures) -> Html:
+    """One replayed episode: slider, step buttons, the view the script fills, and its steps
+    as inert JSON (``{"views": [name, ...], "steps": [[[picture index per view], html of the
+    turns and codes], ...]}``; pictures added to ``store``), drawn only when shown."""
     draw = family(reel.env_name.split("/")[0]).draw
     last = len(reel.states) - 1
-    frames = [_frame(draw.pictures(reel.env, s, reel.params), t, last, record, codes or {})
-              for t, s in enumerate(reel.states)]
+    steps, views = [], None
+    codes = codes or {}
+    for t, s in enumerate(reel.states):
+        pics = draw.pictures(reel.env, s, reel.params)
+        if record and draw.turns is not None:
+            pics |= draw.turns(record, t)
+        views = views or list(pics)
+        at_step = codes and int(codes.get("step", last)) == t
+        steps.append([[store.add(pics[v]) for v in views],
+                      h("").join([*_turns_at(record, t), _codes(codes) if at_step else ""])])
     ending = (record or {}).get("ending", "")
     controls = tag("div", [tag("button", "◀", type="button", data_go="-1"),
                            Html(f'<input type="range" class="step" min="0" max="{last}" '
@@ -95,26 +138,34 @@ def episode_replay(reel: Reel, record: Mapping | None, codes: Mapping | None) ->
     head = [f"{reel.env_name} · episode {reel.episode} · {last} steps ",
             tag("span", ending, class_="badge") if ending else ""]
     return tag("details", [tag("summary", head), controls, tag("div", "", class_="view"),
-                           *frames], class_="replay",
+                           tag("script", _json({"views": views, "steps": steps}),
+                               type="application/json", class_="replay-steps")],
+               class_="replay",
                id="replay-" + episode_id(reel.env_name, reel.episode).removeprefix("ep-"),
                data_steps=last + 1)
 
 
-def replay_section(run: RunDir) -> Html:
-    """Every replayed episode of the run (:func:`reels`), with its transcript record and
-    analysis codes where the run has them."""
+def episodes_html(run: RunDir, shown: list[Reel]) -> Html:
+    """The replays of ``shown`` (episodes of ``run``), with their transcript records and
+    analysis codes where the run has them, then the one store of their pictures."""
     coded = analysis_by_episode(run.analysis)
     records = {(env, int(r["episode"])): r for env, rs in run.transcripts.items() for r in rs}
-    parts = [tag("p", "Each step: the state, then each role's view (grey: what that role does "
-                 "not perceive); the turns played at that step below. Use the slider, the "
-                 "buttons or the arrow keys.", class_="note")]
+    store = Pictures()
+    parts = [episode_replay(r, records.get((r.env_name, r.episode)),
+                            coded.get((r.env_name, r.episode)), store) for r in shown]
+    return Html(h("").join([*parts, store.html()]))
+
+
+def replay_section(run: RunDir) -> Html:
+    """Every replayed episode of the run (:func:`reels`; :func:`episodes_html`)."""
+    note = tag("p", "Each step: the state, then each role's view (grey: what that role does "
+               "not perceive); the turns played at that step below. Use the slider, the "
+               "buttons or the arrow keys.", class_="note")
     shown = reels(run)
     if not shown:
         return tag("p", "This run cannot be replayed (not an eval/rollout.py run of a team its "
                    "family replays).", class_="note")
-    parts += [episode_replay(r, records.get((r.env_name, r.episode)),
-                             coded.get((r.env_name, r.episode))) for r in shown]
-    return Html(h("").join(parts))
+    return Html(h("").join([note, episodes_html(run, shown)]))
 
 
-__all__ = ["episode_replay", "reels", "replay_section", "replays"]
+__all__ = ["Pictures", "episode_replay", "episodes_html", "reels", "replay_section", "replays"]

@@ -14,9 +14,8 @@ import tempfile
 from pathlib import Path
 
 from jaxcollab.report.html import page
-from jaxcollab.report.replay import episode_replay, reels
+from jaxcollab.report.replay import episodes_html, reels
 from jaxcollab.report.rundir import RunDir
-from jaxcollab.report.transcripts import analysis_by_episode
 
 #: The browser window (CSS pixels): wide enough for the state and every role side by side.
 WINDOW = (1200, 1100)
@@ -41,9 +40,7 @@ def screenshot(run: RunDir, out: Path) -> Path | None:
     if not shown:
         return None
     reel = shown[0]
-    records = {(e, int(r["episode"])): r for e, rs in run.transcripts.items() for r in rs}
-    key = (reel.env_name, reel.episode)
-    body = episode_replay(reel, records.get(key), analysis_by_episode(run.analysis).get(key))
+    body = episodes_html(run, [reel])
     anchor = body.split('id="', 1)[1].split('"', 1)[0]
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

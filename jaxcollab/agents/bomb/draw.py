@@ -17,13 +17,10 @@ import jax
 import numpy as np
 
 from jaxcollab.core.family import Reel
-from jaxcollab.core.picture import INK, UNSEEN, circle, line, rect, svg, text
+from jaxcollab.core.picture import FILL, INK, UNSEEN, circle, line, rect, svg, text
 from jaxcollab.envs.bomb import tables as T
 from jaxcollab.envs.bomb.render import token_text
 
-#: Fill of each wire colour (``tables.COLOURS`` order).
-FILL = {"red": "#d64541", "green": "#2e9e4f", "blue": "#2f6fb3", "yellow": "#e8c31a",
-        "white": "#ffffff", "black": "#222222"}
 #: Every role's observation of a state, compiled once per environment (static: its message caps).
 _OBSERVE = jax.jit(lambda env, state, params: env.observe(state, params), static_argnums=0)
 _BOARD = ("light", "display", "display2", "light2", "wires", "keys", "pressed", "plate",

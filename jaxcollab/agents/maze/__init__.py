@@ -222,7 +222,7 @@ FAMILY = Family(
                    run_keys=RUN_KEYS, scores=SCORES),
     example="maze/split-6x6",
     tables=_tables,
-    draw=Draw(draw.pictures, draw.reel),
+    draw=Draw(draw.pictures, draw.reel, draw.rounds_svg),
 )
 register_family(FAMILY)
 
