@@ -71,6 +71,9 @@ where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import jax
@@ -86,7 +89,7 @@ from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.trainer import RoundTrainer, required_context
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io import plots
-from jaxcollab.io.phases import Phases, phase
+from jaxcollab.io.phases import Phases, ahead, phase
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
 from jaxcollab.scale import preempt
@@ -229,6 +232,61 @@ class Calibration:
                 print(f"  {t:>22}: " + " ".join(f"{v:.5f}" for v in m[metric]))
 
 
+class CompileAhead:
+    """Compiles the round loop's programs ahead, in the order it plays them, on one worker
+    thread, so that each round's compiles overlap the rounds before it instead of holding up the
+    loop: the run's ``timing_seconds`` counts them as ``compile_ahead``
+    (:func:`jaxcollab.io.phases.ahead`), and the loop's waits for them as ``compile``. The
+    compiled programs are those the call would compile, so the results are the same.
+
+    Args:
+        tasks: one callable per play of the loop (e.g. a trainer's ``precompile(r)``).
+
+    On leaving the ``with`` block the worker stops after the task in progress (a compile
+    cannot be cut short; the process's exit waits for it).
+    """
+
+    def __init__(self, tasks: list[Callable[[], None]]):
+        self.tasks = tasks
+        self.finished = [threading.Event() for _ in tasks]
+        self.error: Exception | None = None  # a task's; the tasks after it do not run
+        self.stopping = False
+        self.worker = threading.Thread(target=self._work, name="jaxcollab-compile-ahead")
+
+    def _work(self) -> None:
+        with ahead():
+            for i, task in enumerate(self.tasks):
+                if self.stopping:
+                    return
+                try:
+                    task()
+                except Exception as e:  # noqa: BLE001  (re-raised by wait, on the loop's thread)
+                    self.error = e
+                    for done in self.finished[i:]:
+                        done.set()
+                    return
+                self.finished[i].set()
+
+    def __enter__(self) -> CompileAhead:
+        self.worker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping = True
+
+    def wait(self, i: int, saved: str) -> None:
+        """Wait until task ``i`` has run (a SIGTERM / SIGINT stops the wait,
+        :func:`jaxcollab.scale.preempt.interruptible`, saying ``saved`` was kept).
+
+        Raises:
+            the task's error; :class:`jaxcollab.scale.preempt.Preempted` on a signal.
+        """
+        with phase("compile"):
+            preempt.interruptible(self.finished[i].wait, saved=saved)
+        if self.error is not None:
+            raise self.error
+
+
 def experiment(cfg: DictConfig):
     """The experiment the config describes (module docstring): the calibration experiment, else
     the task's own (:attr:`jaxcollab.core.family.RoundTask.experiment`)."""
@@ -261,12 +319,16 @@ def _run(cfg: DictConfig) -> tuple[ResultsFile, Path]:
 
         # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
         # speaker on its view plus the messages of rounds < r, then sends its messages.
-        for r in range(1, cfg.n_rounds + 1):
-            for name, conversation in conversations.items():
-                if r <= conversation.n_rounds:  # the maze baselines play one round
-                    exp.record(name, conversation.play(r))
+        plays = [(r, name, conversation) for r in range(1, cfg.n_rounds + 1)
+                 for name, conversation in conversations.items()
+                 if r <= conversation.n_rounds]  # the maze baselines play one round
+        saved = f"every finished round in {out}"
+        with CompileAhead([partial(c.precompile, r) for r, _, c in plays]) as ahead:
+            for i, (r, name, conversation) in enumerate(plays):
+                ahead.wait(i, saved)
+                exp.record(name, conversation.play(r))
                 if signum := preempt.requested():
-                    preempt.stop(signum, f"every finished round in {out}")
+                    preempt.stop(signum, saved)
 
         exp.finish()
     job.finish()
