@@ -242,8 +242,9 @@ class CompileAhead:
     Args:
         tasks: one callable per play of the loop (e.g. a trainer's ``precompile(r)``).
 
-    On leaving the ``with`` block the worker stops after the task in progress (a compile
-    cannot be cut short; the process's exit waits for it).
+    On leaving the ``with`` block the worker stops after the task in progress; left by an
+    error (a signal's :class:`~jaxcollab.scale.preempt.Preempted` included) the process exits
+    without waiting for that task (:func:`jaxcollab.scale.preempt.exit_past`).
     """
 
     def __init__(self, tasks: list[Callable[[], None]]):
@@ -251,7 +252,8 @@ class CompileAhead:
         self.finished = [threading.Event() for _ in tasks]
         self.error: Exception | None = None  # a task's; the tasks after it do not run
         self.stopping = False
-        self.worker = threading.Thread(target=self._work, name="jaxcollab-compile-ahead")
+        self.worker = threading.Thread(target=self._work, name="jaxcollab-compile-ahead",
+                                       daemon=True)
 
     def _work(self) -> None:
         with ahead():
@@ -271,8 +273,11 @@ class CompileAhead:
         self.worker.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, error, traceback) -> None:
         self.stopping = True
+        if error is not None:
+            code = getattr(error, "code", None)
+            preempt.exit_past(self.worker, code if isinstance(code, int) else 1)
 
     def wait(self, i: int, saved: str) -> None:
         """Wait until task ``i`` has run (a SIGTERM / SIGINT stops the wait,
