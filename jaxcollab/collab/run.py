@@ -39,7 +39,10 @@ training chunk or round in progress, and the process exits with status 128 + the
 where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.summary`:
 ``wall``, ``cpu``, and per phase — ``data``, ``compile``, ``training steps``, ``evaluation``
 (validation and predictions), ``saving``, ``plots``, ``other`` — its wall seconds under
-``phases`` and its CPU seconds, compiles included, under ``phases_cpu``), and:
+``phases`` and its CPU seconds, compiles included, under ``phases_cpu``; ``compile_ahead``: the
+seconds of the compiles made ahead, overlapping the phases — the loop compiles each round's
+programs on a worker thread in play order, :class:`CompileAhead`, and ``compile`` is what it
+still waits for), and:
 
 * protocols: ``theory`` (exact curves by round k = 0..K,
   :func:`jaxcollab.agents.parity.theory.parity_curves`); ``protocols.<name>``: lists by round —
@@ -250,7 +253,7 @@ class CompileAhead:
     def __init__(self, tasks: list[Callable[[], None]]):
         self.tasks = tasks
         self.finished = [threading.Event() for _ in tasks]
-        self.error: Exception | None = None  # a task's; the tasks after it do not run
+        self.failed: tuple[int, Exception] | None = None  # a task's error: none runs after it
         self.stopping = False
         self.worker = threading.Thread(target=self._work, name="jaxcollab-compile-ahead",
                                        daemon=True)
@@ -263,7 +266,7 @@ class CompileAhead:
                 try:
                     task()
                 except Exception as e:  # noqa: BLE001  (re-raised by wait, on the loop's thread)
-                    self.error = e
+                    self.failed = (i, e)
                     for done in self.finished[i:]:
                         done.set()
                     return
@@ -284,12 +287,13 @@ class CompileAhead:
         :func:`jaxcollab.scale.preempt.interruptible`, saying ``saved`` was kept).
 
         Raises:
-            the task's error; :class:`jaxcollab.scale.preempt.Preempted` on a signal.
+            the error of task ``i`` or of one before it (the tasks after a failed one do not
+            run); :class:`jaxcollab.scale.preempt.Preempted` on a signal.
         """
         with phase("compile"):
             preempt.interruptible(self.finished[i].wait, saved=saved)
-        if self.error is not None:
-            raise self.error
+        if self.failed is not None and self.failed[0] <= i:
+            raise self.failed[1]
 
 
 def experiment(cfg: DictConfig):
