@@ -55,3 +55,22 @@ def test_phase_without_a_block_is_a_no_op_and_blocks_do_not_nest():
     with Phases() as again:  # the failed entry left nothing open
         pass
     assert set(again.seconds) == {OTHER, "compile"}
+
+
+def test_compiles_ahead_are_summed_apart_and_taken_out_of_no_phase():
+    import threading
+
+    from jaxcollab.io.phases import ahead
+
+    def worker():
+        with ahead():
+            _compiled(LONG_S)  # on a thread compiling ahead: overlaps the phases
+        _compiled(0.5)  # the same thread outside the block: an ordinary compile
+
+    with Phases() as spent, phase("steps"):
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join()
+    assert spent.ahead_seconds == LONG_S and spent.seconds["compile"] == 0.5
+    assert spent.summary()["compile_ahead"] == LONG_S
+    assert spent.line().endswith(f"(and {LONG_S:.1f} s of compiles ahead, overlapping them)")

@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -277,6 +277,45 @@ def _compile_or_stop(chunk_fn, args: tuple, n: int, loop: dict,
         if done != resumed:
             checkpoint.save(loop)
         raise
+
+
+def precompile(model_cfg: GPTConfig, tc: TrainConfig, n_fit: int, seq_len: int,
+               predict_rows: Sequence[int], seeds: int = 0, class_tokens=(0,)) -> None:
+    """Compile the programs of a :func:`fit` and its :func:`predict_probs` before they are
+    needed (e.g. on a worker thread while an earlier round trains): the training chunk of each
+    chunk length, the kept-best select, and the forward pass of each prediction batch. Their
+    later calls with arrays of these shapes and shardings reuse the compiled code, so the
+    results are those of compiling at the call.
+
+    Args:
+        n_fit: training rows (``tokens [n_fit, seq_len]`` of the fit; the validation rows are
+            among ``predict_rows``). seq_len: prefix tokens per row.
+        predict_rows: the row counts the forward pass will see (validation, prediction sets);
+            each gives a batch of ``min(eval_batch, rows)`` rows.
+        seeds: S > 0 for a fit with ``seeds=True`` over S seeds, else 0.
+        class_tokens: as in :func:`fit`.
+    """
+    graphdef, abstract = nnx.split(nnx.eval_shape(lambda: GPT(model_cfg, nnx.Rngs(0))))
+    lead = (seeds,) if seeds else ()
+    rep = replicated()
+
+    def shaped(shape, dtype, sharding=rep) -> jax.ShapeDtypeStruct:
+        return jax.ShapeDtypeStruct(lead + tuple(shape), dtype, sharding=sharding)
+
+    tx = make_optimizer(tc)
+    params, opt_state = jax.tree.map(lambda x: shaped(x.shape, x.dtype),
+                                     (abstract, jax.eval_shape(tx.init, abstract)))
+    key = jnp.zeros(lead + jax.random.PRNGKey(0).shape, jnp.uint32)
+    tokens, targets = shaped((n_fit, seq_len), jnp.int32), shaped((n_fit,), jnp.int32)
+    chunk_fn = _train_chunk(graphdef, tc, model_cfg.dropout > 0, bool(seeds), data_sharding())
+    for n in sorted({min(tc.eval_every, tc.steps - done)
+                     for done in range(0, tc.steps, tc.eval_every)}):
+        chunk_fn.lower(params, opt_state, key, 1, tokens, targets, n_steps=n).compile()
+    _keep_best.lower(jnp.zeros(lead, bool), params, params).compile()
+    cls = jnp.asarray(class_tokens)
+    for rows in sorted({min(tc.eval_batch, n) for n in predict_rows}):
+        _answer_outputs.lower(graphdef, bool(seeds), params,
+                              shaped((rows, seq_len), jnp.int32, None), cls).compile()
 
 
 def fit(

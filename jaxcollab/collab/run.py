@@ -39,7 +39,10 @@ training chunk or round in progress, and the process exits with status 128 + the
 where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.summary`:
 ``wall``, ``cpu``, and per phase — ``data``, ``compile``, ``training steps``, ``evaluation``
 (validation and predictions), ``saving``, ``plots``, ``other`` — its wall seconds under
-``phases`` and its CPU seconds, compiles included, under ``phases_cpu``), and:
+``phases`` and its CPU seconds, compiles included, under ``phases_cpu``; ``compile_ahead``: the
+seconds of the compiles made ahead, overlapping the phases — the loop compiles each round's
+programs on a worker thread in play order, :class:`CompileAhead`, and ``compile`` is what it
+still waits for), and:
 
 * protocols: ``theory`` (exact curves by round k = 0..K,
   :func:`jaxcollab.agents.parity.theory.parity_curves`); ``protocols.<name>``: lists by round —
@@ -71,6 +74,9 @@ where the time went, also printed at the end (:meth:`jaxcollab.io.phases.Phases.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import jax
@@ -86,7 +92,7 @@ from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.trainer import RoundTrainer, required_context
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io import plots
-from jaxcollab.io.phases import Phases, phase
+from jaxcollab.io.phases import Phases, ahead, phase
 from jaxcollab.io.results import ResultsFile
 from jaxcollab.io.run import start_run
 from jaxcollab.scale import preempt
@@ -229,6 +235,67 @@ class Calibration:
                 print(f"  {t:>22}: " + " ".join(f"{v:.5f}" for v in m[metric]))
 
 
+class CompileAhead:
+    """Compiles the round loop's programs ahead, in the order it plays them, on one worker
+    thread, so that each round's compiles overlap the rounds before it instead of holding up the
+    loop: the run's ``timing_seconds`` counts them as ``compile_ahead``
+    (:func:`jaxcollab.io.phases.ahead`), and the loop's waits for them as ``compile``. The
+    compiled programs are those the call would compile, so the results are the same.
+
+    Args:
+        tasks: one callable per play of the loop (e.g. a trainer's ``precompile(r)``).
+
+    On leaving the ``with`` block the worker stops after the task in progress; left by an
+    error (a signal's :class:`~jaxcollab.scale.preempt.Preempted` included) the process exits
+    without waiting for that task (:func:`jaxcollab.scale.preempt.exit_past`).
+    """
+
+    def __init__(self, tasks: list[Callable[[], None]]):
+        self.tasks = tasks
+        self.finished = [threading.Event() for _ in tasks]
+        self.failed: tuple[int, Exception] | None = None  # a task's error: none runs after it
+        self.stopping = False
+        self.worker = threading.Thread(target=self._work, name="jaxcollab-compile-ahead",
+                                       daemon=True)
+
+    def _work(self) -> None:
+        with ahead():
+            for i, task in enumerate(self.tasks):
+                if self.stopping:
+                    return
+                try:
+                    task()
+                except Exception as e:  # noqa: BLE001  (re-raised by wait, on the loop's thread)
+                    self.failed = (i, e)
+                    for done in self.finished[i:]:
+                        done.set()
+                    return
+                self.finished[i].set()
+
+    def __enter__(self) -> CompileAhead:
+        self.worker.start()
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        self.stopping = True
+        if error is not None:
+            code = getattr(error, "code", None)
+            preempt.exit_past(self.worker, code if isinstance(code, int) else 1)
+
+    def wait(self, i: int, saved: str) -> None:
+        """Wait until task ``i`` has run (a SIGTERM / SIGINT stops the wait,
+        :func:`jaxcollab.scale.preempt.interruptible`, saying ``saved`` was kept).
+
+        Raises:
+            the error of task ``i`` or of one before it (the tasks after a failed one do not
+            run); :class:`jaxcollab.scale.preempt.Preempted` on a signal.
+        """
+        with phase("compile"):
+            preempt.interruptible(self.finished[i].wait, saved=saved)
+        if self.failed is not None and self.failed[0] <= i:
+            raise self.failed[1]
+
+
 def experiment(cfg: DictConfig):
     """The experiment the config describes (module docstring): the calibration experiment, else
     the task's own (:attr:`jaxcollab.core.family.RoundTask.experiment`)."""
@@ -261,12 +328,16 @@ def _run(cfg: DictConfig) -> tuple[ResultsFile, Path]:
 
         # The round loop: in round r every conversation trains (or, resumed, loads) its round-r
         # speaker on its view plus the messages of rounds < r, then sends its messages.
-        for r in range(1, cfg.n_rounds + 1):
-            for name, conversation in conversations.items():
-                if r <= conversation.n_rounds:  # the maze baselines play one round
-                    exp.record(name, conversation.play(r))
+        plays = [(r, name, conversation) for r in range(1, cfg.n_rounds + 1)
+                 for name, conversation in conversations.items()
+                 if r <= conversation.n_rounds]  # the maze baselines play one round
+        saved = f"every finished round in {out}"
+        with CompileAhead([partial(c.precompile, r) for r, _, c in plays]) as ahead:
+            for i, (r, name, conversation) in enumerate(plays):
+                ahead.wait(i, saved)
+                exp.record(name, conversation.play(r))
                 if signum := preempt.requested():
-                    preempt.stop(signum, f"every finished round in {out}")
+                    preempt.stop(signum, saved)
 
         exp.finish()
     job.finish()

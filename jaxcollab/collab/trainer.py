@@ -65,7 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcollab.collab.data import CollabTask, build_prefix, round_chunks
-from jaxcollab.collab.fit import TrainConfig, fit, predict_probs
+from jaxcollab.collab.fit import TrainConfig, fit, precompile, predict_probs
 from jaxcollab.collab.messages import MessageCodec, decide
 from jaxcollab.io.checkpoints import save_params
 from jaxcollab.io.phases import phase
@@ -247,8 +247,7 @@ class RoundTrainer:
             raise ValueError(f"round {r} is not the next round ({len(self.outputs) + 1} of "
                              f"{self.n_rounds})")
         rdir = self.round_dir(r)
-        done = (rdir / "round.npz").exists()
-        self.outputs.append(_load_round(rdir) if done else self._play(r, self.outputs))
+        self.outputs.append(_load_round(rdir) if self.done(r) else self._play(r, self.outputs))
         return self.outputs[-1].metrics
 
     def run(self) -> list[dict]:
@@ -256,6 +255,29 @@ class RoundTrainer:
         for r in range(len(self.outputs) + 1, self.n_rounds + 1):
             self.play(r)
         return [o.metrics for o in self.outputs]
+
+    def done(self, r: int) -> bool:
+        """Whether round r is finished (its ``round.npz`` exists)."""
+        return (self.round_dir(r) / "round.npz").exists()
+
+    def precompile(self, r: int) -> None:
+        """Compile round r's programs before :meth:`play` needs them (for a worker thread while
+        earlier rounds play; :func:`jaxcollab.collab.fit.precompile`), unless round r is
+        finished or shared (``first_round_from``), when it trains nothing."""
+        if not self.done(r):
+            self.compile_round(r)
+
+    def compile_round(self, r: int, seeds: int = 0) -> None:
+        """:meth:`precompile` of round r whatever its state; ``seeds``: for S seeds vmapped
+        (:class:`SeedTrainers`). Nothing for a shared round 1."""
+        if r == 1 and self.first_round_from is not None:
+            return
+        chunk, n_val = self.chunks[r - 1], self.train.val_examples
+        seq_len = self.task.prefix_length((r - 1) % self.task.n_agents, r - 1, self.codec.width)
+        labelled = self.labelled_rows(r)
+        rows = [n_val, len(self.task.test), labelled.stop - labelled.start]
+        precompile(self.model_cfg, self.train, chunk.stop - chunk.start - n_val, seq_len,
+                   [n for n in rows if n > 0], seeds, self.task.class_tokens)
 
     def labelled_rows(self, r: int) -> slice:
         """Training rows round r labels with its messages: the later rounds' chunks
@@ -464,7 +486,7 @@ class SeedTrainers:
         if r != len(lead.outputs) + 1 or r > lead.n_rounds:
             raise ValueError(f"round {r} is not the next round ({len(lead.outputs) + 1} of "
                              f"{lead.n_rounds})")
-        if all((t.round_dir(r) / "round.npz").exists() for t in self.trainers):
+        if all(t.done(r) for t in self.trainers):
             played = [_load_round(t.round_dir(r)) for t in self.trainers]
         else:
             results = (
@@ -477,6 +499,12 @@ class SeedTrainers:
         for t, p in zip(self.trainers, played, strict=True):
             t.outputs.append(p)
         return [p.metrics for p in played]
+
+    def precompile(self, r: int) -> None:
+        """Compile round r's vmapped programs ahead (:meth:`RoundTrainer.precompile`) unless
+        every seed finished it."""
+        if not all(t.done(r) for t in self.trainers):
+            self.trainers[0].compile_round(r, len(self.trainers))
 
     def run(self) -> list[list[dict]]:
         """Play every remaining round for every seed; returns each round's metrics per seed."""

@@ -7,7 +7,10 @@ second is charged to one phase; time no phase claims is ``other``. Compiles come
 compile-duration events (:mod:`jax.monitoring`: the lowering to MLIR and the XLA backend
 compile, which never nest; tracing stays in its phase, since nested ``jit`` traces would count
 twice): their wall time is charged to ``compile`` and taken out of the phase they happened in,
-whichever thread compiled. Mark phases from the driver's thread only.
+whichever thread compiled — except a thread inside :func:`ahead`, which compiles programs before
+they are needed while the driver works on: its compiles overlap the phases, so they are summed
+apart, as ``compile_ahead``, and taken out of no phase (waiting for such a compile is the
+driver's own ``compile`` phase). Mark phases from the driver's thread only.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ COMPILE_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration",
 OTHER = "other"
 
 _active: Phases | None = None
+#: ``ahead`` is set on a thread inside :func:`ahead`
+_thread = threading.local()
 
 
 def _cpu_seconds() -> float:
@@ -42,7 +47,9 @@ class Phases:
     threads) of the whole block; ``seconds``: phase → wall seconds, ``compile`` and ``other``
     included (they sum to ``wall_seconds``, but for a compile that straddles a phase switch);
     ``cpu``: phase → CPU seconds while it was current, its compiles included (a compile's CPU
-    cannot be told apart; on a loaded machine these are the figures to compare).
+    cannot be told apart, nor that of a compile ahead, charged to the phase it overlapped; on a
+    loaded machine these are the figures to compare); ``ahead_seconds``: wall seconds of the
+    compiles made inside :func:`ahead` (overlapping the phases, in none of them).
 
     Raises:
         RuntimeError: entered while another :class:`Phases` is open.
@@ -51,15 +58,18 @@ class Phases:
     def __init__(self):
         self.seconds: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
-        self.wall_seconds = self.cpu_seconds = 0.0
-        self._compiled = 0.0  # compile seconds so far, from any thread
+        self.wall_seconds = self.cpu_seconds = self.ahead_seconds = 0.0
+        self._compiled = 0.0  # compile seconds so far, from any thread but those ahead
         self._lock = threading.Lock()
         self._stack: list[str] = []
 
     def _on_event(self, event: str, duration: float, **_) -> None:
         if event in COMPILE_EVENTS:
             with self._lock:
-                self._compiled += duration
+                if getattr(_thread, "ahead", False):
+                    self.ahead_seconds += duration
+                else:
+                    self._compiled += duration
 
     def _charge(self) -> None:
         """Charge the time since the last switch to the current phase, its compiles to
@@ -101,18 +111,23 @@ class Phases:
         self.cpu_seconds = self._at[2] - self._start[2]
 
     def summary(self) -> dict:
-        """Seconds: ``{"wall", "cpu", "phases": {name: wall}, "phases_cpu": {name: cpu}}``,
-        the phases largest first."""
+        """Seconds: ``{"wall", "cpu", "phases": {name: wall}, "phases_cpu": {name: cpu},
+        "compile_ahead"}``, the phases largest first (``compile_ahead``: :attr:`ahead_seconds`)."""
         def ordered(d: dict) -> dict:
             return dict(sorted(d.items(), key=lambda kv: -kv[1]))
 
         return {"wall": self.wall_seconds, "cpu": self.cpu_seconds,
-                "phases": ordered(self.seconds), "phases_cpu": ordered(self.cpu)}
+                "phases": ordered(self.seconds), "phases_cpu": ordered(self.cpu),
+                "compile_ahead": self.ahead_seconds}
 
     def line(self) -> str:
-        """One line for the console: the wall and CPU time, then each phase's wall time."""
+        """One line for the console: the wall and CPU time, each phase's wall time, and the
+        compiles made ahead (if any)."""
         parts = ", ".join(f"{k} {v:.1f}" for k, v in self.summary()["phases"].items())
-        return f"time: {self.wall_seconds:.1f} s wall, {self.cpu_seconds:.1f} s CPU; {parts} s"
+        line = f"time: {self.wall_seconds:.1f} s wall, {self.cpu_seconds:.1f} s CPU; {parts} s"
+        if self.ahead_seconds:
+            line += f" (and {self.ahead_seconds:.1f} s of compiles ahead, overlapping them)"
+        return line
 
 
 @contextlib.contextmanager
@@ -124,3 +139,15 @@ def phase(name: str) -> Iterator[None]:
         return
     with _active.phase(name):
         yield
+
+
+@contextlib.contextmanager
+def ahead() -> Iterator[None]:
+    """Within the block, this thread's compiles are compiles ahead (module docstring): summed
+    in :attr:`Phases.ahead_seconds`, taken out of no phase. For a worker thread that compiles
+    while the driver's thread works on."""
+    _thread.ahead = True
+    try:
+        yield
+    finally:
+        _thread.ahead = False

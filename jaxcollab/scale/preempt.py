@@ -133,6 +133,13 @@ def _exit_if_running(worker: threading.Thread, code: int) -> None:
     os._exit(code)
 
 
+def exit_past(worker: threading.Thread, code: int) -> None:
+    """Let the process exit with status ``code`` without waiting for daemon thread ``worker``
+    should it still run an XLA compile or program at exit (:func:`_exit_if_running`, registered
+    last, so it runs first)."""
+    atexit.register(_exit_if_running, worker, code)
+
+
 def interruptible(fn: Callable[..., Any], *args: Any, saved: str) -> Any:
     """``fn(*args)``, which a SIGTERM / SIGINT stops within :data:`POLL_S` seconds.
 
@@ -163,7 +170,7 @@ def interruptible(fn: Callable[..., Any], *args: Any, saved: str) -> Any:
         worker.join(POLL_S)
         if _received and worker.is_alive():
             _abandoned.append(True)
-            atexit.register(_exit_if_running, worker, 128 + _received[0])
+            exit_past(worker, 128 + _received[0])
             stop(_received[0], f"{saved} (the work in progress was dropped)")
     if "error" in box:
         raise box["error"]
