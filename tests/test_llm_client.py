@@ -5,10 +5,13 @@ a missing ``/v1`` and is skipped when the cache answers everything; torn files."
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import json
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 
@@ -17,7 +20,7 @@ import pytest
 from llm_server import CONTEXT_WORDS, LATE_S, SERIAL_S, LLMServer
 
 from jaxcollab.core.errors import ConfigValueError
-from jaxcollab.llm import jsonl, signals
+from jaxcollab.llm import jsonl, signals, wire
 from jaxcollab.llm.client import (
     EFFORT_LADDER,
     ChatClient,
@@ -290,10 +293,12 @@ def test_thinking_cap_is_kept_out_of_the_prompt_budget():
         LLMConfig(max_tokens=2048, thinking_budget=4096, context_tokens=6144)
 
 
-def test_a_thread_sends_all_its_requests_over_one_kept_connection():
-    """A thread's calls reuse one kept-alive connection (its event loop and HTTP client outlive
-    each call: no connect and no client built per request); another thread opens its own. The
-    start-up check's ``GET /models`` is the first connection."""
+def test_calls_send_their_requests_over_kept_connections_from_any_thread():
+    """Calls reuse kept-alive connections (an idle event loop and its HTTP client outlive each
+    call: no connect and no client built per request), whichever thread makes them: XLA runs
+    host callbacks on any thread of its pool. Another thread's batch of 3 takes the idle
+    connection and opens 2 more. The start-up check's ``GET /models`` is the first
+    connection."""
     with LLMServer() as server:
         client = ChatClient(cfg(server.url))
         for i in range(10):
@@ -303,4 +308,48 @@ def test_a_thread_sends_all_its_requests_over_one_kept_connection():
         other = threading.Thread(target=lambda: client.complete_many(reqs(3, extra="other")))
         other.start()
         other.join()
-        assert (len(server.requests), server.connections) == (13, 5)
+        assert (len(server.requests), server.connections) == (13, 4)
+
+
+def test_the_wire_client_reads_chunked_gzip_answers_and_reopens_a_closed_connection():
+    """:mod:`jaxcollab.llm.wire` against a raw server that answers a gzip body in two chunks
+    and then closes the kept connection (as a server ending an idle keep-alive does): both
+    posts get the JSON, the second over a reopened connection, with nothing counted as an
+    error."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen = []
+
+    def serve():
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, body = data.split(b"\r\n\r\n", 1)
+                length = int(next(h.split(b":")[1] for h in head.split(b"\r\n")
+                                  if h.lower().startswith(b"content-length")))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                seen.append(json.loads(body))
+                packed = gzip.compress(json.dumps({"n": len(seen)}).encode())
+                chunks = [packed[:5], packed[5:]]
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                             b"Content-Encoding: gzip\r\n\r\n" + b"".join(
+                                 b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n")
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    http = wire.Connections(url, {"Authorization": "Bearer k"})
+
+    async def two():
+        first = await http.post(f"{url}/chat/completions", json={"q": 1})
+        await asyncio.sleep(0.1)  # the server has closed the kept connection by now
+        return first, await http.post(f"{url}/chat/completions", json={"q": 2})
+
+    first, second = asyncio.run(two())
+    server.join(5)
+    listener.close()
+    assert [r.status_code for r in (first, second)] == [200, 200]
+    assert (first.json(), second.json(), seen) == ({"n": 1}, {"n": 2}, [{"q": 1}, {"q": 2}])

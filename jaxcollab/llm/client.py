@@ -54,7 +54,7 @@ import httpx
 
 from jaxcollab.core.config import bounded, check_fields, count
 from jaxcollab.core.errors import ConfigValueError, EndpointError
-from jaxcollab.llm import jsonl, signals
+from jaxcollab.llm import jsonl, signals, wire
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +271,9 @@ class Reply:
     timed_by: str = "client"
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self) | {"tool_calls": list(self.tool_calls)}
+        """The reply as a cache row (a shallow copy: its values are JSON's own types)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} | {
+            "tool_calls": list(self.tool_calls)}
 
     @staticmethod
     def from_json(d: dict) -> Reply:
@@ -329,9 +331,9 @@ class ReplyCache:
         return None if row is None else Reply.from_json(row)
 
     def put(self, key: str, reply: Reply) -> None:
-        self.entries[key] = reply.to_json()
+        row = self.entries[key] = reply.to_json()
         if self.path is not None:
-            jsonl.append(self.path, [{"key": key, "reply": reply.to_json()}])
+            jsonl.append(self.path, [{"key": key, "reply": row}])
 
 
 class ChatClient:
@@ -368,7 +370,9 @@ class ChatClient:
         self.progress = 0.0
         self._check_lock = threading.Lock()  # pool workers share the client: one check
         self._usage_lock = threading.Lock()  # ... and its usage counters
-        self._local = threading.local()  # per thread: event loop and HTTP client
+        #: event loops with their HTTP clients not in use (:meth:`_lease`)
+        self._idle: list[tuple[asyncio.AbstractEventLoop, Any]] = []
+        self._idle_lock = threading.Lock()
         self._url = cfg.base_url.rstrip("/")
         self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
 
@@ -494,22 +498,32 @@ class ChatClient:
         key = os.environ.get(self.cfg.api_key_env, "") if self.cfg.api_key_env else ""
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def _client(self) -> httpx.AsyncClient:
-        # no read timeout here: :meth:`_post` times requests by the server's progress; a busy
-        # server still accepts connections at once (an unreachable one refuses them at once)
-        timeout = httpx.Timeout(None, connect=30.0)
-        return httpx.AsyncClient(timeout=timeout, headers=self._headers(),
-                                 verify=self._ssl)
+    def _client(self) -> wire.Connections | httpx.AsyncClient:
+        """A new HTTP client for one thread's event loop: :class:`~jaxcollab.llm.wire.
+        Connections` (~0.6 ms of CPU a request where httpx took ~7: :mod:`~jaxcollab.llm.
+        wire`), or an ``httpx.AsyncClient`` where a proxy setting applies to the URL (httpx
+        honours it). Neither has a read timeout: :meth:`_post` times requests by the server's
+        progress; a busy server still accepts connections at once (an unreachable one refuses
+        them at once)."""
+        if wire.proxied(self._url):
+            return httpx.AsyncClient(timeout=httpx.Timeout(None, connect=wire.CONNECT_S),
+                                     headers=self._headers(), verify=self._ssl)
+        return wire.Connections(self._url, self._headers(), self._ssl)
 
-    def _thread_http(self) -> tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]:
-        """The calling thread's event loop and HTTP client, kept for its later calls: its
-        connections stay open (keep-alive), so a request builds no client and opens no
-        connection (with both per call, ~6 ms of CPU a request capped a 2-core machine at
-        ~60 requests/s, below a server answering 256 at once each second)."""
-        here = self._local
-        if getattr(here, "loop", None) is None:
-            here.loop, here.http = asyncio.new_event_loop(), self._client()
-        return here.loop, here.http
+    def _lease(self) -> tuple[asyncio.AbstractEventLoop, wire.Connections | httpx.AsyncClient]:
+        """An event loop and its HTTP client (:meth:`_client`) that no other call is using: an
+        idle one, its connections still open (keep-alive), else a new one; :meth:`_release`
+        gives it back. Not one per thread: XLA runs each host callback on whichever thread of
+        its pool, and kept per thread they were reused so rarely that 384 requests of a
+        64-episode pool built 375 clients, each opening a connection."""
+        with self._idle_lock:
+            if self._idle:
+                return self._idle.pop()
+        return asyncio.new_event_loop(), self._client()
+
+    def _release(self, leased: tuple[asyncio.AbstractEventLoop, Any]) -> None:
+        with self._idle_lock:
+            self._idle.append(leased)
 
     # --- preflight -------------------------------------------------------------------------
 
@@ -628,15 +642,16 @@ class ChatClient:
         todo = [i for i, r in enumerate(replies) if r is None]
         if todo:
             self.check_once()
+            loop, http = leased = self._lease()
             try:
-                loop, http = self._thread_http()
                 fresh = loop.run_until_complete(self._send_all(
                     http, [reqs[i] for i in todo], [keys[i] for i in todo]))
-            except _Interrupted:
+            except _Interrupted:  # every request of the batch ended: the loop is clean
+                self._release(leased)
                 raise KeyboardInterrupt("stopped by a signal") from None
-            except BaseException:  # e.g. a KeyboardInterrupt between two steps of the loop:
-                self._local.loop = None  # requests it left pending never resume on a later call
-                raise
+            # any other error (e.g. a KeyboardInterrupt between two steps of the loop) drops
+            # the loop: requests it left pending never resume on a later call
+            self._release(leased)
             for i, reply in zip(todo, fresh):
                 replies[i] = reply
         fresh_set = set(todo)
@@ -652,8 +667,8 @@ class ChatClient:
                 u.refusals += reply.refused
         return replies  # type: ignore[return-value]
 
-    async def _send_all(self, http: httpx.AsyncClient, reqs: list[Request], keys: list[str]
-                        ) -> list[Reply]:
+    async def _send_all(self, http: wire.Connections | httpx.AsyncClient, reqs: list[Request],
+                        keys: list[str]) -> list[Reply]:
         flight = _Flight(self)
         sends = asyncio.gather(*(self._send(http, flight, r, k)
                                  for r, k in zip(reqs, keys)), return_exceptions=True)
@@ -671,8 +686,8 @@ class ChatClient:
                 raise o
         return out
 
-    async def _post(self, http: httpx.AsyncClient, flight: _Flight, body: dict
-                    ) -> tuple[httpx.Response | None, str]:
+    async def _post(self, http: wire.Connections | httpx.AsyncClient, flight: _Flight,
+                    body: dict) -> tuple[wire.Response | httpx.Response | None, str]:
         """One attempt: ``(response, "")`` or ``(None, error class)``. It times out only once
         ``timeout_s`` has passed since it was sent *and* since the server last answered any
         request of this client (:attr:`progress`: any episode's, from any thread): a request
@@ -697,8 +712,8 @@ class ChatClient:
         finally:
             post.cancel()
 
-    async def _send(self, http: httpx.AsyncClient, flight: _Flight, req: Request, key: str
-                    ) -> Reply:
+    async def _send(self, http: wire.Connections | httpx.AsyncClient, flight: _Flight,
+                    req: Request, key: str) -> Reply:
         body, created = self.body(req), time.perf_counter()
         url = f"{self._url}/chat/completions"
         for attempt in range(int(self.cfg.max_retries) + 1):
