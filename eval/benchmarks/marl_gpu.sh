@@ -66,7 +66,7 @@ import json, sys
 from pathlib import Path
 out = Path(sys.argv[1])
 if (out / "bench.json").is_file():
-    for row in json.loads((out / "bench.json").read_text())["rows"]:
+    for row in json.loads((out / "bench.json").read_text()).get("rows", []):
         print(f"{row['name']}: {row['value']:,.4g} {row['unit']}  {row.get('notes', '')}")
 for shard in sorted(out.glob("sweep-*/")):
     if (shard / "learned.md").is_file():   # a finished shard: the table with the bank column
