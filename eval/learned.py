@@ -237,8 +237,8 @@ def markdown(envs: dict[str, dict]) -> str:
     for name, e in envs.items():
         bank, others = "bank_success_rate" in e["learned"], {**e["teams"], **e["runs"]}
         rows.append(f"| {name} | {cell(e['learned'], bank)} | "
-                    f"{seeds(e['learned'].get('over_seeds'))} | {e['learned']['env_steps']:,} | "
-                    + " | ".join(cell(others.get(t), bank) for t in columns) + " |")
+                    f"{seeds(e['learned'].get('over_seeds'))} | {e['learned']['env_steps']:,} |"
+                    + "".join(f" {cell(others.get(t), bank)} |" for t in columns))
     return "\n".join(["Success rate on the held-out episodes / on the bank protocol (where the "
                       "family has one); learned: seed 0's team; learned, seeds: every seed's "
                       "held-out success, mean [90 % t interval] (seeds).", "",
@@ -255,7 +255,7 @@ def run(cfg: DictConfig) -> dict:
     envs = {}
     for i, name in enumerate(names):
         row, teams = kept.get(name, {}), scripted_teams(cfg, jaxcollab.family(name))
-        if set(teams) <= set(row.get("teams", ())):
+        if "learned" in row and set(teams) <= set(row.get("teams", ())):  # teams=[] too
             print(f"[{i + 1}/{len(names)}] {name}: done (kept in {job.results.path})")
             envs[name] = {**row, "teams": {t: row["teams"][t] for t in teams}}
             continue

@@ -226,6 +226,12 @@ ROWS = [
     ("eval/rollout.py", ["solo=solo"], r"solo='solo' is invalid; expected null without "
      r"bank=true"),
     ("eval/rollout.py", ["repeats=5"], r"repeats=5 is invalid; expected 3 without bank=true"),
+    # the learned team's key is read by every family with an RL view, and by no other
+    ("eval/rollout.py", ["env=ktane/wires", "agent=learned", "checkpoint={file}"],
+     r"^checkpoint='.*file' is invalid; expected the out_dir \(or its team/\) of a "
+     r"train/marl\.py run"),
+    ("eval/rollout.py", ["env=maze/split-6x6", "checkpoint={dir}"], r"^checkpoint='.*dir' is "
+     r"invalid; expected None: maze/split-6x6 does not read 'checkpoint'"),
     ("eval/export.py", ["seed=4294967296"], r"seed=4294967296 is invalid; expected an integer "
      r">= 0 and < 4294967296"),
     ("eval/theory.py", ["task.alphas=[0.3,0.25]"], r"task\.alphas=\[0\.3, 0\.25\] is invalid; "

@@ -5,7 +5,6 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.marl.crossplay import assignments, mixed_params
 from jaxcollab.marl.ppo import PPOConfig, Trainer, _stack
 
@@ -71,6 +70,33 @@ def test_other_play_relabels_the_expert_and_its_inverse_reaches_it():
                                   np.tile(np.arange(8), (2, 1)))
 
 
-def test_other_play_needs_one_recipient_per_message():
-    with pytest.raises(ConfigValueError, match="ppo.other_play"):
-        Trainer(PPOConfig(env="bomb/base-1", other_play=True))
+@pytest.mark.full
+def test_other_play_on_a_broadcast_channel_relabels_each_sender_for_every_receiver():
+    trainer = Trainer(PPOConfig(env="bomb/base-1", other_play=True, symbols=2, alphabet=5,
+                                episodes=4, minibatches=2, hidden=8))
+    relabel = np.asarray(trainer.new_relabel(jax.random.PRNGKey(2), 6))
+    assert relabel.shape == (6, 3, 2, 5)                              # sender x channel
+    assert (np.sort(relabel, -1) == np.arange(5)).all()              # permutations
+    assert len({tuple(r) for r in relabel.reshape(-1, 5)}) > 1       # drawn independently
+    sigma = jax.numpy.asarray(relabel[0])
+    action = jax.numpy.asarray([0, 3, 4, 1, 2, 4, 0, 3])            # act, target, 2 x (to, w, w)
+    for sender in range(3):
+        got = np.asarray(trainer.relabeled(action, sender, sigma))
+        np.testing.assert_array_equal(got[[0, 1, 2, 5]], [0, 3, 4, 4])   # not symbols
+        np.testing.assert_array_equal(got[[3, 4]], relabel[0, sender, 0][[1, 2]])
+        np.testing.assert_array_equal(got[[6, 7]], relabel[0, sender, 1][[0, 3]])
+
+
+@pytest.mark.full
+def test_a_relabeled_sender_reads_its_own_message_as_it_chose_it():
+    trainer = Trainer(PPOConfig(env="bomb/base-1", other_play=True, symbols=2, alphabet=5,
+                                episodes=4, minibatches=2, hidden=8))
+    slots, tokens = trainer.view.inbox                               # [2, 3, 2], [2, 5]
+    relabel = np.asarray(trainer.new_relabel(jax.random.PRNGKey(3), 1))
+    enc = np.zeros((1, 3, trainer.view.obs_size), np.int32)
+    for row in range(3):                   # every row holds Deaf's speech as sent: relabeled
+        enc[0, row, slots[0, 0]] = tokens[0, relabel[0, 0, 0, [1, 4]]]
+    enc[0, 1, slots[1, 2]] = [7, 0]        # not an alphabet token: left as it is
+    got = np.asarray(trainer._own_as_sent(jax.numpy.asarray(enc), jax.numpy.asarray(relabel)))
+    np.testing.assert_array_equal(got[0, 0, slots[0, 0]], tokens[0, [1, 4]])   # Deaf: as chosen
+    np.testing.assert_array_equal(got[0, 1:], enc[0, 1:])            # the receivers: relabeled

@@ -62,12 +62,13 @@ def test_episodes_play_every_turn_order(trained):
 def test_only_dial_passes_listener_gradients_to_speakers():
     """The auxiliary loss reads the GRU state, never the message logits: without dial its
     gradient on the policy head is exactly zero; with dial it reaches speakers through what
-    their listeners heard: only roles that sent a message some teammate gets in full."""
+    their listeners heard: only roles that sent a message some teammate gets in full; also
+    under other-play, where the listeners hear each sender's relabeled symbols."""
     from jaxcollab.envs.bomb.rules import delivery
 
-    for dial in (False, True):
+    for dial, other_play in ((False, False), (True, False), (True, True)):
         t = Trainer(dataclasses.replace(TINY, dial=dial, shared=False, seeds=1,
-                                        turn_order="deaf,mute,blind"))
+                                        turn_order="deaf,mute,blind", other_play=other_play))
         state = jax.tree.map(lambda x: x[0], t.init(3))
         _, traj = jax.jit(t.rollout)(state)
         aux = lambda p, t=t, traj=traj, h=state.hidden: t._replay(p, traj, h)[3].mean()  # noqa: E731

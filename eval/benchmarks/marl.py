@@ -46,7 +46,7 @@ def _timed(fn, repeats: int) -> tuple[float, float]:
 def _env_only(trainer: Trainer, ts):
     """``steps`` auto-reset turns of every episode with everyone waiting (no policy)."""
     env = trainer.env
-    noop = env.noop()
+    noop = jax.tree.map(jax.numpy.asarray, env.noop())  # host arrays: index them traced
 
     def step(carry, key):
         state, params = carry
@@ -98,7 +98,8 @@ def run(quick: bool) -> list[dict]:
     main = PPOConfig(episodes=n, steps=32, epochs=1, minibatches=1, hidden=32)
     rows = _rows(main, 1 if quick else 2, 2, f"marl ippo base-1 training env steps/s, {n} "
                  "episodes", parts=True)
-    preset = PPOConfig(**OmegaConf.to_container(OmegaConf.load(CPU_PRESET).ppo))
+    preset = OmegaConf.to_container(OmegaConf.load(CPU_PRESET).ppo)
+    preset = PPOConfig(**{**preset, "anneal_updates": 0})  # ${updates} of a run; no run here
     rows += _rows(preset, 1 if quick else 2, 2, "marl ippo base-1 training env steps/s, "
                   "preset=cpu (dial, auxiliary loss)", parts=False)
     sizes = os.environ.get("MARL_BENCH_EPISODES")

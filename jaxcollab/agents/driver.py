@@ -62,6 +62,9 @@ from jaxcollab.scale import preempt
 
 #: Keys every family reads; the rest belong to one family's config block.
 COMMON = ("env", "agent", "episodes", "seed", "chunk", "out_dir", "llm")
+#: Keys a team reads, beside the common ones: read by every family that offers the team
+#: (:func:`teams`; ``learned`` is offered by every family with an RL view).
+TEAM_KEYS = {"learned": ("checkpoint",)}
 #: ``llm`` keys that pace a run without changing it: a rerun may change them and resume.
 PACING = ("llm.concurrency", "llm.timeout_s", "llm.max_retries", "llm.backoff_s",
           "llm.stall_s")
@@ -93,6 +96,13 @@ def teams(family: Family) -> list[str]:
             + (["llm"] if family.llm is not None else []))
 
 
+def family_keys(family: Family) -> list[str]:
+    """The run-config keys ``family`` reads beside :data:`COMMON`: its config's
+    (:meth:`~jaxcollab.core.family.Family.keys`) and those of the teams it offers
+    (:data:`TEAM_KEYS`)."""
+    return family.keys() + [key for team in teams(family) for key in TEAM_KEYS.get(team, ())]
+
+
 def check_config(cfg: DictConfig) -> None:
     """Cross-key checks beyond the schema (:class:`jaxcollab.io.schema.Rollout`).
 
@@ -105,11 +115,12 @@ def check_config(cfg: DictConfig) -> None:
     if cfg.agent not in teams(family):
         raise ConfigValueError("agent", cfg.agent, f"a team of {cfg.env}: {teams(family)}")
     defaults = OmegaConf.to_container(OmegaConf.structured(Rollout))
-    for key in sorted(set(cfg) - set(COMMON) - set(family.keys())):
+    keys = family_keys(family)
+    for key in sorted(set(cfg) - set(COMMON) - set(keys)):
         value = OmegaConf.to_container(cfg[key]) if OmegaConf.is_config(cfg[key]) else cfg[key]
         if value != defaults[key]:
             raise ConfigValueError(key, value, f"{defaults[key]!r}: {cfg.env} does not read "
-                                   f"{key!r} (its family's keys: {sorted(family.keys())})")
+                                   f"{key!r} (its family's keys: {sorted(keys)})")
     if cfg.agent == "learned":
         from jaxcollab.marl.team import check_learned
 

@@ -250,7 +250,8 @@ class PPOConfig:
             permutation of the words, and the Expert plays as its relabeled self (its words
             arrive permuted, the Defuser's inversely; :meth:`~jaxcollab.marl.ppo.Trainer.
             relabeled`), so only conventions every relabeling keeps are learned; evaluation
-            plays the plain channel. Two-role views with one recipient (Keep Talking).
+            plays the plain channel. On a broadcast view (the bomb) each sender's symbols on
+            each channel get their own permutation, heard alike by every receiver.
         anneal_updates: 0 for a constant ``lr``; else ``lr`` decays linearly to 0 over this
             many updates (as PPO's Atari runs anneal the step size, Schulman et al. 2017,
             App. A), so the last updates settle the policy instead of moving it.

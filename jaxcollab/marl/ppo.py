@@ -47,7 +47,7 @@ class TrainState:
     enc: jax.Array        # int32 [B, n_agents, D] observation vectors (view.encode)
     turn: jax.Array       # int32 [B]: turns played in each episode
     hidden: jax.Array     # float32 [B, 3, H]
-    relabel: jax.Array    # int32 [B, alphabet]: each episode's symbol relabeling (other-play)
+    relabel: jax.Array    # int32 [B, *Trainer.relabel_shape]: each episode's symbol relabeling
     key: jax.Array
     update: jax.Array     # int32: updates done
 
@@ -93,10 +93,10 @@ class Trainer:
         if cfg.dial and self.view.inbox is None:
             raise ConfigValueError("ppo.dial", cfg.dial, f"false on {cfg.env}: dial needs a "
                                    "view with a symbol inbox (the bomb families)")
-        if cfg.other_play and (self.view.inbox is not None or self.n != 2):
+        if cfg.other_play and self.view.inbox is None and self.n != 2:
             raise ConfigValueError("ppo.other_play", cfg.other_play, f"false on {cfg.env}: "
-                                   "other-play relabels the words of a two-role view with one "
-                                   "recipient per message (the Keep-Talking modules)")
+                                   "other-play relabels the words of a two-role view or the "
+                                   "symbols of a broadcast view's inbox (Keep Talking, bomb)")
 
     def episode_params(self, key, n: int):
         """Params of ``n`` new episodes: the variant under turn orders drawn uniformly from
@@ -154,24 +154,75 @@ class Trainer:
         rows = jnp.where(jnp.arange(self.n)[:, None] == actor, action, 0)
         return self.view.to_env(rows)
 
+    @property
+    def relabel_shape(self) -> tuple[int, ...]:
+        """One episode's relabeling (:meth:`new_relabel`): ``(alphabet,)``, the Expert's
+        permutation of the words, on a two-role view; ``(n_agents, 2, alphabet)``, one
+        permutation per sender and channel, on a broadcast view (one with a symbol inbox)."""
+        a = self.view.alphabet
+        return (a,) if self.view.inbox is None else (self.n, 2, a)
+
     def new_relabel(self, key, b: int) -> jax.Array:
-        """int32 ``[b, alphabet]``: each new episode's symbol relabeling: a uniform random
-        permutation under ``ppo.other_play``, else the identity."""
+        """int32 ``[b, *relabel_shape]``: each new episode's symbol relabeling: uniform random
+        permutations (each row of the last axis its own) under ``ppo.other_play``, else the
+        identity."""
         ident = jnp.broadcast_to(jnp.arange(self.view.alphabet, dtype=jnp.int32),
-                                 (b, self.view.alphabet))
+                                 (b,) + self.relabel_shape)
         if not self.cfg.other_play:
             return ident
-        return jax.vmap(jax.random.permutation)(jax.random.split(key, b), ident)
+        return jax.random.permutation(key, ident, axis=-1, independent=True)
 
     def relabeled(self, action, actor, relabel):
         """Other-play's channel (Hu et al. 2020, "Other-Play for Zero-Shot Coordination",
-        §4): the Expert plays as its relabeled self ``phi(pi)``, so the words it sends arrive
-        as ``relabel[w]`` and the Defuser's words arrive as ``argsort(relabel)[w]`` (what the
-        relabeled Expert reads as ``w``). A convention survives only if it survives every
-        relabeling, so no arbitrary word-to-meaning code is learned. ``action`` ``[n_heads]``
-        of one episode (its word heads after the view's first two); the rest unchanged."""
-        table = jnp.where(actor == 1, relabel, jnp.argsort(relabel))
-        return action.at[2:].set(table[action[2:]])
+        §4): a convention survives only if it survives every relabeling of the symbols, so no
+        arbitrary symbol-to-meaning code is learned. ``action`` ``[n_heads]`` of one episode,
+        ``relabel`` its ``relabel_shape`` permutations; heads other than the symbols unchanged.
+
+        Two roles (Keep Talking; the words are the heads after the view's first two): the
+        Expert plays as its relabeled self ``phi(pi)``, so the words it sends arrive as
+        ``relabel[w]`` and the Defuser's words arrive as ``argsort(relabel)[w]`` (what the
+        relabeled Expert reads as ``w``).
+
+        A broadcast channel (the bomb: a message to ``everyone`` reaches each teammate as the
+        channel allows, so no receiver can be given its own relabeling of it): the symbols
+        carry no meaning of their own (speech bytes and gesture ids the environment only
+        delivers), so renaming the symbols of one sender on one channel, in its action and in
+        every observation that shows them, maps the game onto itself: it is a symmetry in Hu
+        et al.'s sense. Playing sender ``s`` as its relabeled self ``phi_s(pi_s)`` renames
+        what it sends, so symbol ``w`` arrives as ``relabel[s, ch][w]`` at every receiver alike,
+        while the receivers play their own policies, and it reads its own message in its inbox
+        back through the inverse, as it chose it (:meth:`_own_as_sent`). One independent
+        permutation per sender and channel (the symmetry group is their product) relabels
+        every speaker against its listeners at once."""
+        if self.view.inbox is None:
+            table = jnp.where(actor == 1, relabel, jnp.argsort(relabel))
+            return action.at[2:].set(table[action[2:]])
+        for ch in range(2):
+            at = self._symbol_heads(ch)
+            action = action.at[at].set(relabel[actor, ch][action[at]])
+        return action
+
+    def _own_as_sent(self, enc, relabel):
+        """Observation vectors int32 ``[b, n_agents, obs_size]`` of a broadcast view with each
+        sender's own latest message (its inbox shows what it sent) read through the inverse of
+        its relabeling ``relabel`` ``[b, n_agents, 2, alphabet]``, as the relabeled sender
+        ``phi_s(pi_s)`` of :meth:`relabeled` reads it: as it chose it. Receivers' slots are
+        unchanged."""
+        slots, tokens = self.view.inbox  # [2, n, symbols] positions, [2, alphabet] tokens
+        own = np.arange(self.n)[:, None]
+        for ch in range(2):
+            shown = enc[:, own, slots[ch]]                                 # [b, n, symbols]
+            hit = shown[..., None] == jnp.asarray(tokens[ch])              # [b, n, symbols, A]
+            inverse = jnp.argsort(relabel[:, :, ch], -1)                   # [b, n, A]
+            chosen = jnp.take_along_axis(inverse, hit.argmax(-1), -1)
+            enc = enc.at[:, own, slots[ch]].set(
+                jnp.where(hit.any(-1), jnp.asarray(tokens[ch])[chosen], shown))
+        return enc
+
+    def _symbol_heads(self, ch: int) -> slice:
+        """The action heads of channel ``ch``'s message symbols (a broadcast view)."""
+        h = self.view.recipient_head(ch)
+        return slice(h + 1, h + 1 + self.cfg.symbols)
 
     def _factors(self, action):
         """bool ``[..., n_heads]``: the heads of PPO's ratio: the view's relevant heads, less
@@ -183,8 +234,7 @@ class Trainer:
             return rel
         symbol = np.zeros(len(self.view.head_sizes), bool)
         for ch in range(2):
-            h = self.view.recipient_head(ch)
-            symbol[h + 1:h + 1 + self.cfg.symbols] = True
+            symbol[self._symbol_heads(ch)] = True
         return rel & ~symbol
 
     # ---- differentiable channel (dial) -----------------------------------------------------
@@ -268,16 +318,20 @@ class Trainer:
             done.reshape((b,) + (1,) * (old.ndim - 1)), new, old)
         env_state = jax.tree.map(pick, fresh, state)
         env_params = jax.tree.map(pick, fresh_params, env_params)
-        relabel = pick(self.new_relabel(jax.random.fold_in(k_order, 1), b), relabel)
+        next_relabel = pick(self.new_relabel(jax.random.fold_in(k_order, 1), b), relabel)
         enc2 = self.view.encode(jax.vmap(self.env.observe)(env_state, env_params))
+        if self.cfg.other_play and self.view.inbox is not None:
+            enc2 = self._own_as_sent(enc2, next_relabel)
         team = reward[:, 0]
         team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
                       answer=answer, reward=team, done=done,
                       defused=done & self.view.success(state))
+        if self.cfg.other_play and self.cfg.dial:  # the replay's channel hears the relabeling
+            record["relabel"] = relabel
         turn = jnp.where(done, 0, turn + 1)
-        return (env_state, env_params, enc2, turn, new_hidden, relabel), record
+        return (env_state, env_params, enc2, turn, new_hidden, next_relabel), record
 
     def _gae(self, traj, last_value):
         c = self.cfg
@@ -311,6 +365,8 @@ class Trainer:
         if self.cfg.dial:
             xs.update(enc=traj["enc"], action=traj["action"], live=pre > 0,
                       symbol_mask=mask[..., self._symbol_columns()])
+            if self.cfg.other_play:
+                xs.update(relabel=traj["relabel"])
             slots, tokens = self.view.inbox
             ids = np.broadcast_to(tokens[:, None, None, :], slots.shape + tokens.shape[-1:])
             table = nn.heard_table(p, slots.reshape(-1), ids.reshape(-1, tokens.shape[-1]))
@@ -359,7 +415,12 @@ class Trainer:
         mask = t["symbol_mask"]  # [b, 2, symbols, A]: the symbol heads' view.action_mask
         logits = nn.role_dense(pi, h, role).reshape(mask.shape)
         probs = jnp.exp(jax.nn.log_softmax(jnp.where(mask, logits, nn.NEG), -1))
-        sent = jax.vmap(self._sent)(sent, probs, t["action"], t["actor"])
+        action = t["action"]
+        if self.cfg.other_play:  # the listeners hear symbol relabel[w] with the speaker's p(w)
+            action = jax.vmap(self.relabeled)(action, t["actor"], t["relabel"])
+            table = t["relabel"][jnp.arange(probs.shape[0]), t["actor"]]  # [b, 2, A]
+            probs = jnp.take_along_axis(probs, jnp.argsort(table, -1)[:, :, None, :], -1)
+        sent = jax.vmap(self._sent)(sent, probs, action, t["actor"])
         done = t["done"]
         reset = lambda x, v: jnp.where(  # noqa: E731
             done.reshape(done.shape + (1,) * (x.ndim - 1)), v, x)
