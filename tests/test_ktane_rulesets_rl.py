@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import jaxcollab
+from jaxcollab.agents.ktane.rl_protocol import word_bits
 from jaxcollab.agents.ktane.rl_view import KtaneView
 from jaxcollab.agents.ktane.rulesets import (
     HELDOUT_SEEDS,
@@ -19,6 +20,7 @@ from jaxcollab.agents.ktane.rulesets import (
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.envs.ktane import vocab as V
 from jaxcollab.envs.ktane.mission import DEFUSER, EXPERT
+from jaxcollab.envs.ktane.modules.base import MESSAGE, VERBS, WAIT
 from jaxcollab.envs.ktane.observe import OBS_LEN
 from jaxcollab.envs.ktane.ruleset import random_ruleset, vanilla_ruleset
 from jaxcollab.marl.information import entropy_bits, mutual_information_bits
@@ -86,3 +88,23 @@ def test_bits_of_a_message_table():
         entropy_bits(np.array([4, 4])) + entropy_bits(np.array([3, 5]))
         - entropy_bits(np.array([3, 1, 0, 4])))
     assert mutual_information_bits(np.zeros((2, 2))) == 0.0
+
+
+def test_bits_of_each_word():
+    """Word 0 names the action, word 1 is constant, nothing sent on the last turn."""
+    action = np.array([0, 1, 2, 3, 0, 1, 2, 3])
+    words = np.stack([action + 60, np.full(8, 65)], 1)   # word tokens, not ids
+    sent = np.array([True] * 7 + [False])
+    bits = word_bits(action, sent, words)
+    assert bits[0] == pytest.approx(entropy_bits(np.array([2, 2, 2, 2])))
+    assert bits[1] == pytest.approx(entropy_bits(np.array([2, 2, 2, 2]))
+                                    + entropy_bits(np.array([7, 1]))
+                                    - entropy_bits(np.array([2, 2, 2, 1, 1])))
+
+
+def test_the_expert_always_speaks_under_per_episode_rulesets():
+    env = jaxcollab.make("ktane/wires")
+    verbs = lambda view: np.flatnonzero(view.logit_mask[EXPERT, :len(VERBS)])  # noqa: E731
+    np.testing.assert_array_equal(verbs(KtaneView(env, rulesets="episode")), [MESSAGE])
+    np.testing.assert_array_equal(verbs(KtaneView(env)), sorted([WAIT, MESSAGE]))
+    assert KtaneView(env, rulesets="episode").logit_mask[DEFUSER].all()

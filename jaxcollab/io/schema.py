@@ -278,7 +278,7 @@ class PPOConfig:
     wrong_penalty: float = bounded(1.0, ge=0.0)
     hidden: int = count(64)
     embed: int = count(4)
-    symbols: int = bounded(1, ge=1, le=4)
+    symbols: int = bounded(1, ge=1, le=8)
     alphabet: int = bounded(8, ge=2, le=42)
     seeds: int = count(1)
     dial: bool = False

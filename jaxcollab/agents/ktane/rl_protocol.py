@@ -33,7 +33,7 @@ def message_information(policy: Policy, view, episodes: int = 256, seed: int = 0
     Returns (JSON-ready) ``{"expert": {"turns" (Expert turns of running bombs), "sent" (those
     with a message), "messages" (column labels: ``none``, then word tuples as ``"3-0"``),
     "actions" (row labels ``"verb:target"``), "table" (rows x columns counts),
-    "mutual_information_bits", "action_entropy_bits"}}``.
+    "mutual_information_bits", "word_bits" (:func:`word_bits`), "action_entropy_bits"}}``.
     """
     table = view.episode_table("cycle", heldout=True)
     pick = np.arange(episodes) % jax.tree.leaves(table)[0].shape[0]
@@ -52,8 +52,26 @@ def message_information(policy: Policy, view, episodes: int = 256, seed: int = 0
     action = [f"{v}:{t}" for v, t in zip(verb[turns], target[turns])]
     cols, rows = sorted(set(message)), sorted(set(action))
     counts = np.zeros((len(rows), len(cols)), np.int64)
-    np.add.at(counts, (np.searchsorted(rows, action), np.searchsorted(cols, message)), 1)
+    row = np.searchsorted(rows, action)
+    np.add.at(counts, (row, np.searchsorted(cols, message)), 1)
     return {"expert": {"turns": int(turns.sum()), "sent": int(sent[turns].sum()),
                        "messages": cols, "actions": rows, "table": counts.tolist(),
                        "mutual_information_bits": mutual_information_bits(counts),
+                       "word_bits": word_bits(row, sent[turns], words[turns]),
                        "action_entropy_bits": entropy_bits(counts.sum(1))}}
+
+
+def word_bits(action: np.ndarray, sent: np.ndarray, words: np.ndarray) -> list[float]:
+    """Bits each word position alone carries about the right action: per position ``j``,
+    the mutual information of ``action`` int ``[T]`` (row ids) against word ``j`` of
+    ``words`` int ``[T, symbols]`` (any word ids; *none* where not ``sent``, bool ``[T]``).
+    With many words a message is nearly unique per turn, and the whole-message plug-in
+    estimate then nears the action's entropy whatever the code is; a table of at most
+    ``alphabet + 1`` columns is far less biased by the finite sample."""
+    out = []
+    for w in np.where(sent[:, None], words, -1).T:
+        _, col = np.unique(w, return_inverse=True)
+        table = np.zeros((action.max(initial=0) + 1, col.max(initial=0) + 1), np.int64)
+        np.add.at(table, (action, col), 1)
+        out.append(mutual_information_bits(table))
+    return out
