@@ -34,6 +34,7 @@ def _fit(data, cfg=CFG):
     return result, losses
 
 
+@pytest.mark.full
 def test_chunked_fit_equals_the_step_by_step_loop(data):
     """Same key → the same batches and updates as one jitted step per host iteration (the
     trainer before chunking): steps 1..7 in chunks of 3, 3, 1, best-validation params kept."""

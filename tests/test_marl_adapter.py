@@ -38,6 +38,7 @@ def test_interface_is_jaxmarls():
     assert avail["mute"].sum() < avail["deaf"].sum()   # Mute cannot speak
 
 
+@pytest.mark.full
 def test_others_may_only_idle_on_a_turn_not_theirs():
     obs, state = ENV.reset(jax.random.PRNGKey(0))
     step, idle = jax.jit(ENV.step), np.isin(np.arange(ENV.view.n_logits),
@@ -63,6 +64,7 @@ def test_turn_orders_drawn_per_episode():
     assert orders == {tuple(o) for o in TURN_ORDERS.tolist()}
 
 
+@pytest.mark.full
 def test_flat_discrete_joint_mask():
     """Each distinct action of the acting Defuser is offered once: its verbs, times its
     targets for a targeted verb, times every word for a message."""

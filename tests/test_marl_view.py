@@ -166,6 +166,7 @@ def test_answer_names_the_wire_its_colour_and_the_deciding_manual_entry(name):
     assert view.answer_sizes == (T.MAX_WIRES, 10, T.MANUAL_ENTRIES)
 
 
+@pytest.mark.full
 def test_keep_talking_defuser_is_offered_what_its_view_allows():
     """Idle, the Defuser may look around and pick a module up; holding the Keypad, only its
     verb (press) on its four keys, or put it down; the Expert only waits or talks."""
