@@ -70,6 +70,10 @@ ROWS = [
     ("train/collab.py", ["protocols=[action,gesture]"],
      r"Invalid value 'gesture', expected one of \[action, probability\].*full_key: protocols"),
     ("train/collab.py", ["protocols=[]"], r"protocols=\[\] is invalid"),
+    ("train/collab.py", ["cpu_devices=many"], r"cpu_devices='many' is invalid; expected null, "
+     r"a count >= 1 or 'cores'$"),
+    ("train/collab.py", ["cpu_devices=3", "preset=cpu"], r"cpu_devices=3 is invalid; expected "
+     r"a count that divides the batch size 256 \(3 does not\), or 'cores'$"),
     ("train/collab.py", ["protocol=gesture"], r"Could not find 'protocol/gesture'"),
     ("train/collab.py", ["preset=gpu"], r"Could not find 'preset/gpu'"),
     ("train/collab.py", ["logger.mode=cloud"],

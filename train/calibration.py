@@ -5,10 +5,11 @@ driver (:mod:`jaxcollab.collab.run`), kept under this name for the documented co
 
 from pathlib import Path
 
-from jaxcollab.collab.run import run
+from jaxcollab.collab.run import run, run_process
 from jaxcollab.io.run import hydra_main
 
-main = hydra_main(run, str(Path(__file__).resolve().parents[1] / "configs"), "collab")
+main = hydra_main(run_process, str(Path(__file__).resolve().parents[1] / "configs"), "collab")
+__all__ = ["main", "run"]  # run: the same job as a library call (no process-wide settings)
 
 
 if __name__ == "__main__":

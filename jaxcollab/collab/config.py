@@ -26,6 +26,7 @@ from jaxcollab.collab.conversations import check_conditions
 from jaxcollab.collab.data import round_chunks, round_task
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.core.config import SEED_LIMIT, bounded, count, seed_field
+from jaxcollab.core.devices import cpu_device_count
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.registry import family, family_names
 from jaxcollab.io.schema import Bias, Calibration, Logger
@@ -170,6 +171,11 @@ class Collab:
     data: Data = field(default_factory=Data)
     train: Train = field(default_factory=Train)
     logger: Logger = field(default_factory=Logger)
+    #: XLA:CPU devices of a command line's process: null (JAX's setting, one by default), a
+    #: count, or "cores" (one per core, as many as divide train.batch_size); each batch is split
+    #: over them (:func:`jaxcollab.core.devices.use_cpu_devices`; a library call of run() leaves
+    #: the process's devices alone)
+    cpu_devices: Any = None
     out_dir: str = MISSING
 
     def protocol_names(self) -> list[str]:
@@ -184,6 +190,10 @@ class Collab:
             raise ConfigValueError("seeds", seeds, "null or a non-empty list of distinct "
                                    f"integers >= 0 and < {SEED_LIMIT}")
         self._check_task_keys()
+        try:
+            cpu_device_count(self.cpu_devices, self.train.batch_size)
+        except ValueError as e:
+            raise ConfigValueError("cpu_devices", self.cpu_devices, str(e)) from None
         if (self.calibration is None) != (self.bias is None or not self.bias.conditions):
             raise ConfigValueError("calibration", self.calibration, "a calibration block together"
                                    " with bias.conditions (experiment=parity_calibration or "

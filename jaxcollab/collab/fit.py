@@ -4,7 +4,8 @@ Optimisation follows the paper (issue 3): ``optax.chain(clip_by_global_norm(1.0)
 β = (0.9, 0.99), weight decay 0.1 on matrices and embeddings only (nanoGPT), a linear warmup from
 0 to ``lr`` over ``warmup_steps`` then cosine decay to ``min_lr`` at ``steps``. Batches are drawn
 with replacement on device inside the jitted step (nanoGPT ``get_batch``), sharded over a
-``data`` mesh axis; parameters are replicated. One compiled call runs the ``eval_every`` steps
+``data`` mesh axis, as are the validation and prediction batches; parameters are replicated.
+One compiled call runs the ``eval_every`` steps
 between validation passes (:func:`make_train_chunk`), so the host waits once per chunk. The
 loss is the cross-entropy of the label character at the answer position only (the last prefix
 position).
@@ -30,11 +31,20 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcollab.io.phases import phase
 from jaxcollab.models.gpt import GPT, GPTConfig
 from jaxcollab.scale import preempt
-from jaxcollab.scale.mesh import data_sharding, replicate, replicated
+from jaxcollab.scale.mesh import (
+    DATA,
+    data_mesh,
+    data_sharding,
+    data_size,
+    replicate,
+    replicated,
+    to_host,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,18 +177,33 @@ def _train_chunk(graphdef, tc: TrainConfig, dropout: bool, seeds: bool, sharding
     return make_train_chunk(graphdef, make_optimizer(tc), tc.batch_size, dropout, seeds)
 
 
+def eval_rows(batch: int, n: int) -> int:
+    """Rows per forward-pass batch over ``n`` rows: ``min(batch, n)``, rounded up to a multiple
+    of the data axis (:func:`~jaxcollab.scale.mesh.data_size`) so every device gets a share."""
+    d = data_size()
+    return -(-min(batch, n) // d) * d
+
+
+def rows_sharding(ndim: int) -> NamedSharding:
+    """The rows axis (−2) of a ``[..., rows, T]`` token batch split over the data axis."""
+    return NamedSharding(data_mesh(), PartitionSpec(*(None,) * (ndim - 2), DATA))
+
+
 def _batched(fn: Callable, tokens: np.ndarray, batch: int) -> np.ndarray:
-    """Apply jitted ``fn`` to row batches of ``min(batch, N)`` rows of ``tokens [..., N, T]``
-    (last one padded, so one compile per call site); the outputs' rows are axis −2 too."""
+    """Apply jitted ``fn`` to row batches of :func:`eval_rows` rows of ``tokens [..., N, T]``,
+    each split over the data axis (the last one padded, so one compile per call site); the
+    outputs' rows are axis −2 too."""
     n = tokens.shape[-2]
-    batch = min(batch, n)
+    batch = eval_rows(batch, n)
+    sharding = rows_sharding(tokens.ndim)
     out = []
     for start in range(0, n, batch):
         chunk = tokens[..., start : start + batch, :]
         pad = batch - chunk.shape[-2]
         if pad:
             chunk = np.concatenate([chunk, np.repeat(chunk[..., -1:, :], pad, axis=-2)], axis=-2)
-        out.append(np.asarray(fn(jnp.asarray(chunk)))[..., : batch - pad, :])
+        rows = jax.make_array_from_callback(chunk.shape, sharding, lambda i, c=chunk: c[i])
+        out.append(to_host(fn(rows))[..., : batch - pad, :])
     return np.concatenate(out, axis=-2)
 
 
@@ -291,7 +316,7 @@ def precompile(model_cfg: GPTConfig, tc: TrainConfig, n_fit: int, seq_len: int,
         n_fit: training rows (``tokens [n_fit, seq_len]`` of the fit; the validation rows are
             among ``predict_rows``). seq_len: prefix tokens per row.
         predict_rows: the row counts the forward pass will see (validation, prediction sets);
-            each gives a batch of ``min(eval_batch, rows)`` rows.
+            each gives a batch of :func:`eval_rows` rows.
         seeds: S > 0 for a fit with ``seeds=True`` over S seeds, else 0.
         class_tokens: as in :func:`fit`.
     """
@@ -313,9 +338,10 @@ def precompile(model_cfg: GPTConfig, tc: TrainConfig, n_fit: int, seq_len: int,
         chunk_fn.lower(params, opt_state, key, 1, tokens, targets, n_steps=n).compile()
     _keep_best.lower(jnp.zeros(lead, bool), params, params).compile()
     cls = jnp.asarray(class_tokens)
-    for rows in sorted({min(tc.eval_batch, n) for n in predict_rows}):
+    for rows in sorted({eval_rows(tc.eval_batch, n) for n in predict_rows}):
         _answer_outputs.lower(graphdef, bool(seeds), params,
-                              shaped((rows, seq_len), jnp.int32, None), cls).compile()
+                              shaped((rows, seq_len), jnp.int32, rows_sharding(len(lead) + 2)),
+                              cls).compile()
 
 
 def fit(

@@ -90,6 +90,7 @@ from jaxcollab.collab.data import check_task, round_task
 from jaxcollab.collab.data import task_data as build_task
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.trainer import RoundTrainer, required_context
+from jaxcollab.core.devices import use_cpu_devices
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io import plots
 from jaxcollab.io.phases import Phases, ahead, phase
@@ -313,6 +314,21 @@ def run(cfg: DictConfig) -> dict:
     print(spent.line())
     print(f"wrote {out / 'results.json'}")
     return results.data
+
+
+def run_process(cfg: DictConfig) -> dict:
+    """:func:`run` as a command line's own process (``train/collab.py``, ``train/maze.py``,
+    ``train/calibration.py``): first the XLA:CPU devices ``cpu_devices`` asks for, before JAX
+    starts (:func:`jaxcollab.core.devices.use_cpu_devices`, a process-wide setting).
+
+    Raises:
+        ConfigValueError: a bad ``cpu_devices``, before anything else.
+    """
+    try:
+        use_cpu_devices(cfg.cpu_devices, cfg.train.batch_size)
+    except ValueError as e:
+        raise ConfigValueError("cpu_devices", cfg.cpu_devices, str(e)) from None
+    return run(cfg)
 
 
 def _run(cfg: DictConfig) -> tuple[ResultsFile, Path]:
