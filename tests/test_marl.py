@@ -209,3 +209,20 @@ def test_annealed_learning_rate_reaches_zero_after_anneal_updates():
         np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="anneal_updates=-1"):
         dataclasses.replace(TINY, anneal_updates=-1)
+
+
+def test_training_reward_scales_wrong_actions_and_rewards_each_step_before_the_last():
+    trainer = Trainer(dataclasses.replace(TINY, env="bomb/shuffle-1", wrong_penalty=0.25,
+                                          progress_reward=0.5))
+    env = trainer.env
+    _, s0 = env.reset(jax.random.PRNGKey(0), env.default_params)
+    batch = lambda states: jax.tree.map(lambda *x: jax.numpy.stack(x), *states)  # noqa: E731
+    # first right cut, defusing cut, wrong cut, wait, right cut on the turn that times out
+    before = batch([s0.replace(progress=np.int32(p)) for p in (0, 1, 1, 0, 0)])
+    after = batch([s0.replace(progress=np.int32(p), ending=np.int32(e)) for p, e in (
+        (1, T.RUNNING), (2, T.DEFUSED), (1, T.WRONG_ACTION), (0, T.RUNNING),
+        (1, T.TIMED_OUT))])
+    env_reward = jax.numpy.asarray([0.0, 1.0, -1.0, 0.0, 0.0])
+    got = trainer.training_reward(env_reward, before, after)
+    np.testing.assert_allclose(np.asarray(got), [0.5, 1.0, -0.25, 0.0, 0.5])
+    assert TINY.progress_reward == 0.0    # off unless asked: the environment's reward

@@ -166,6 +166,52 @@ def test_answer_names_the_wire_its_colour_and_the_deciding_manual_entry(name):
     assert view.answer_sizes == (T.MAX_WIRES, 10, T.MANUAL_ENTRIES)
 
 
+def _constructed(name, order=(T.DEAF, T.MUTE, T.BLIND), **fields):
+    """A reset state of variant ``name`` with ``fields`` overwritten, and its params."""
+    from jaxcollab.envs.bomb.params import make_params
+
+    view = make_view(name)
+    params = make_params(view.env.variant, order)
+    _, state = view.env.reset(jax.random.PRNGKey(0), params)
+    return view, state.replace(**{k: jnp.asarray(v, jnp.int32) for k, v in fields.items()}), \
+        params
+
+
+def test_answer_in_shuffle_follows_the_rotation_to_the_second_cut():
+    manual = np.zeros(T.MANUAL_ENTRIES, np.int32)
+    manual[2], manual[0] = 1, 0     # stage 0 (entry 2) names colour 1, stage 1 (entry 0) colour 0
+    key_seq = np.zeros(T.SEQ, np.int32)
+    key_seq[:2] = 2, 0
+    view, state, params = _constructed("bomb/shuffle-1", turn=2, manual_val=manual,
+                                       key_seq=key_seq, wire_colour=[3, 1, 4, 0, -1, -1, -1])
+    assert np.asarray(view.answer(state, params)).tolist() == [1, 1, 2]
+    cut = jnp.zeros((T.N_AGENTS, len(view.head_sizes)), jnp.int32).at[T.BLIND, :2].set(
+        jnp.array([T.CUT, 1]))
+    _, after, reward, term, trunc, _ = view.env.step(jax.random.PRNGKey(0), state,
+                                                     view.to_env(cut), params)
+    # the first cut is right but does not defuse (no reward); the survivors rotate one place
+    assert (float(reward[0]), bool(term), int(view.progress(after))) == (0.0, False, 1)
+    assert np.asarray(after.wire_colour[:4]).tolist() == [0, 1, 3, 4]
+    assert np.asarray(view.answer(after, params)).tolist() == [0, 0, 0]
+
+
+def test_answer_in_flashing_is_the_entry_of_the_light_when_blinds_cut_lands():
+    manual = np.zeros(T.MANUAL_ENTRIES, np.int32)
+    manual[1], manual[2] = 2, 4     # cycle slot 0 (entry 1) names colour 2, slot 1 (entry 2) 4
+    key_seq = np.zeros(T.SEQ, np.int32)
+    key_seq[:2] = 1, 2
+    fields = dict(manual_val=manual, key_seq=key_seq, wire_colour=[0, 2, 4, -1, -1, -1, -1])
+    first = (T.BLIND, T.DEAF, T.MUTE)
+    cases = [(first, 0, 0, [1, 2, 1]),    # Blind's own turn: the light now (slot 0)
+             (first, 0, 1, [2, 4, 2]),    # after Blind's turn: next round's light (slot 1)
+             (first, 1, 2, [1, 2, 1]),    # round 1, after Blind: round 2's (slot 0)
+             ((T.DEAF, T.MUTE, T.BLIND), 0, 1, [1, 2, 1])]  # Blind still to play this round
+    for order, rnd, turn, want in cases:
+        view, state, params = _constructed("bomb/flashing-1", order, round=rnd, turn=turn,
+                                           **fields)
+        assert np.asarray(view.answer(state, params)).tolist() == want, (order, rnd, turn)
+
+
 @pytest.mark.full
 def test_keep_talking_defuser_is_offered_what_its_view_allows():
     """Idle, the Defuser may look around and pick a module up; holding the Keypad, only its

@@ -224,6 +224,10 @@ class PPOConfig:
             settings. wrong_penalty: the training reward of a wrong action is this times the
             environment's -1 (1: the environment's reward; 0: a guess costs no more than a
             time-out, so exploring cuts is not punished; success is always the env's ending).
+            progress_reward: the training reward of a correct action that does not end the
+            episode (the first cut of a two-cut variant; ``view.progress`` counts them), so a
+            multi-step task rewards each step and not only the last one (the environment's
+            reward is +1 at defusal only); 0: the environment's reward.
             hidden/embed: GRU and embedding widths; symbols/alphabet: the view's messages.
             seeds: independent runs vmapped in one program.
         dial: differentiable communication in the update: each heard symbol's embedding
@@ -276,6 +280,7 @@ class PPOConfig:
     vf_coef: float = bounded(0.5, ge=0.0)
     max_grad_norm: float = bounded(0.5, gt=0.0)
     wrong_penalty: float = bounded(1.0, ge=0.0)
+    progress_reward: float = bounded(0.0, ge=0.0)
     hidden: int = count(64)
     embed: int = count(4)
     symbols: int = bounded(1, ge=1, le=8)

@@ -322,8 +322,7 @@ class Trainer:
         enc2 = self.view.encode(jax.vmap(self.env.observe)(env_state, env_params))
         if self.cfg.other_play and self.view.inbox is not None:
             enc2 = self._own_as_sent(enc2, next_relabel)
-        team = reward[:, 0]
-        team = jnp.where(team < 0, self.cfg.wrong_penalty * team, team)
+        team = self.training_reward(reward[:, 0], env_state, state)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
                       answer=answer, reward=team, done=done,
@@ -332,6 +331,18 @@ class Trainer:
             record["relabel"] = relabel
         turn = jnp.where(done, 0, turn + 1)
         return (env_state, env_params, enc2, turn, new_hidden, next_relabel), record
+
+    def training_reward(self, reward, before, after):
+        """The team's training reward float32 ``[b]`` of a turn from the environment's
+        ``reward`` ``[b]`` and the states ``before`` and ``after`` it (before auto-reset): a
+        wrong action's -1 scaled by ``wrong_penalty``, plus ``progress_reward`` for each
+        correct step (``view.progress``) on a turn that does not win the episode (the winning
+        turn keeps the environment's +1). Success is always the environment's ending."""
+        c = self.cfg
+        team = jnp.where(reward < 0, c.wrong_penalty * reward, reward)
+        steps = jax.vmap(self.view.progress)(after) - jax.vmap(self.view.progress)(before)
+        won = jax.vmap(self.view.success)(after)
+        return team + jnp.where(won, 0.0, c.progress_reward * steps.astype(jnp.float32))
 
     def _gae(self, traj, last_value):
         c = self.cfg

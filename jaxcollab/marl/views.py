@@ -70,6 +70,9 @@ class View(Protocol):
     def success(self, state) -> jax.Array:
         """bool: the episode was won."""
 
+    def progress(self, state) -> jax.Array:
+        """int32: correct steps done so far (cuts, code digits, modules solved)."""
+
     def answer(self, state, params) -> jax.Array:
         """int32 ``[len(answer_sizes)]``: the auxiliary targets of this state."""
 

@@ -160,16 +160,35 @@ class BombView:
     answer_sizes = (T.MAX_WIRES, 10, T.MANUAL_ENTRIES)
 
     @staticmethod
-    def answer(state, params) -> jax.Array:
-        """What the task needs now, int32 ``[2]`` (privileged, for training losses only): the
-        position to act on (:func:`~jaxcollab.agents.bomb.teams.oracle_hint`) and the
-        manual's answer (:func:`~jaxcollab.envs.bomb.state.required_value`: the wire colour
-        or code digit) and the manual entry that decides it (``key_seq``: the row or cell the
-        light, display, plate or flashes pick). The entry, not just its answer, is what a
-        relay must carry to the manual's reader: wires alone often pin the answer but never
-        the entry."""
-        entry = state.key_seq[seq_index(state, params)]
-        return jnp.stack([oracle_hint(state, params)[1], required_value(state, params), entry])
+    def progress(state) -> jax.Array:
+        """int32: correct actions done so far (cuts, or code digits pressed)."""
+        return state.progress
+
+    @staticmethod
+    def landing(state, params):
+        """``state`` as it stands when Blind's next action lands: the round advanced by one
+        if Blind's turn of this round is already past (its next turn is next round). Only
+        Blind acts, so nothing else the manual reads changes before then except the round,
+        which in Flashing picks the light-cycle slot that judges the cut."""
+        blind_slot = jnp.argmax(jnp.asarray(params.turn_order) == T.BLIND)
+        return state.replace(round=state.round + (state.turn > blind_slot).astype(jnp.int32))
+
+    @classmethod
+    def answer(cls, state, params) -> jax.Array:
+        """What the task needs when Blind next acts (:meth:`landing`), int32 ``[3]``
+        (privileged, for training losses only): the position to act on
+        (:func:`~jaxcollab.agents.bomb.teams.oracle_hint`), the manual's answer
+        (:func:`~jaxcollab.envs.bomb.state.required_value`: the wire colour or code digit)
+        and the manual entry that decides it (``key_seq``: the row or cell the light,
+        display, plate or flashes pick). The entry, not just its answer, is what a relay must
+        carry to the manual's reader: wires alone often pin the answer but never the entry.
+        At Blind's own turn it is the answer now; earlier in a round it is too, except in
+        Flashing, where a cut is judged by the light when it lands: an agent whose turn
+        comes after Blind's is asked for the entry of next round's light (timing). In Shuffle
+        it follows the rotation: after a correct cut the next stage's wire where it now is."""
+        land = cls.landing(state, params)
+        entry = land.key_seq[seq_index(land, params)]
+        return jnp.stack([oracle_hint(land, params)[1], required_value(land, params), entry])
 
     # ---- actions -------------------------------------------------------------------------
 

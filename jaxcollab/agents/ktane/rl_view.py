@@ -133,6 +133,11 @@ class KtaneView:
         """Whether the bomb was solved."""
         return state.outcome == KT.SOLVED
 
+    @staticmethod
+    def progress(state) -> jax.Array:
+        """int32: modules solved so far."""
+        return state.solved.sum().astype(jnp.int32)
+
     @property
     def answer_sizes(self) -> tuple[int, ...]:
         """Sizes of the :meth:`answer` parts: a verb and a target."""
