@@ -49,7 +49,6 @@ import jaxcollab
 from jaxcollab.core.family import Spec
 from jaxcollab.io.llm_run import RunConfig
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
-from jaxcollab.llm.play import reserve_callback_threads
 from jaxcollab.llm.run import LLMTeam, read_transcripts, transcript_path
 
 EPISODES, CONCURRENCIES = 256, (64, 128, 256)
@@ -138,7 +137,6 @@ def _row(label: str, spec: str, episodes: int, concurrency: int) -> dict:
 
 
 def _measure(spec: str, episodes: int, concurrency: int) -> dict:
-    reserve_callback_threads(concurrency)
     mod = _server_module()
     kind, *values = spec.split(":")
     lone = {"batch": lambda: mod.fixed_latency(float(values[0])),  # a request alone
@@ -156,7 +154,7 @@ def _measure(spec: str, episodes: int, concurrency: int) -> dict:
         threads = peak.stop()
         records = read_transcripts(transcript_path(tmp, "bomb/base-1"))
         per_ep = chains(records, ChatClient(team.cfg), lone)
-        played = team.host.play_s
+        played, play_cpu = team.host.play_s, team.host.play_cpu_s
         retries = team.retries()
     best = ideal(spec, [sum(c) for c in per_ep], concurrency)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -164,6 +162,7 @@ def _measure(spec: str, episodes: int, concurrency: int) -> dict:
             "ideal_s": best, "episodes": episodes, "requests": sum(map(len, per_ep)),
             "concurrency": concurrency, "threads": threads, "peak_rss_mb": round(rss, 1),
             "retries": retries, "cpu_s": round(time.process_time(), 2),
+            "play_cpu_s": round(play_cpu, 2),
             "notes": f"{episodes} episodes at concurrency {concurrency} on {spec}: played "
                      f"{played:.2f} s vs ideal {best:.2f} s; {threads} threads, "
                      f"{rss:.0f} MB peak"}

@@ -373,6 +373,8 @@ class ChatClient:
         #: event loops with their HTTP clients not in use (:meth:`_lease`)
         self._idle: list[tuple[asyncio.AbstractEventLoop, Any]] = []
         self._idle_lock = threading.Lock()
+        #: (event loop, HTTP client, window) of :meth:`acomplete_many` (:meth:`_on_loop`)
+        self._loop_client: tuple[asyncio.AbstractEventLoop, Any, _Flight] | None = None
         self._url = cfg.base_url.rstrip("/")
         self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
 
@@ -654,8 +656,46 @@ class ChatClient:
             self._release(leased)
             for i, reply in zip(todo, fresh):
                 replies[i] = reply
-        fresh_set = set(todo)
-        with self._usage_lock:  # complete_many runs on many pool threads at once
+        return self._account(reqs, replies, set(todo))
+
+    async def acomplete_many(self, reqs: list[Request]) -> list[Reply]:
+        """:meth:`complete_many` on the running event loop (one loop drives every episode of
+        an LLM pool: :mod:`jaxcollab.llm.play`): the requests of every call on that loop
+        share one HTTP client and one :class:`_Flight`, so at most :attr:`window` of them are
+        in flight at once, whatever the number of episodes. A cancelled call (a stopping pool)
+        drops its pending requests; the replies that arrived are cached.
+
+        Raises:
+            LLMError: as :meth:`complete_many` (after every other request of the call ended).
+        """
+        keys = [self.key(r) for r in reqs]
+        replies: list[Reply | None] = [self.cache.get(k) for k in keys]
+        todo = [i for i, r in enumerate(replies) if r is None]
+        if todo:
+            if not self.checked:  # a blocking HTTP check, once: off the loop
+                await asyncio.get_running_loop().run_in_executor(None, self.check_once)
+            http, flight = self._on_loop()
+            fresh = await asyncio.gather(*(self._send(http, flight, reqs[i], keys[i])
+                                           for i in todo), return_exceptions=True)
+            for o in fresh:
+                if isinstance(o, BaseException):
+                    raise o
+            for i, reply in zip(todo, fresh):
+                replies[i] = reply
+        return self._account(reqs, replies, set(todo))
+
+    def _on_loop(self) -> tuple[wire.Connections | httpx.AsyncClient, _Flight]:
+        """The running loop's HTTP client (:meth:`_client`) and concurrency window, made on
+        its first use there."""
+        loop = asyncio.get_running_loop()
+        if self._loop_client is None or self._loop_client[0] is not loop:
+            self._loop_client = (loop, self._client(), _Flight(self))
+        return self._loop_client[1], self._loop_client[2]
+
+    def _account(self, reqs: list[Request], replies: list[Reply | None],
+                 fresh_set: set[int]) -> list[Reply]:
+        """Add ``replies`` (those at ``fresh_set`` sent, the rest cached) to :attr:`usage`."""
+        with self._usage_lock:  # complete_many runs on many threads at once
             for i, (req, reply) in enumerate(zip(reqs, replies)):
                 u = self.usage[req.agent]
                 u.calls += 1
