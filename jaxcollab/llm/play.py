@@ -54,7 +54,7 @@ import numpy as np
 from jaxcollab.core.rollout import split_episode_key, step_keys
 from jaxcollab.llm import hostonly, signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
-from jaxcollab.llm.client import ChatClient, LLMError
+from jaxcollab.llm.client import ChatClient, LLMError, ReplyCache
 from jaxcollab.scale import preempt
 
 log = logging.getLogger(__name__)
@@ -464,6 +464,7 @@ def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
     try:
         _watch(busy, host, stall_s)
     finally:  # the halt, or an abandoned chunk's, ends with this pool
+        ReplyCache.flush_all()  # the replies that arrived are in the cache file
         signals.resume()
         if not busy():
             preempt.settled()
