@@ -19,14 +19,14 @@ at the batching server ``min(concurrency, CAP)`` workers, each request taking th
 full batch of them; at the serial server one worker (the sum of all service times). ``value`` is
 measured time / ideal time (1.0 = bound by the server alone; target 1.3 at the fixed and
 heavy-tailed servers). ``threads`` is the most OS threads of the process seen during the run
-(Python workers, XLA:CPU's pool sized to ``concurrency`` + cores, the client's), ``peak_rss_mb``
-its peak resident memory: both are set by the concurrency, not the number of episodes.
-Compilation is excluded (see above); ``wall_s`` includes it, once per CPU device (one per 32
-episodes in flight: :func:`jaxcollab.llm.play.reserve_callback_threads`). Each row runs in a
-fresh Python process (``python -m eval.benchmarks.llm_pacing SPEC EPISODES CONCURRENCY``), as
-``eval/rollout.py agent=llm`` does,
-so the team sizes XLA:CPU's thread pool before JAX starts
-(:func:`jaxcollab.llm.play.reserve_callback_threads`).
+(the host's event loop, the batched rollout's thread, the finishing threads, the cache writer,
+XLA:CPU's own), ``peak_rss_mb`` its peak resident memory: neither grows with the number of
+episodes or the concurrency beyond the slots' arrays (one batched rollout:
+:mod:`jaxcollab.llm.play`). ``play_cpu_s`` is the process's CPU time during the pooled play
+(over ``requests``: the host's CPU per request). Compilation is excluded (see above);
+``wall_s`` includes it (once per environment and chunk size). Each row runs in a fresh Python
+process (``python -m eval.benchmarks.llm_pacing SPEC EPISODES CONCURRENCY``), as
+``eval/rollout.py agent=llm`` does.
 """
 
 from __future__ import annotations
