@@ -49,7 +49,6 @@ from jaxcollab.agents.driver import PACING
 from jaxcollab.agents.driver import run as rollout
 from jaxcollab.io.run import hydra_main, start_run
 from jaxcollab.io.schema import Rollout
-from jaxcollab.llm.play import reserve_callback_threads
 
 
 def step_config(cfg: DictConfig, step: DictConfig, out: Path) -> DictConfig:
@@ -69,8 +68,6 @@ def step_config(cfg: DictConfig, step: DictConfig, out: Path) -> DictConfig:
 def run(cfg: DictConfig) -> dict:
     """Check, play every step through the rollout driver (resuming finished ones), write the
     combined ``results.json`` and the plots; returns the results."""
-    # before start_run's first JAX call starts the CPU backend: the pool of every step
-    reserve_callback_threads(cfg.llm.concurrency)
     job = start_run(cfg, free=PACING)
     cfg, out = job.cfg, job.out
     for step in cfg.steps:

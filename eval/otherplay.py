@@ -181,7 +181,6 @@ def run(argv: list[str]) -> dict:
     from jaxcollab.core.errors import ConfigValueError
     from jaxcollab.io.results import ResultsFile
     from jaxcollab.io.run import guard_results, validate
-    from jaxcollab.llm.play import reserve_callback_threads
     from jaxcollab.scale.distributed import run_info
 
     models, out_dir, rest = parse_args(argv)
@@ -190,8 +189,6 @@ def run(argv: list[str]) -> dict:
     guard_results(top, {"models": models, "overrides": rest}, None)
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
         base = compose("rollout", overrides=[*rest, "out_dir=."])
-        # before plug_in's first JAX call starts the CPU backend: the pool of every sub-run
-        reserve_callback_threads(base.llm.concurrency)
         env = base.env
         names, family = plug_in(env)
         if family.llm is None or not family.llm.roles:

@@ -165,12 +165,11 @@ def test_progress_moves_every_agent_turn(server, tmp_path):
 
 
 class _Interrupted(Game):
-    """A game whose turn is interrupted by a real SIGINT while it waits (as during a request),
-    played here on the main thread (where Python raises the KeyboardInterrupt)."""
+    """A game whose turn sends a real SIGINT and then waits on a request (its batch is one
+    request to a closed port: the client's preflight would fail, so the wait is the stop)."""
 
     roles = ("a",)
     turns = 0
-    slept = False  # whether a turn's wait ran to its end (it must be interrupted)
 
     def action_struct(self):
         return jax.ShapeDtypeStruct((1,), np.int32)
@@ -181,22 +180,43 @@ class _Interrupted(Game):
     def turn(self, ep, step, obs):
         type(self).turns += 1
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(5)  # the default handler raises KeyboardInterrupt here
-        type(self).slept = True
+        time.sleep(0.5)  # the signal lands while this turn runs on the host's loop
         yield []
+        return np.ones(1, np.int32)
 
 
-def test_sigint_in_the_host_callback_is_not_swallowed(default_sigint):
+def test_sigint_during_a_turn_stops_the_tick_and_is_not_swallowed(default_sigint):
+    """The tick callback runs on one of XLA's threads (here a plain one) while a turn runs
+    on the host's loop: a SIGINT (inside ``signals.watch``, as in a run) makes that tick
+    answer "stop" with no ready slot, keeps the KeyboardInterrupt for ``reraise`` and starts
+    no other turn."""
+    from jaxcollab.llm import signals
+
     game = _Interrupted()
     host = Host(ChatClient(LLMConfig()))
-    tag, _ = host.open(game, 0)
-    struct = game.action_struct()
-    obs = np.array([[0, 0, 0, tag]], np.int32)  # one agent's row, then ended=0 and the tag
-    out = host.act(struct, obs, np.int32(0))
-    assert not _Interrupted.slept and out.tolist() == [0]
-    assert isinstance(host.error, KeyboardInterrupt)
-    host.act(struct, obs, np.int32(1))  # the rest of the rollout: no-ops, no more turns
-    assert _Interrupted.turns == 1
+    host._begin([(0, game, 0)], lambda *a: None)
+    struct = jax.ShapeDtypeStruct((1, 1), np.int32)
+    none = np.full(1, -1, np.int32)
+    args = (np.zeros((1, 1, 3), np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32),
+            np.zeros(1, np.int32), np.int32(0), none, np.zeros((1, 1), np.int32),
+            np.zeros(1, np.int32), np.zeros((1, 1), np.float32))
+    out, ended = {}, threading.Event()
+
+    def tick():
+        try:
+            out["r"] = host.tick_cb(struct, *args)
+        finally:
+            ended.set()
+
+    with signals.watch():
+        threading.Thread(target=tick, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):  # the main thread's handler (signals.watch)
+            while not ended.is_set():
+                time.sleep(0.05)  # (not Thread.join: an interrupted join forgets the thread)
+        assert ended.wait(5)
+    actions, ready, stop = out["r"]
+    assert bool(stop) and not ready.any() and actions.tolist() == [[0]]
+    assert isinstance(host.error, KeyboardInterrupt) and _Interrupted.turns == 1
     with pytest.raises(KeyboardInterrupt):
         host.reraise()
     assert host.error is None

@@ -19,14 +19,14 @@ at the batching server ``min(concurrency, CAP)`` workers, each request taking th
 full batch of them; at the serial server one worker (the sum of all service times). ``value`` is
 measured time / ideal time (1.0 = bound by the server alone; target 1.3 at the fixed and
 heavy-tailed servers). ``threads`` is the most OS threads of the process seen during the run
-(Python workers, XLA:CPU's pool sized to ``concurrency`` + cores, the client's), ``peak_rss_mb``
-its peak resident memory: both are set by the concurrency, not the number of episodes.
-Compilation is excluded (see above); ``wall_s`` includes it, once per CPU device (one per 32
-episodes in flight: :func:`jaxcollab.llm.play.reserve_callback_threads`). Each row runs in a
-fresh Python process (``python -m eval.benchmarks.llm_pacing SPEC EPISODES CONCURRENCY``), as
-``eval/rollout.py agent=llm`` does,
-so the team sizes XLA:CPU's thread pool before JAX starts
-(:func:`jaxcollab.llm.play.reserve_callback_threads`).
+(the host's event loop, the batched rollout's thread, the finishing threads, the cache writer,
+XLA:CPU's own), ``peak_rss_mb`` its peak resident memory: neither grows with the number of
+episodes or the concurrency beyond the slots' arrays (one batched rollout:
+:mod:`jaxcollab.llm.play`). ``play_cpu_s`` is the process's CPU time during the pooled play
+(over ``requests``: the host's CPU per request). Compilation is excluded (see above);
+``wall_s`` includes it (once per environment and chunk size). Each row runs in a fresh Python
+process (``python -m eval.benchmarks.llm_pacing SPEC EPISODES CONCURRENCY``), as
+``eval/rollout.py agent=llm`` does.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ import jaxcollab
 from jaxcollab.core.family import Spec
 from jaxcollab.io.llm_run import RunConfig
 from jaxcollab.llm.client import ChatClient, LLMConfig, Request
-from jaxcollab.llm.play import reserve_callback_threads
 from jaxcollab.llm.run import LLMTeam, read_transcripts, transcript_path
 
 EPISODES, CONCURRENCIES = 256, (64, 128, 256)
@@ -138,7 +137,6 @@ def _row(label: str, spec: str, episodes: int, concurrency: int) -> dict:
 
 
 def _measure(spec: str, episodes: int, concurrency: int) -> dict:
-    reserve_callback_threads(concurrency)
     mod = _server_module()
     kind, *values = spec.split(":")
     lone = {"batch": lambda: mod.fixed_latency(float(values[0])),  # a request alone
@@ -156,7 +154,7 @@ def _measure(spec: str, episodes: int, concurrency: int) -> dict:
         threads = peak.stop()
         records = read_transcripts(transcript_path(tmp, "bomb/base-1"))
         per_ep = chains(records, ChatClient(team.cfg), lone)
-        played = team.host.play_s
+        played, play_cpu = team.host.play_s, team.host.play_cpu_s
         retries = team.retries()
     best = ideal(spec, [sum(c) for c in per_ep], concurrency)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -164,6 +162,7 @@ def _measure(spec: str, episodes: int, concurrency: int) -> dict:
             "ideal_s": best, "episodes": episodes, "requests": sum(map(len, per_ep)),
             "concurrency": concurrency, "threads": threads, "peak_rss_mb": round(rss, 1),
             "retries": retries, "cpu_s": round(time.process_time(), 2),
+            "play_cpu_s": round(play_cpu, 2),
             "notes": f"{episodes} episodes at concurrency {concurrency} on {spec}: played "
                      f"{played:.2f} s vs ideal {best:.2f} s; {threads} threads, "
                      f"{rss:.0f} MB peak"}

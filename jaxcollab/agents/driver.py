@@ -141,10 +141,6 @@ def check_config(cfg: DictConfig) -> None:
 def run(cfg: DictConfig) -> dict:
     """Check, play every episode with the team (resuming finished chunks) and write
     ``results.json``; returns it."""
-    if cfg.agent == "llm":  # before the first JAX call starts the CPU backend
-        from jaxcollab.llm.play import reserve_callback_threads
-
-        reserve_callback_threads(cfg.llm.concurrency)
     job = start_run(cfg, check=check_config, free=PACING)
     cfg = job.cfg
     names, family = plug_in(cfg.env)

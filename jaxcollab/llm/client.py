@@ -35,6 +35,7 @@ server took.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import hashlib
 import json
@@ -43,6 +44,7 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from enum import StrEnum
@@ -313,12 +315,26 @@ class ReplyCache:
 
     A torn row (a write killed halfway) or a row that is not a reply is skipped, so its request
     is simply sent again; each reply is appended whole (:func:`~jaxcollab.llm.jsonl.append`).
+    A deferred put (the LLM pool's event loop: a synced append costs ~4 ms, which would stall
+    every episode's requests) is appended by a writer thread at once, in one synced write with
+    whatever else arrived meanwhile; :meth:`flush` (every pool's end, and the process's exit)
+    waits for it.
     """
+
+    #: every cache with a file (:meth:`flush_all`)
+    _all: weakref.WeakSet = weakref.WeakSet()
 
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
         self.entries: dict[str, dict] = {}
         self.skipped = 0
+        self._queue: list[dict] = []
+        self._writing = False
+        self._cv = threading.Condition()
+        self._writer: threading.Thread | None = None
+        if self.path is not None:
+            ReplyCache._all.add(self)
+            atexit.register(self.flush)
         for row in ([] if self.path is None else jsonl.read(self.path)):
             try:
                 Reply.from_json(row["reply"])
@@ -330,10 +346,49 @@ class ReplyCache:
         row = self.entries.get(key)
         return None if row is None else Reply.from_json(row)
 
-    def put(self, key: str, reply: Reply) -> None:
+    def put(self, key: str, reply: Reply, defer: bool = False) -> None:
+        """Keep ``reply`` under ``key`` and append it to the file: now, or by the writer
+        thread when ``defer`` (class docstring)."""
         row = self.entries[key] = reply.to_json()
-        if self.path is not None:
+        if self.path is None:
+            return
+        if not defer:
             jsonl.append(self.path, [{"key": key, "reply": row}])
+            return
+        with self._cv:
+            self._queue.append({"key": key, "reply": row})
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write, daemon=True,
+                                                name="jaxcollab-llm-cache")
+                self._writer.start()
+            self._cv.notify_all()
+
+    def _write(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue:
+                    self._cv.wait()
+                rows, self._queue, self._writing = self._queue, [], True
+            try:
+                jsonl.append(self.path, rows)
+            except OSError as e:  # a full disk: the replies stay in memory, sent again later
+                log.warning("could not append %d replies to %s: %s", len(rows), self.path, e)
+            finally:
+                with self._cv:
+                    self._writing = False
+                    self._cv.notify_all()
+
+    def flush(self) -> None:
+        """Wait until every deferred put is in the file."""
+        with self._cv:
+            while self._queue or self._writing:
+                self._cv.wait()
+
+    @classmethod
+    def flush_all(cls) -> None:
+        """:meth:`flush` every cache of the process."""
+        for cache in list(cls._all):
+            cache.flush()
 
 
 class ChatClient:
@@ -373,6 +428,8 @@ class ChatClient:
         #: event loops with their HTTP clients not in use (:meth:`_lease`)
         self._idle: list[tuple[asyncio.AbstractEventLoop, Any]] = []
         self._idle_lock = threading.Lock()
+        #: (event loop, HTTP client, window) of :meth:`acomplete_many` (:meth:`_on_loop`)
+        self._loop_client: tuple[asyncio.AbstractEventLoop, Any, _Flight] | None = None
         self._url = cfg.base_url.rstrip("/")
         self._ssl = httpx.create_ssl_context()  # once: loading CA certificates costs ~0.1 s
 
@@ -654,8 +711,46 @@ class ChatClient:
             self._release(leased)
             for i, reply in zip(todo, fresh):
                 replies[i] = reply
-        fresh_set = set(todo)
-        with self._usage_lock:  # complete_many runs on many pool threads at once
+        return self._account(reqs, replies, set(todo))
+
+    async def acomplete_many(self, reqs: list[Request]) -> list[Reply]:
+        """:meth:`complete_many` on the running event loop (one loop drives every episode of
+        an LLM pool: :mod:`jaxcollab.llm.play`): the requests of every call on that loop
+        share one HTTP client and one :class:`_Flight`, so at most :attr:`window` of them are
+        in flight at once, whatever the number of episodes. A cancelled call (a stopping pool)
+        drops its pending requests; the replies that arrived are cached.
+
+        Raises:
+            LLMError: as :meth:`complete_many` (after every other request of the call ended).
+        """
+        keys = [self.key(r) for r in reqs]
+        replies: list[Reply | None] = [self.cache.get(k) for k in keys]
+        todo = [i for i, r in enumerate(replies) if r is None]
+        if todo:
+            if not self.checked:  # a blocking HTTP check, once: off the loop
+                await asyncio.get_running_loop().run_in_executor(None, self.check_once)
+            http, flight = self._on_loop()
+            fresh = await asyncio.gather(*(self._send(http, flight, reqs[i], keys[i], True)
+                                           for i in todo), return_exceptions=True)
+            for o in fresh:
+                if isinstance(o, BaseException):
+                    raise o
+            for i, reply in zip(todo, fresh):
+                replies[i] = reply
+        return self._account(reqs, replies, set(todo))
+
+    def _on_loop(self) -> tuple[wire.Connections | httpx.AsyncClient, _Flight]:
+        """The running loop's HTTP client (:meth:`_client`) and concurrency window, made on
+        its first use there."""
+        loop = asyncio.get_running_loop()
+        if self._loop_client is None or self._loop_client[0] is not loop:
+            self._loop_client = (loop, self._client(), _Flight(self))
+        return self._loop_client[1], self._loop_client[2]
+
+    def _account(self, reqs: list[Request], replies: list[Reply | None],
+                 fresh_set: set[int]) -> list[Reply]:
+        """Add ``replies`` (those at ``fresh_set`` sent, the rest cached) to :attr:`usage`."""
+        with self._usage_lock:  # complete_many runs on many threads at once
             for i, (req, reply) in enumerate(zip(reqs, replies)):
                 u = self.usage[req.agent]
                 u.calls += 1
@@ -713,7 +808,7 @@ class ChatClient:
             post.cancel()
 
     async def _send(self, http: wire.Connections | httpx.AsyncClient, flight: _Flight,
-                    req: Request, key: str) -> Reply:
+                    req: Request, key: str, defer: bool = False) -> Reply:
         body, created = self.body(req), time.perf_counter()
         url = f"{self._url}/chat/completions"
         for attempt in range(int(self.cfg.max_retries) + 1):
@@ -738,7 +833,7 @@ class ChatClient:
                 reply = dataclasses.replace(
                     reply, queue_s=round(max(done - created - reply.latency_s, 0.0), 6))
                 if not reply.failure:
-                    self.cache.put(key, reply)  # at once: a later failure cannot lose it
+                    self.cache.put(key, reply, defer)  # at once: a later failure cannot lose it
                 return reply
             if cls == "fatal":
                 raise LLMError(f"{url} answered HTTP {r.status_code} for model "

@@ -1,185 +1,121 @@
-"""Server-paced LLM play: a pool of worker threads, each playing one episode at a time as a
-jitted batch-1 rollout whose policy is a host callback.
+"""Server-paced LLM play: one batched, jitted rollout of ``K`` episode slots whose policy is
+one host callback a tick, and one asyncio event loop that drives every episode's requests.
 
-Why not one batched rollout: a batched step waits for the slowest reply of the batch at every
-step, so a run is bound by its slowest episodes' lockstep, not by the server. Here each of
-``llm.concurrency`` workers runs the library rollout (:func:`jaxcollab.rollout`, the same
-jitted ``reset`` / ``step`` / ``observe``; compiled once per environment and shared by every
-worker) on one episode; XLA releases the GIL while it runs, the policy's ``jax.pure_callback``
-renders the prompts of that episode, waits for its replies and returns the joint action, and
-the next episode starts as soon as a worker is free. Up to ``llm.concurrency`` episodes, so
-about as many requests, are in flight at once, and the run's time is set by the server.
+Why batched but not lockstep: ``K = min(llm.concurrency, chunk)`` episodes play in the slots of
+one ``lax.while_loop`` built on the environment's own jitted ``reset`` / ``step`` /
+``observe`` (the only game logic). Each tick, ONE ``jax.pure_callback`` (:meth:`Host.tick_cb`)
+gets all ``K`` slots' observations, job indices and steps, plus the final state of each
+episode that ended on the previous tick. It starts the turn of every slot that needs an action
+(the family's :meth:`~jaxcollab.llm.bridge.Game.turn` generator, a task on the host's event
+loop), waits until at least one turn's action is ready (a stop or a stall), and returns ``K``
+actions with a ``ready`` mask: only ready slots step (the others keep their state, a
+``jnp.where`` over the state tree), so no episode waits on another's reply. A slot whose
+episode ended takes the next job of the chunk (its key and params gathered by job index inside
+the loop), until every job is done. The rollout compiles once per environment and chunk size
+(on any number of episodes in flight), and XLA:CPU holds one waiting callback, not one per
+episode: no thread pool sizing (``PJRT_NPROC``) or extra CPU devices.
 
-XLA:CPU runs a host callback that waits on a reply on a thread of its client's pool, which has
-one thread per core by default: on a 2-core machine at most 2 episodes could wait at once, and
-a 16-episode pool ran ~8x slower than the server allowed. It also runs at most
-:data:`~jaxcollab.core.devices.CPU_INFLIGHT_PER_DEVICE` (32) computations per device at once, so
-at concurrency 64 only 32 episodes waited on replies and a run took twice the server's time.
-:func:`reserve_callback_threads` sizes both for the run's concurrency, before the CPU backend
-starts (the LLM team calls it before its first JAX operation): the pool (``PJRT_NPROC``) and
-the CPU devices (one per 32 waiting episodes; the workers' rollouts are spread over them,
-each device's compiled once, and no mesh of the process spans the added ones). The callback
-itself runs plain Python and NumPy (:mod:`jaxcollab.llm.hostonly`): a JAX operation dispatched
-there needs a pool thread too, and with every thread held by a waiting callback the run would
-hang.
+The host side: every episode's turns run on one persistent event loop (a daemon thread of the
+:class:`Host`), and the client's async entry point
+(:meth:`~jaxcollab.llm.client.ChatClient.acomplete_many`) sends all of them over one HTTP
+client with at most ``llm.concurrency`` requests in flight (one adaptive window). Threads are
+constant in the concurrency and the number of episodes: the loop, the rollout's thread, the
+watching (calling) thread and :data:`FINISHERS` finishing threads. The callback and the game
+code run plain Python and NumPy (:mod:`jaxcollab.llm.hostonly`).
 
-The workers are daemon threads watched by the calling thread (:func:`play_pool`), so a stop
-signal, an error or a stall (``llm.stall_s``) ends the pool within moments, and a worker stuck
-past :data:`GRACE_S` is left behind instead of holding the process.
-
-Episodes are told apart by a tag the :class:`Tagged` wrapper carries in the params and appends
-to every observation row (with a sticky "game over" flag, so the host never queries an ended
-episode): the host maps the tag to that episode's :class:`~jaxcollab.llm.bridge.Game` and
-:class:`~jaxcollab.llm.bridge.Episode`.
+An ended episode's final state reaches the host at the next tick; its ``finish`` (end-of-game
+exchanges through :meth:`Host.drive`, the transcript record) runs at once on a finishing
+thread. The rollout runs on a daemon thread watched by the calling thread (:func:`play_pool`),
+so a stop signal, an error or a stall (``llm.stall_s``) ends the pool within moments, and one
+stuck past :data:`GRACE_S` is left behind instead of holding the process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import dataclasses
-import itertools
 import logging
 import os
-import queue
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh
 
-from jaxcollab.core import devices as cpu
-from jaxcollab.core.rollout import DATA, Policy, rollout
-from jaxcollab.core.wrappers import Wrapper
+from jaxcollab.core.rollout import split_episode_key, step_keys
 from jaxcollab.llm import hostonly, signals
 from jaxcollab.llm.bridge import Episode, Game, Turn
-from jaxcollab.llm.client import ChatClient, LLMError
+from jaxcollab.llm.client import ChatClient, LLMError, ReplyCache
 from jaxcollab.scale import preempt
 
 log = logging.getLogger(__name__)
 
 
-def reserve_callback_threads(concurrency: int) -> bool:
-    """Size XLA:CPU for ``concurrency`` episodes waiting on host callbacks at once (module
-    docstring): sets ``PJRT_NPROC`` to ``concurrency`` plus one thread per core, unless the
-    user set it, and adds CPU devices (:func:`jaxcollab.core.devices.add_callback_devices`).
-    Only a CPU backend that has not started yet reads either.
-
-    Returns:
-        whether XLA:CPU will have room for ``concurrency`` waiting episodes (False, with a
-        warning naming ``PJRT_NPROC``, when JAX's backends already started with fewer threads
-        or devices).
-    """
-    cores = os.cpu_count() or 1
-    want = int(concurrency) + cores
-    from jax._src import xla_bridge  # no public way to ask whether a backend started
-
-    if xla_bridge.backends_are_initialized():
-        devices = len(jax.devices("cpu"))
-    else:
-        os.environ.setdefault("PJRT_NPROC", str(want))
-        devices = cpu.add_callback_devices(concurrency)
-    have = int(os.environ.get("PJRT_NPROC", cores))
-    cap = min(have - cores, devices * cpu.CPU_INFLIGHT_PER_DEVICE)
-    if cap >= concurrency or jax.default_backend() != "cpu":
-        return True
-    log.warning("XLA:CPU has %d threads and %d device(s) (%d computations each): about %d "
-                "requests at most will be in flight, fewer than llm.concurrency=%d; export "
-                "PJRT_NPROC=%d and start the LLM run before anything else uses JAX to lift "
-                "the cap", have, devices, cpu.CPU_INFLIGHT_PER_DEVICE, max(cap, 1),
-                concurrency, want)
-    return False
-
-
-def callback_meshes(workers: int) -> list[Mesh]:
-    """One single-device mesh per device the pool's ``workers`` spread over: enough local
-    devices for each to hold at most :data:`~jaxcollab.core.devices.CPU_INFLIGHT_PER_DEVICE`
-    waiting episodes, as many as there are (at least one)."""
-    devices = jax.local_devices()
-    n = min(len(devices), -(-int(workers) // cpu.CPU_INFLIGHT_PER_DEVICE))
-    return [Mesh(np.asarray(devices[i: i + 1]), (DATA,)) for i in range(max(n, 1))]
-
-
-class Tagged(Wrapper):
-    """Appends two tokens to every observation row: the sticky ended flag, then the episode
-    tag ``params["tag"]``. Params: ``{"env": the wrapped env's params, "tag": int32 []}``;
-    state: ``{"env": wrapped state, "ended": bool [], "length": int32 []}`` (steps played)."""
-
-    def _cols(self, obs, ended, tag):
-        extra = jnp.stack([jnp.asarray(ended, jnp.int32), jnp.asarray(tag, jnp.int32)])
-        return jnp.concatenate([obs, jnp.broadcast_to(extra, obs.shape[:-1] + (2,))], axis=-1)
-
-    def reset(self, key, params):
-        obs, state = self.env.reset(key, params["env"])
-        return self._cols(obs, False, params["tag"]), {
-            "env": state, "ended": jnp.bool_(False), "length": jnp.int32(0)}
-
-    def step(self, key, state, actions, params):
-        obs, inner, reward, term, trunc, info = self.env.step(key, state["env"], actions,
-                                                              params["env"])
-        was = state["ended"]
-        ended = was | term | trunc
-        new = {"env": inner, "ended": ended, "length": state["length"] + ~was}
-        return (self._cols(obs, ended, params["tag"]), new, jnp.where(was, 0.0, reward),
-                term | was, trunc & ~was, info)
-
-    def observe(self, state, params):
-        return self._cols(self.env.observe(state["env"], params["env"]), state["ended"],
-                          params["tag"])
-
-    def __hash__(self):
-        return hash((Tagged, self.env))
-
-    def __eq__(self, other):
-        return isinstance(other, Tagged) and other.env == self.env
-
-
 class Host:
-    """The host side shared by every worker: tag → (game, episode), thread-safe.
+    """The host side of a pool: every episode's game generators on one asyncio event loop
+    (a daemon thread, started on first use and kept for the host's life), the tick callback
+    of the batched rollout (:meth:`tick_cb`) and the finishing of ended episodes.
 
     Stopping: SIGINT / SIGTERM (seen through :mod:`~jaxcollab.llm.signals` from whatever thread
     XLA runs the callback on) or any error of a turn is kept in :attr:`error` instead of
-    becoming an opaque runtime error of the compiled rollout; every later callback answers
-    no-ops at once, so each worker's rollout ends within moments, and :meth:`reraise` raises it
+    becoming an opaque runtime error of the compiled rollout; the next tick answers "stop" and
+    the rollout ends at once, every turn in flight is cancelled, and :meth:`reraise` raises it
     once the pool is done (the episodes in play are unfinished: the caller keeps only earlier
     chunks, and the request cache replays the arrived replies).
 
     Args:
-        client: the chat client (cache, concurrency, usage).
+        client: the chat client (cache, concurrency, usage): a
+            :class:`~jaxcollab.llm.client.ChatClient` or
+            :class:`~jaxcollab.llm.roles.TeamClient` (``acomplete_many``, ``prompt_budget``).
         on_step: optional ``on_step()`` after every agent turn's requests (progress bars).
     """
 
     def __init__(self, client: ChatClient, on_step: Callable[[], None] | None = None):
         self.client, self.on_step = client, on_step
-        self.live: dict[int, tuple[Game, Episode]] = {}
-        self.warmed: set = set()  # (environment, mesh) pairs whose rollout is compiled
         self.play_s = 0.0  # wall seconds of pooled play (compiling warm-ups excluded)
+        self.play_cpu_s = 0.0  # the process's CPU seconds over the same time
         #: what stopped the pool (an error, or KeyboardInterrupt on SIGINT/SIGTERM), or None
         self.error: BaseException | None = None
         #: ``time.monotonic()`` of the last reply, callback return or finished episode
         self.progress = time.monotonic()
-        #: tag → what that episode's callback is waiting on (the stall error names them)
+        #: id(episode) → what that episode's turn is waiting on (the stall error names them)
         self.waiting: dict[int, str] = {}
-        self._tags = itertools.count()
+        #: row → :class:`Played` of the pool in play, as its episodes end
+        self.done: dict[int, Played] = {}
         self._lock = threading.Lock()
+        self._cv = threading.Condition()  # a turn's action arrived (or the pool is stopping)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._finisher = concurrent.futures.ThreadPoolExecutor(FINISHERS, "jaxcollab-llm-end")
+        self._begin([], lambda *a: None)
 
-    def open(self, game: Game, index: int) -> tuple[int, Episode]:
-        """A fresh tag and :class:`Episode` for episode ``index`` played by ``game``."""
-        ep = Episode(index, {r: [] for r in game.roles}, {})
-        with self._lock:
-            tag = next(self._tags)
-            self.live[tag] = (game, ep)
-        return tag, ep
+    def _begin(self, jobs: list[tuple[int, Game, int]],
+               finish: Callable[[Played, Game, int], None]) -> None:
+        """Start a pool of ``jobs`` (job ``j`` is ``jobs[j]``)."""
+        self.jobs, self.finish, self.done = jobs, finish, {}
+        self.live: dict[int, tuple[Game, Episode]] = {}  # job → its game and episode
+        self.running: set[int] = set()  # jobs whose turn is on the loop
+        self.ready: dict[int, Any] = {}  # job → the action its finished turn returned
+        self.finishing: list[concurrent.futures.Future] = []
 
-    def close(self, tag: int) -> None:
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The host's event loop (running on its own daemon thread)."""
         with self._lock:
-            self.live.pop(tag, None)
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="jaxcollab-llm-loop",
+                                 daemon=True).start()
+            return self._loop
 
     def stopped(self) -> bool:
         """Whether the pool is stopping: an error was kept, or a stop signal arrived (then
@@ -189,12 +125,19 @@ class Host:
         return self.error is not None
 
     def fail(self, error: BaseException) -> None:
-        """Keep ``error`` as what stopped the pool (the first one wins) and cancel every
-        request in flight (:func:`~jaxcollab.llm.signals.halt`)."""
+        """Keep ``error`` as what stopped the pool (the first one wins), cancel every turn
+        and request in flight (:func:`~jaxcollab.llm.signals.halt`) and wake the tick."""
         with self._lock:
-            if self.error is None:
-                self.error = error
+            first, self.error = self.error is None, self.error or error
         signals.halt()
+        if first and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._cancel)
+        with self._cv:
+            self._cv.notify_all()
+
+    def _cancel(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
 
     def tick(self) -> None:
         """Record progress (the stall clock restarts)."""
@@ -206,10 +149,9 @@ class Host:
         idle = time.monotonic() - self.progress
         if idle < stall_s or self.error is not None:
             return
-        with self._lock:
-            waits = sorted(self.waiting.values())
+        waits = sorted(self.waiting.values())
         what = (f"{len(waits)} episode(s) waiting on replies, e.g. {'; '.join(waits[:3])}"
-                if waits else "the episodes' compiled rollouts (no request in flight)")
+                if waits else "the episodes' compiled rollout (no request in flight)")
         self.fail(Stalled(f"no progress for {idle:.0f} s (llm.stall_s={stall_s:g}): {what}"))
 
     def reraise(self) -> None:
@@ -221,78 +163,246 @@ class Host:
         if error is not None:
             raise error
 
-    def drive(self, ep: Episode, turn: Turn) -> Any:
-        """Run one game generator to its end (each yielded batch sent concurrently, every reply
-        charged to ``ep``: :meth:`Episode.charge`); its value."""
+    async def adrive(self, ep: Episode, turn: Turn) -> Any:
+        """Run one game generator to its end on the host's loop (each yielded batch sent
+        concurrently with every other episode's, every reply charged to ``ep``:
+        :meth:`Episode.charge`); its value. The generator's own code (rendering, parsing)
+        runs under :func:`~jaxcollab.llm.hostonly.no_dispatch` when enforced."""
         replies = None
         while True:
             try:
-                reqs = next(turn) if replies is None else turn.send(replies)
+                with _guard():
+                    reqs = next(turn) if replies is None else turn.send(replies)
             except StopIteration as stop:
                 return stop.value
             self.waiting[id(ep)] = (f"episode {ep.index}: {len(reqs)} request(s) of "
                                     f"{', '.join(sorted({r.agent for r in reqs}))}")
             try:
-                replies = self.client.complete_many(reqs)
+                replies = await self.client.acomplete_many(reqs)
             finally:
                 self.waiting.pop(id(ep), None)
             self.tick()
             for req, reply in zip(reqs, replies):
                 ep.charge(req, reply)
 
-    def act(self, struct, obs, t):
-        """The ``pure_callback`` body for one episode: its joint action (zeros once ended, for
-        an unknown tag, e.g. the compiling warm-up, and once the pool is stopping). Plain
-        Python and NumPy only (:mod:`jaxcollab.llm.hostonly`; checked under
-        ``JAXCOLLAB_NO_DISPATCH=1``)."""
-        with hostonly.no_dispatch() if hostonly.enforced() else contextlib.nullcontext():
-            return self._act(struct, np.asarray(obs), t)
+    def drive(self, ep: Episode, turn: Turn) -> Any:
+        """:meth:`adrive` from any thread but the loop's (e.g. a ``finish`` callback's end-of-
+        game exchanges), waiting for its value.
 
-    def _act(self, struct, obs, t):
-        game, ep = self.live.get(int(obs[0, -1]), (None, None))
-        noop = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), struct)
-        if game is None or obs[0, -2] or self.stopped():
-            return noop
-        game.budget = self.client.prompt_budget()  # the server's limit, once checked
+        Raises:
+            RuntimeError: called on the loop's own thread (it would wait on itself).
+        """
+        loop = self.loop
+        if getattr(loop, "_thread_id", None) == threading.get_ident():
+            raise RuntimeError("Host.drive called on the host's event loop; await adrive")
+        return asyncio.run_coroutine_threadsafe(self._track(self.adrive(ep, turn)),
+                                                loop).result()
+
+    async def _track(self, coro):
+        """``coro`` as a task the pool's stop cancels."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return await task
+
+    def tick_cb(self, struct, *args):
+        """The rollout's host callback, once a tick: ``(actions [K, …], ready bool [K], stop
+        bool [])`` (module docstring) from ``obs [M, …]`` (the rows of up to ``M`` slots not
+        yet seen since they stepped or started), ``seen_job`` / ``seen_t`` ``[M]`` (their
+        jobs, -1 for none, and steps), ``job [K]`` (every slot's job), ``pending []`` (slots
+        left unseen), and per slot the job that ended last tick (``fin_job``, -1 for none)
+        with its final state, steps and returns. Plain Python and NumPy only
+        (:mod:`jaxcollab.llm.hostonly`; checked under ``JAXCOLLAB_NO_DISPATCH=1``)."""
+        with _guard():
+            return self._tick(struct, *jax.tree.map(np.asarray, args))
+
+    def _tick(self, struct, obs, seen_job, seen_t, job, pending, fin_job, fin_state, fin_len,
+              fin_ret):
+        for k in np.flatnonzero(fin_job >= 0):  # ended last tick: finish them
+            self._ended(int(fin_job[k]), jax.tree.map(lambda x, k=k: np.array(x[k]), fin_state),
+                        int(fin_len[k]), np.array(fin_ret[k]))
+        actions = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), struct)
+        ready = np.zeros(job.shape, bool)
+        if self.stopped():
+            return actions, ready, np.True_
+        slots = [(int(k), int(job[k])) for k in np.flatnonzero(job >= 0)]
+        start = []
+        with self._cv:
+            for i in np.flatnonzero(seen_job >= 0):
+                j = int(seen_job[i])
+                if j not in self.live:
+                    _, game, index = self.jobs[j]
+                    self.live[j] = (game, Episode(index, {r: [] for r in game.roles}, {}))
+                self.running.add(j)
+                start.append((j, int(seen_t[i]), obs[i].copy()))
+        if start:
+            self.loop.call_soon_threadsafe(self._spawn, start)
+        with self._cv:  # unseen slots left: the next tick observes them at once
+            while (slots and not pending and not any(j in self.ready for _, j in slots)
+                   and not self.stopped()):
+                self._cv.wait(POLL_S)
+            if self.error is not None:
+                return actions, ready, np.True_
+            leaves = jax.tree.leaves(actions)
+            for k, j in slots:
+                if j in self.ready:
+                    ready[k] = True
+                    for buf, x in zip(leaves, jax.tree.leaves(self.ready.pop(j))):
+                        buf[k] = x
+        self.tick()
+        return actions, ready, np.False_
+
+    def _spawn(self, start: list[tuple[int, int, np.ndarray]]) -> None:
+        """On the loop: one task per ``(job, step, observation rows)`` (:meth:`_turn`)."""
+        for j, step, obs in start:
+            task = self._loop.create_task(self._turn(j, step, obs))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _turn(self, j: int, step: int, obs: np.ndarray) -> None:
+        game, ep = self.live[j]
         try:
-            action = self.drive(ep, game.turn(ep, int(t), obs[:, :-2]))
+            game.budget = self.client.prompt_budget()  # the server's limit, once checked
+            action = await self.adrive(ep, game.turn(ep, step, obs))
+        except asyncio.CancelledError:
+            return
         except BaseException as e:  # noqa: BLE001  (re-raised after the pool: reraise)
             self.fail(e)
-            return noop
-        self.tick()
+            return
         if self.on_step is not None:
             self.on_step()
-        return jax.tree.map(lambda x, s: np.asarray(x, s.dtype), action, struct)
+        with self._cv:
+            self.running.discard(j)
+            self.ready[j] = action
+            self._cv.notify_all()
+
+    def _ended(self, j: int, state, steps: int, returns: np.ndarray) -> None:
+        """Job ``j`` ended (its final state): kept in :attr:`done`, and ``finish`` runs on a
+        finishing thread (its end-of-game exchanges go through :meth:`drive`)."""
+        with self._cv:
+            game, ep = self.live.pop(j)
+        row = self.jobs[j][0]
+        played = self.done[row] = Played(state, steps, returns, ep)
+        self.tick()
+        self.finishing.append(self._finisher.submit(self._finish_one, played, game, row))
+
+    def _finish_one(self, played: Played, game: Game, row: int) -> None:
+        if self.stopped():
+            return
+        try:
+            self.finish(played, game, row)
+        except BaseException as e:  # noqa: BLE001  (re-raised after the pool: reraise)
+            self.fail(e)
+        self.tick()
+
+    def busy(self) -> bool:
+        """Whether a finishing thread still works on an ended episode."""
+        return not all(f.done() for f in self.finishing)
 
 
-#: The host each policy slot calls (one LLM run per process at a time).
+#: Slots observed a tick at most (the rest the next ticks): observations are large (a bomb's
+#: three rows are 54 kB), so observing and handing the host every slot each tick would cost
+#: far more than stepping them.
+OBSERVE = 32
+
+#: Threads that finish ended episodes (end-of-game exchanges, transcript records) at once.
+FINISHERS = 8
+
+
+def _guard():
+    return hostonly.no_dispatch() if hostonly.enforced() else contextlib.nullcontext()
+
+
+#: The host each tick callback slot calls (one LLM run per process at a time).
 _HOSTS: dict[str, Host] = {}
 
 
 @dataclasses.dataclass(frozen=True)
-class _Act:
-    """``act`` of the LLM policy; compares by value (slot and action shapes), so every run in a
-    process on the same environment reuses one compiled rollout."""
+class _Tick:
+    """The rollout's host callback; compares by value (slot, slots ``k`` and the action's
+    tree and shapes), so every run in a process on the same environment and chunk size
+    reuses one compiled rollout."""
 
     slot: str
-    struct: Any
+    k: int
+    treedef: Any
+    leaves: tuple
 
-    def __call__(self, key, obs, policy_state):
-        del key  # sampling randomness lives on the server; the cache makes replies replayable
-        actions = jax.pure_callback(lambda o, t: _HOSTS[self.slot].act(self.struct, o, t),
-                                    self.struct, obs, policy_state, vmap_method="sequential")
-        return actions, policy_state + 1
+    @property
+    def struct(self):
+        """The actions of the ``k`` slots: ``jax.ShapeDtypeStruct`` pytree ``[k, …]``."""
+        return jax.tree.unflatten(self.treedef, [jax.ShapeDtypeStruct((self.k, *s.shape),
+                                                                      s.dtype)
+                                                 for s in self.leaves])
+
+    def __call__(self, *args):
+        return _HOSTS[self.slot].tick_cb(self.struct, *args)
 
 
-def _init(key):
-    return jnp.int32(0)
+def _select(mask, a, b):
+    """Per slot (``mask`` bool ``[K]``), tree ``a`` where true, else ``b``."""
+    return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)),
+                                               x, y), a, b)
 
 
-def llm_policy(host: Host, struct, slot: str = "llm") -> Policy:
-    """The LLM team as a :class:`jaxcollab.Policy` on :class:`Tagged` envs (policy state: the
-    step); ``host`` becomes the active host of ``slot``."""
-    _HOSTS[slot] = host
-    return Policy(act=_Act(slot, struct), init=_init, name=f"llm-{slot}")
+@partial(jax.jit, static_argnums=(0, 1, 2))
+def _play(env, tick: _Tick, max_steps: int, keys, params, n_jobs):
+    """The batched rollout (module docstring): ``keys`` ``[N]`` and ``params`` ``[N, …]`` of
+    the jobs (rows past ``n_jobs`` unused), ``tick.k`` slots; returns the jobs started."""
+    k, m, n = tick.k, min(tick.k, OBSERVE), keys.shape[0]
+    reset_k, _, play_k = jax.vmap(split_episode_key)(keys)
+    take = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
+
+    def fresh(job):  # slot contents of jobs ``job`` (clipped: unused rows are selected away)
+        j = jnp.clip(job, 0, n - 1)
+        p = take(params, j)
+        _, state = jax.vmap(env.reset)(reset_k[j], p)
+        return state, p, play_k[j]
+
+    job = jnp.where(jnp.arange(k) < n_jobs, jnp.arange(k), -1).astype(jnp.int32)
+    state, p, pk = fresh(job)
+    zeros = jnp.zeros((k,), jnp.int32)
+    ret = jnp.zeros((k, env.n_agents), jnp.float32)
+    carry = dict(state=state, params=p, play=pk, job=job, t=zeros, ret=ret,
+                 next=jnp.int32(k), fin_job=zeros - 1, fin_state=state, fin_len=zeros,
+                 fin_ret=ret, stop=jnp.bool_(False), stale=job >= 0)
+
+    def body(c):
+        # observe only up to m slots the host has not seen since they stepped or started
+        idx = jnp.nonzero(c["stale"], size=m, fill_value=k)[0]
+        i = jnp.minimum(idx, k - 1)
+        obs = jax.vmap(env.observe)(take(c["state"], i), take(c["params"], i))
+        stale = c["stale"].at[idx].set(False, mode="drop")
+        actions, ready, stop = jax.pure_callback(
+            tick, (tick.struct, jax.ShapeDtypeStruct((k,), jnp.bool_),
+                   jax.ShapeDtypeStruct((), jnp.bool_)),
+            obs, jnp.where(idx < k, c["job"][i], -1), c["t"][i], c["job"],
+            jnp.sum(stale, dtype=jnp.int32), c["fin_job"], c["fin_state"], c["fin_len"],
+            c["fin_ret"])
+        go = ready & (c["job"] >= 0) & ~stop
+        env_key = jax.vmap(lambda key, t: step_keys(key, t)[0])(c["play"], c["t"])
+        _, new, reward, term, trunc, _ = jax.vmap(env.step)(env_key, c["state"], actions,
+                                                            c["params"])
+        state = _select(go, new, c["state"])
+        ret = c["ret"] + jnp.where(go[:, None], reward, 0.0)
+        t = c["t"] + go
+        done = go & (term | trunc | (t >= max_steps))
+        cand = c["next"] + jnp.cumsum(done) - 1
+        job = jnp.where(done, jnp.where(cand < n_jobs, cand, -1), c["job"]).astype(jnp.int32)
+        refill = done & (job >= 0)
+        fs, fp, fk = jax.lax.cond(jnp.any(refill), lambda: fresh(job),
+                                  lambda: (state, c["params"], c["play"]))
+        return dict(state=_select(refill, fs, state), params=_select(refill, fp, c["params"]),
+                    play=_select(refill, fk, c["play"]), job=job, t=jnp.where(done, 0, t),
+                    ret=jnp.where(done[:, None], 0.0, ret),
+                    next=c["next"] + jnp.sum(done, dtype=jnp.int32),
+                    fin_job=jnp.where(done, c["job"], -1), fin_state=state, fin_len=t,
+                    fin_ret=ret, stop=stop, stale=stale | (go & ~done) | refill)
+
+    def cond(c):
+        return ~c["stop"] & (jnp.any(c["job"] >= 0) | jnp.any(c["fin_job"] >= 0))
+
+    return jax.lax.while_loop(cond, body, carry)["next"]
 
 
 @dataclasses.dataclass
@@ -309,108 +419,74 @@ class Played:
 def play_pool(env, keys, params, jobs: list[tuple[int, Game, int]], host: Host,
               workers: int, finish: Callable[[Played, Game, int], None],
               stall_s: float | None = None) -> dict[int, Played]:
-    """Play ``jobs`` (``(row, game, episode index)``) on ``workers`` threads, one batch-1
-    rollout per episode (row ``row`` of ``keys`` and of the batched ``params``), and call
-    ``finish(played, game, row)`` in the worker as each ends; ``{row: Played}``.
+    """Play ``jobs`` (``(row, game, episode index)``) with up to ``workers`` episodes in play
+    at once, in one batched rollout (module docstring; row ``row`` of ``keys`` and of the
+    batched ``params``), and call ``finish(played, game, row)`` on a finishing thread as each
+    ends; ``{row: Played}``.
 
-    The workers spread over :func:`callback_meshes` (one device per
-    :data:`~jaxcollab.core.devices.CPU_INFLIGHT_PER_DEVICE` of them); the first call for an
-    environment compiles the rollout once per device (an untagged warm-up episode that sends
-    nothing) before the workers start, so the workers of a device share one executable.
-
-    The calling thread watches the workers (every :data:`POLL_S` s): a stop signal, an error
-    of a turn, or no progress for ``stall_s`` seconds (:class:`Stalled`) stops the pool; the
-    workers then get no-ops at once and end within moments, and any still running after
-    :data:`GRACE_S` s (a callback stuck outside the client) is abandoned: the workers are
-    daemon threads, and the process exits without waiting for them (:func:`_exit_if_alive`).
+    The rollout has ``min(workers, len(keys))`` slots, so it compiles once per environment
+    and chunk size (a warm-up call with no job, before the clock starts); it runs on a
+    daemon thread, watched by the calling thread (every :data:`POLL_S` s): a stop signal, an
+    error of a turn or of ``finish``, or no progress for ``stall_s`` seconds
+    (:class:`Stalled`) stops the pool; the rollout then ends at its next tick, and anything
+    still running after :data:`GRACE_S` s (a ``finish`` stuck outside the client) is
+    abandoned: the process exits without waiting for it (:func:`_exit_if_alive`).
 
     Raises:
         what stopped the pool (:class:`Host`: ``KeyboardInterrupt`` on SIGINT / SIGTERM,
         :class:`Stalled`, or the first error of a turn or of ``finish``).
     """
     struct, max_steps = jobs[0][1].action_struct(), jobs[0][1].max_steps(env)
-    policy = llm_policy(host, struct)
-    tagged = Tagged(env)
-    row_of = lambda tree, b: jax.tree.map(lambda x: np.asarray(x)[b: b + 1], tree)  # noqa: E731
-
-    n_workers = max(1, min(workers, len(jobs)))
-    meshes = callback_meshes(n_workers)
-
-    def one(b: int, tag: int, m: Mesh):
-        p = {"env": row_of(params, b), "tag": np.full((1,), tag, np.int32)}
-        return jax.device_get(rollout(tagged, policy, keys[b: b + 1], p, batched_params=True,
-                                      max_steps=max_steps, until_done=True, mesh=m))
-
+    keys = np.asarray(keys)
+    rows = np.array([b for b, _, _ in jobs] + [jobs[0][0]] * (len(keys) - len(jobs)))
+    job_keys = keys[rows]
+    job_params = jax.tree.map(lambda x: np.asarray(x)[rows], params)
+    leaves, treedef = jax.tree.flatten(struct)
+    tick = _Tick("llm", max(1, min(int(workers), len(keys))), treedef,
+                 tuple(jax.ShapeDtypeStruct(s.shape, s.dtype) for s in leaves))
+    _HOSTS[tick.slot] = host
     signals.resume()  # a halt of an earlier pool in this process is over
-    for m in meshes:  # compile for each device (unknown tag: zeros, no request)
-        if (tagged, m) not in host.warmed:
-            one(jobs[0][0], -1, m)
-            host.warmed.add((tagged, m))
+    host._begin(jobs, finish)
+    _play(env, tick, max_steps, job_keys, job_params, np.int32(0)).block_until_ready()  # compile
 
-    def play(job, m: Mesh) -> Played | None:
-        b, game, index = job
-        tag, ep = host.open(game, index)
+    def work() -> None:
         try:
-            out = one(b, tag, m)
-        finally:
-            host.close(tag)
-        if host.stopped():  # its last turns may have been no-ops
-            return None
-        played = Played(jax.tree.map(lambda x: x[0], out.state["env"]),
-                        int(out.state["length"][0]), np.asarray(out.episode_return[0]), ep)
-        host.tick()
-        finish(played, game, b)
-        return played
+            _play(env, tick, max_steps, job_keys, job_params,
+                  np.int32(len(jobs))).block_until_ready()
+        except BaseException as e:  # noqa: BLE001  (re-raised by the watching thread)
+            host.fail(e)
 
-    todo, done = queue.SimpleQueue(), {}
-    for job in jobs:
-        todo.put(job)
-
-    def work(m: Mesh) -> None:
-        while not host.stopped():
-            try:
-                job = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                played = play(job, m)
-            except BaseException as e:  # noqa: BLE001  (re-raised by the watching thread)
-                host.fail(e)
-                return
-            if played is not None:
-                done[job[0]] = played
-
-    threads = [threading.Thread(target=work, args=(meshes[i % len(meshes)],),
-                                name=f"jaxcollab-llm-{i}", daemon=True)
-               for i in range(n_workers)]
-    start = time.perf_counter()
+    thread = threading.Thread(target=work, name="jaxcollab-llm-play", daemon=True)
+    start, cpu0 = time.perf_counter(), time.process_time()
     host.tick()
-    for t in threads:
-        t.start()
+    thread.start()
+    busy = lambda: thread.is_alive() or host.busy()  # noqa: E731
     try:
-        _watch(threads, host, stall_s)
-    finally:  # the halt, or an abandoned chunk's, ends with this pool's workers
+        _watch(busy, host, stall_s)
+    finally:  # the halt, or an abandoned chunk's, ends with this pool
+        ReplyCache.flush_all()  # the replies that arrived are in the cache file
         signals.resume()
-        if not any(t.is_alive() for t in threads):
+        if not busy():
             preempt.settled()
     host.play_s += time.perf_counter() - start
+    host.play_cpu_s += time.process_time() - cpu0
     host.reraise()
-    return done
+    return dict(host.done)
 
 
-#: seconds between the watching thread's looks at the workers
+#: seconds between the watching thread's looks at the pool (and a waiting tick's at a stop)
 POLL_S = 0.05
-#: seconds a stopping pool waits for its workers before abandoning them
+#: seconds a stopping pool waits for its rollout and finishing threads before abandoning them
 GRACE_S = 5.0
 
 
-def _watch(threads: list[threading.Thread], host: Host, stall_s: float | None) -> None:
-    """Wait for ``threads``, stopping the pool on a signal, an error or a stall; after
-    :data:`GRACE_S` s of stopping, abandon the workers still alive (:func:`_exit_if_alive`)."""
+def _watch(busy: Callable[[], bool], host: Host, stall_s: float | None) -> None:
+    """Wait while ``busy()``, stopping the pool on a signal, an error or a stall; after
+    :data:`GRACE_S` s of stopping, abandon what still runs (:func:`_exit_if_alive`)."""
     stopping = None
-    while any(t.is_alive() for t in threads):
+    while busy():
         try:
-            next(t for t in threads if t.is_alive()).join(POLL_S)
+            time.sleep(POLL_S)
             if stall_s is not None:
                 host.check_stall(stall_s)
             if stopping is None and host.stopped():
@@ -419,20 +495,19 @@ def _watch(threads: list[threading.Thread], host: Host, stall_s: float | None) -
             host.fail(e)
             stopping = stopping or time.monotonic()
         if stopping is not None and time.monotonic() - stopping > GRACE_S:
-            alive = [t for t in threads if t.is_alive()]
-            log.warning("%d episode(s) did not stop within %.0f s; leaving them", len(alive),
-                        GRACE_S)
+            log.warning("the pool's rollout or finishing did not stop within %.0f s; leaving "
+                        "it", GRACE_S)
             signum = signals.received() or (signal.SIGINT if isinstance(
                 host.error, KeyboardInterrupt) else 0)
-            atexit.register(_exit_if_alive, alive, 128 + signum if signum else 1)
+            atexit.register(_exit_if_alive, busy, 128 + signum if signum else 1)
             return
 
 
-def _exit_if_alive(threads: list[threading.Thread], code: int) -> None:
-    """At exit, leave at once (status ``code``) if an abandoned worker still runs: JAX's own
+def _exit_if_alive(busy: Callable[[], bool], code: int) -> None:
+    """At exit, leave at once (status ``code``) if an abandoned pool still runs: JAX's own
     exit hooks would tear the backend down under its rollout (registered last, so it runs
     first)."""
-    if any(t.is_alive() for t in threads):
+    if busy():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -442,5 +517,4 @@ class Stalled(LLMError):
     """No reply, callback or episode finished for ``llm.stall_s`` seconds."""
 
 
-__all__ = ["Host", "Played", "Stalled", "Tagged", "callback_meshes", "llm_policy",
-           "play_pool", "reserve_callback_threads"]
+__all__ = ["Host", "Played", "Stalled", "play_pool"]

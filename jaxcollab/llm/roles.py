@@ -9,6 +9,7 @@ shares one request cache, whose keys hold the model and base URL, so replies nev
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections import Counter, defaultdict
@@ -128,6 +129,20 @@ class TeamClient:
 
         with ThreadPoolExecutor(max_workers=len(groups)) as pool:
             list(pool.map(send, groups.values()))  # re-raises the first error
+        return out  # type: ignore[return-value]
+
+    async def acomplete_many(self, reqs: list[Request]) -> list[Reply]:
+        """:meth:`complete_many` on the running event loop
+        (:meth:`ChatClient.acomplete_many`, per client, concurrently)."""
+        groups: dict[int, list[int]] = defaultdict(list)
+        for i, req in enumerate(reqs):
+            groups[id(self.client(req.agent))].append(i)
+        out: list[Reply | None] = [None] * len(reqs)
+        sent = await asyncio.gather(*(self.client(reqs[rows[0]].agent).acomplete_many(
+            [reqs[i] for i in rows]) for rows in groups.values()))
+        for rows, replies in zip(groups.values(), sent):
+            for i, reply in zip(rows, replies):
+                out[i] = reply
         return out  # type: ignore[return-value]
 
     @property

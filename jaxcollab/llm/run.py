@@ -52,7 +52,7 @@ from jaxcollab.core.family import Family, Spec
 from jaxcollab.llm import jsonl, signals
 from jaxcollab.llm.client import LLMConfig
 from jaxcollab.llm.parse import REFUSAL
-from jaxcollab.llm.play import Host, Played, play_pool, reserve_callback_threads
+from jaxcollab.llm.play import Host, Played, play_pool
 from jaxcollab.llm.roles import TeamClient, role_configs
 from jaxcollab.scale import preempt
 
@@ -121,7 +121,6 @@ class LLMTeam:
     def __init__(self, family: Family, options: Mapping[str, Any], out_dir, progress=None):
         self.family, self.options, self.out = family, options, Path(out_dir)
         self.cfg = llm_config(family, options)
-        reserve_callback_threads(self.cfg.concurrency)
         self.roles = team_configs(family, options)
         cache = self.cfg.cache or self.out / "cache.jsonl"
         # each client checks its endpoint at its first request; the seed salts the cache keys
