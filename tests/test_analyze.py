@@ -217,6 +217,7 @@ def test_protocol_families_of_the_llm_run(bomb_run, tmp_path):
     assert [r[0] for r in rows] == ["| good", "| good base-1"]
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_rerun_sends_nothing_and_garbage_is_unparsed(bomb_run, server, tmp_path):
     """A rerun answers every judge request from the cache; a judge that replies no verdict
     leaves every lost episode ``unparsed`` (counted, no crash)."""
@@ -250,6 +251,7 @@ def test_llm_bank_run_is_replayed_on_its_pinned_instances(server, tmp_path):
         not e["turn_order"].endswith("blind") for e in a["lost_episodes"]]
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_scripted_bank_run_is_replayed_on_its_pinned_instances(tmp_path):
     """``agent=random bank=true`` (3 instances x 1 repeat per base variant) replays on the
     bank's pinned instances and turn-order cycle: one entry per lost episode, with the flags,
@@ -371,6 +373,7 @@ def test_ktane_scripted_behaviour_matches_the_env_counters(tmp_path):
     assert sum(d[k] for k in B.KINDS) == pytest.approx(1.0)
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_ktane_llm_behaviour_from_transcripts(tmp_path, server):
     """The stub's ktane team (Defuser selects then cuts B every turn, Expert always messages),
     replayed from its transcripts: exact shares, rates and one strike per episode."""

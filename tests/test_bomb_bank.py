@@ -64,6 +64,7 @@ def test_summaries_and_gap_count_exactly():
                             "families": {"base": 0.5, "bait": 0.5}}
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_rollout_bank_summaries_and_solo_gap():
     names = ["bomb/base-1", "bomb/flashing-1"]
     res = rollout_bank(names, "oracle", solo="solo")  # privileged policy on pinned instances

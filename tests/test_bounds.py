@@ -143,6 +143,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_bounds_cli(tmp_path):
     """``eval/bounds.py env=bomb/base-1 teams=[] runs=[R]`` writes the hand-worked bounds and
     shows the finished run ``R``'s mean rounds beside them (table and plot)."""

@@ -49,6 +49,7 @@ def jsonl(path: Path) -> list[dict]:
 # --- default tier -----------------------------------------------------------------------------
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_export_mazes(tmp_path):
     """``python eval/export.py env=maze/split-6x6 n=100 out=mazes.jsonl`` at n=3."""
     run("eval/export.py", "env=maze/split-6x6", "n=3", f"out={tmp_path / 'mazes.jsonl'}")
@@ -66,6 +67,7 @@ def test_export_mazes(tmp_path):
         assert set(r["text"]) == {"agent0", "agent1"}
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_rollout_bomb_oracle(tmp_path):
     """``python eval/rollout.py env=bomb/all agent=oracle episodes=600 …`` on one variant."""
     out = tmp_path / "run"
@@ -76,6 +78,7 @@ def test_rollout_bomb_oracle(tmp_path):
     assert r["rejected_acts"] == 0 and r["never_acted"] == 0
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_calibration_ideal_decoders(tmp_path):
     """``python eval/calibration.py task=parity decoder=ideal bias.beta=1 bias.gamma=0.5 …``."""
     out = tmp_path / "calib"
@@ -89,6 +92,7 @@ def test_calibration_ideal_decoders(tmp_path):
     assert (out / "reliability.png").stat().st_size > 0
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_llm_run_against_a_local_server(tmp_path):
     """``python eval/llm.py env=bomb/base-1 llm.base_url=… llm.model=… episodes=9 …`` at 2
     episodes against the scripted OpenAI-compatible test server, after a first try with a

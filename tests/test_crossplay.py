@@ -22,6 +22,7 @@ def test_every_assignment_in_order():
     assert len({tuple(r) for r in assignments(3, 2)}) == 9
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_each_role_plays_its_own_seed_s_actor():
     cfg = PPOConfig(env="ktane/wires", shared=False, algo="mappo", hidden=8, episodes=4,
                     minibatches=2)

@@ -44,6 +44,7 @@ def test_a_count_is_set_exactly_and_none_leaves_jax_alone():
     assert _run(None, 256) == "None 1"
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_a_user_set_count_or_a_started_backend_is_left_as_it_is():
     assert _run("cores", 256, JAX_NUM_CPU_DEVICES="3") == "None 3"
     assert _run(2, 256, XLA_FLAGS="--xla_force_host_platform_device_count=5") == "None 5"

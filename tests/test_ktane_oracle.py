@@ -294,6 +294,7 @@ def test_export_cli_writes_checkable_jsonl(tmp_path):
 #: export by default, the other modules' in the full tier.
 @pytest.mark.parametrize("module", [
     pytest.param(m, marks=() if m == "passwords" else pytest.mark.full) for m in ALL + NEW])
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_exported_instances_follow_the_rules_all_modules(module):
     for rec in export_instances(f"ktane/{module}", 300, 11):
         check_instance(rec)

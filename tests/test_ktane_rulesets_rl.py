@@ -33,6 +33,7 @@ def test_the_manual_block_holds_the_module_s_tables(module, size):
     assert manual_size(jaxcollab.make(f"ktane/{module}")) == size
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_only_the_expert_sees_the_episode_s_manual():
     base = jaxcollab.make("ktane/wires")
     env = ManualExpert(base)

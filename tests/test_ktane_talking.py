@@ -53,6 +53,7 @@ def test_talking_is_a_plain_policy():
     "modules",
     [pytest.param(BOMBS[0], id="seven", marks=pytest.mark.slow), pytest.param(BOMBS[1], id="four")],
 )
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_talking_defuses_every_module_type_without_a_strike(modules):
     env = _bomb(modules)
     final = rollout(env, team("talking", env), episode_keys(3, 8), max_steps=env.max_turns,
@@ -69,6 +70,7 @@ def test_every_module_type_is_on_a_test_bomb():
     assert sorted(sum(BOMBS, ())) == sorted(MODULE_TYPES)
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_team_reads_rules_not_the_hidden_answer():
     """A wires bomb whose hidden ``answer`` field is rewritten: the Defuser's observation is
     the same, so the team cuts the wire the rules pick, and that cut now strikes."""
@@ -95,6 +97,7 @@ def test_team_reads_rules_not_the_hidden_answer():
     assert cuts[1] == 0 and cuts[3] == 1
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_expert_answer_depends_only_on_the_phrase_heard():
     """The same Defuser phrase over two different bombs: identical Expert rows, identical
     answers (the Expert's row shows no bomb)."""

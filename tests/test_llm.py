@@ -217,6 +217,7 @@ def test_ktane_async_latency_is_game_time():
 
 # --- end to end through the real HTTP client ----------------------------------------------------
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_bomb_end_to_end_and_cached_rerun(server, tmp_path):
     rc = RunConfig(env="bomb/base-1", episodes=3, batch=2)
     results = evaluate(cfg(server), rc, tmp_path / "a")
@@ -306,6 +307,7 @@ def test_llm_solo_bank_run_is_table4_solo(server, tmp_path):
     assert not (tmp_path / "trio" / "episodes" / "solo").exists()  # no solo team was played
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_ktane_end_to_end(server, tmp_path):
     results = evaluate(cfg(server), RunConfig(env="ktane/wires", episodes=1), tmp_path)
     rec = json.loads(transcript_path(tmp_path, "ktane/wires").read_text())
@@ -318,6 +320,7 @@ def test_ktane_end_to_end(server, tmp_path):
     assert sum(results["outcomes"].values()) == 1 and results["parse_errors"] == {}
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_maze_end_to_end(server, tmp_path):
     rc = RunConfig(env="maze/split-6x6", episodes=2,
                    options={"maze": {"rounds": 2, "setting": "verbalized"}})
@@ -351,6 +354,7 @@ def test_maze_end_to_end(server, tmp_path):
     assert "down 0.55" not in shown and f"down {first['probs'][0]:.2f}" in shown
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_maze_sampled_setting(server, tmp_path):
     rc = RunConfig(env="maze/split-6x6", episodes=1,
                    options={"maze": {"rounds": 2, "setting": "sampled", "samples": 3}})

@@ -202,6 +202,7 @@ def test_r3_rerun_with_another_model_is_refused(r3):
     assert other.returncode != 0 and "llm.model" in other.stderr + other.stdout
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_r4_naive_rare_action_in_context(server, tmp_path):
     res = experiment("r4", server, tmp_path)
     test = paths(0, 2)

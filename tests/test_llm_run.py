@@ -48,6 +48,7 @@ def test_fit_drops_the_oldest_turns():
     assert kept[0] == msgs[0] and kept[1:] == tuple(msgs[-3:])
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_ktane_context_limit_is_a_counted_event_and_old_views_leave(server, tmp_path):
     """The ``context`` model refuses prompts over 3,000 words; the Expert's manual alone is
     longer, so each Expert turn is a counted ``context_length`` wait, the run goes on, and the
@@ -84,6 +85,7 @@ def test_long_replies_are_clipped_in_later_prompts(server, tmp_path):
     assert fed and max(map(len, fed)) <= MAX_FEEDBACK_CHARS + 40
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_torn_transcript_line_is_replayed(server, tmp_path):
     rc = RunConfig(env="bomb/base-1", episodes=2, batch=2)
     evaluate(cfg(server), rc, tmp_path)

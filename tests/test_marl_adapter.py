@@ -82,6 +82,7 @@ def test_flat_discrete_joint_mask():
     assert avail["expert"].tolist() == [True] + [False] * 479  # idle only on the Defuser's turn
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_a_flat_action_plays_as_its_heads():
     obs, state = WIRES.reset(jax.random.PRNGKey(1))
     heads = np.array([VERBS.index("select"), 0, 0], np.int32)
@@ -140,6 +141,7 @@ def _check_logged_returns(reward, done, returned):
     assert set(np.unique(reward)) <= {-1.0, 0.0, 1.0}
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_log_wrapper_over_random_play():
     _check_logged_returns(*_random_play(ENV, AGENTS, 30))
 

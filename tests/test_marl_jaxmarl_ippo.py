@@ -156,6 +156,7 @@ def test_ippo_on_a_bomb_variant_factorised():
     assert ended.any()  # NUM_STEPS > the variant's 24 turns: every env ended an episode
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_ippo_on_a_keep_talking_module_flat_discrete():
     env = JaxMARLView(view_of("ktane/wires"), actions="discrete")
     assert env.action_space("defuser").n == 480

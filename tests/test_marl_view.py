@@ -148,6 +148,7 @@ def test_every_variant_has_a_view():
 @pytest.mark.parametrize("name", ["bomb/base-1",
                                   pytest.param("bomb/carving-1", marks=pytest.mark.full),
                                   pytest.param("bomb/base-2", marks=pytest.mark.full)])
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_answer_names_the_wire_its_colour_and_the_deciding_manual_entry(name):
     from jaxcollab.envs.bomb.state import display_now, light_now
 

@@ -27,6 +27,7 @@ def test_causal_mask_later_tokens_never_change_earlier_logits(model, tokens):
     assert not np.allclose(model(tokens)[:, 6:], model(changed)[:, 6:])
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_last_only_matches_full_forward_and_jit(model, tokens):
     full = model(tokens)
     last = model(tokens, last_only=True)

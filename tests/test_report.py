@@ -222,6 +222,7 @@ def test_unknown_keys_are_shown(llm_run, tmp_path):
     assert value(dom.rows("overall")["all"][1]) == results["success_rate"]  # the rest renders
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_theory_run_curves_and_cli(llm_run, tmp_path, cli):
     cli("eval/theory.py", "task=parity", "task.alphas=[0.2,0.15,0.1]", "task.n_bits=3",
         "task.n_rounds=3", "method=enumeration", f"out_dir={tmp_path / 'theory'}")

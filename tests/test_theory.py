@@ -85,6 +85,7 @@ def run_theory(tmp_path, *overrides):
     return json.loads((out / "results.json").read_text()), out
 
 
+@pytest.mark.full  # long: the default tier's time (issue 36)
 def test_eval_theory_writes_spec_table(tmp_path):
     results, out = run_theory(tmp_path)
     assert (out / "theory.png").stat().st_size > 10_000
