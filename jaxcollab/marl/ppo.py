@@ -300,6 +300,7 @@ class Trainer:
         fresh one (new instance and turn order). The step's and the reset's observations are
         not used (XLA drops them): one ``observe`` of the state that carries on."""
         env_state, env_params, enc, turn, hidden, relabel = carry
+        before = env_state  # the turn's own start (env_state becomes the auto-reset one)
         actor = self.view.actor(enc, turn)
         k_act, k_env, k_reset, k_order = jax.random.split(key, 4)
         logp, value, new_hidden = jax.vmap(self.act, (None, 0, 0, 0))(params, enc, actor, hidden)
@@ -322,7 +323,7 @@ class Trainer:
         enc2 = self.view.encode(jax.vmap(self.env.observe)(env_state, env_params))
         if self.cfg.other_play and self.view.inbox is not None:
             enc2 = self._own_as_sent(enc2, next_relabel)
-        team = self.training_reward(reward[:, 0], env_state, state)
+        team = self.training_reward(reward[:, 0], before, state)
         new_hidden = jnp.where(done[:, None, None], 0.0, new_hidden)
         record = dict(enc=enc, actor=actor, action=action, logp=old_logp, value=value,
                       answer=answer, reward=team, done=done,
