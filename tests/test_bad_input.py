@@ -74,6 +74,8 @@ ROWS = [
      r"a count >= 1 or 'cores'$"),
     ("train/collab.py", ["cpu_devices=3", "preset=cpu"], r"cpu_devices=3 is invalid; expected "
      r"a count that divides the batch size 256 \(3 does not\), or 'cores'$"),
+    ("train/collab.py", ["xla_cpu_opt_level=5"], r"xla_cpu_opt_level=5 is invalid; expected "
+     r"null or an optimisation level 0\.\.3$"),
     ("train/collab.py", ["protocol=gesture"], r"Could not find 'protocol/gesture'"),
     ("train/collab.py", ["preset=gpu"], r"Could not find 'preset/gpu'"),
     ("train/collab.py", ["logger.mode=cloud"],

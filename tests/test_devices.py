@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from jaxcollab.core import devices
-from jaxcollab.core.devices import cpu_cores, use_cpu_devices
+from jaxcollab.core.devices import cpu_cores, use_cpu_devices, use_xla_cpu_opt_level
 
 #: the module alone (it imports only JAX), so each fresh process starts in about a second
 LOAD = ("import importlib.util, jax; s = importlib.util.spec_from_file_location('d', {path!r}); "
@@ -61,3 +61,24 @@ def test_a_user_set_count_or_a_started_backend_is_left_as_it_is():
 def test_bad_counts_are_refused_naming_the_value(requested, message):
     with pytest.raises(ValueError, match=message):
         use_cpu_devices(requested, 256)
+
+
+def test_opt_level_is_added_to_xla_flags_unless_named_or_started():
+    show = "print(r, os.environ.get('XLA_FLAGS'))"
+    assert _python(f"import os; r = d.use_xla_cpu_opt_level(1); {show}") == (
+        "True --xla_backend_optimization_level=1")
+    assert _python(f"import os; r = d.use_xla_cpu_opt_level(1); {show}",
+                   XLA_FLAGS="--xla_cpu_enable_fast_math=false") == (
+        "True --xla_cpu_enable_fast_math=false --xla_backend_optimization_level=1")
+    assert _python(f"import os; r = d.use_xla_cpu_opt_level(0); {show}",
+                   XLA_FLAGS="--xla_backend_optimization_level=3") == (
+        "False --xla_backend_optimization_level=3")
+    assert _python(f"import os; jax.devices(); r = d.use_xla_cpu_opt_level(1); {show}") == (
+        "False None")
+    assert _python(f"import os; r = d.use_xla_cpu_opt_level(None); {show}") == "False None"
+
+
+@pytest.mark.parametrize("level", [4, -1, 1.0, True, "1"])
+def test_bad_opt_levels_are_refused(level):
+    with pytest.raises(ValueError, match=r"^null or an optimisation level 0\.\.3$"):
+        use_xla_cpu_opt_level(level)

@@ -26,7 +26,7 @@ from jaxcollab.collab.conversations import check_conditions
 from jaxcollab.collab.data import round_chunks, round_task
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.core.config import SEED_LIMIT, bounded, count, seed_field
-from jaxcollab.core.devices import cpu_device_count
+from jaxcollab.core.devices import check_xla_cpu_opt_level, cpu_device_count
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.core.registry import family, family_names
 from jaxcollab.io.schema import Bias, Calibration, Logger
@@ -176,6 +176,9 @@ class Collab:
     #: over them (:func:`jaxcollab.core.devices.use_cpu_devices`; a library call of run() leaves
     #: the process's devices alone)
     cpu_devices: Any = None
+    #: XLA's backend optimisation level (0..3) for a command line's process, null for XLA's
+    #: default (:func:`jaxcollab.core.devices.use_xla_cpu_opt_level`)
+    xla_cpu_opt_level: Any = None
     out_dir: str = MISSING
 
     def protocol_names(self) -> list[str]:
@@ -194,6 +197,10 @@ class Collab:
             cpu_device_count(self.cpu_devices, self.train.batch_size)
         except ValueError as e:
             raise ConfigValueError("cpu_devices", self.cpu_devices, str(e)) from None
+        try:
+            check_xla_cpu_opt_level(self.xla_cpu_opt_level)
+        except ValueError as e:
+            raise ConfigValueError("xla_cpu_opt_level", self.xla_cpu_opt_level, str(e)) from None
         if (self.calibration is None) != (self.bias is None or not self.bias.conditions):
             raise ConfigValueError("calibration", self.calibration, "a calibration block together"
                                    " with bias.conditions (experiment=parity_calibration or "

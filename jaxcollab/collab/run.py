@@ -90,7 +90,7 @@ from jaxcollab.collab.data import check_task, round_task
 from jaxcollab.collab.data import task_data as build_task
 from jaxcollab.collab.fit import TrainConfig
 from jaxcollab.collab.trainer import RoundTrainer, required_context
-from jaxcollab.core.devices import use_cpu_devices
+from jaxcollab.core.devices import use_cpu_devices, use_xla_cpu_opt_level
 from jaxcollab.core.errors import ConfigValueError
 from jaxcollab.io import plots
 from jaxcollab.io.phases import Phases, ahead, phase
@@ -318,16 +318,20 @@ def run(cfg: DictConfig) -> dict:
 
 def run_process(cfg: DictConfig) -> dict:
     """:func:`run` as a command line's own process (``train/collab.py``, ``train/maze.py``,
-    ``train/calibration.py``): first the XLA:CPU devices ``cpu_devices`` asks for, before JAX
-    starts (:func:`jaxcollab.core.devices.use_cpu_devices`, a process-wide setting).
+    ``train/calibration.py``): first the XLA:CPU devices ``cpu_devices`` asks for and the
+    optimisation level ``xla_cpu_opt_level``, before JAX starts
+    (:func:`jaxcollab.core.devices.use_cpu_devices`, :func:`~jaxcollab.core.devices.
+    use_xla_cpu_opt_level`: process-wide settings).
 
     Raises:
-        ConfigValueError: a bad ``cpu_devices``, before anything else.
+        ConfigValueError: a bad ``cpu_devices`` or ``xla_cpu_opt_level``, before anything else.
     """
-    try:
-        use_cpu_devices(cfg.cpu_devices, cfg.train.batch_size)
-    except ValueError as e:
-        raise ConfigValueError("cpu_devices", cfg.cpu_devices, str(e)) from None
+    for key, use, *args in (("cpu_devices", use_cpu_devices, cfg.train.batch_size),
+                            ("xla_cpu_opt_level", use_xla_cpu_opt_level)):
+        try:
+            use(cfg[key], *args)
+        except ValueError as e:
+            raise ConfigValueError(key, cfg[key], str(e)) from None
     return run(cfg)
 
 
