@@ -119,9 +119,32 @@ class BombView:
         return v.period if v.light == T.LIGHT_CYCLE else 0
 
     @property
+    def flashes(self) -> bool:
+        """Whether the variant flashes its lights (Flashback)."""
+        return self.env.variant.light == T.LIGHT_FLASH
+
+    @property
     def obs_size(self) -> int:
-        """:attr:`positions`, then (Flashing) the :meth:`slot_light` token."""
-        return int(self.positions.shape[0]) + (self.cycle > 0)
+        """:attr:`positions`, then the derived tokens: Flashing's :meth:`slot_light` (1),
+        Flashback's :meth:`picked_round_speech` (3)."""
+        return int(self.positions.shape[0]) + (self.cycle > 0) + T.N_AGENTS * self.flashes
+
+    def picked_round_speech(self, obs: jax.Array) -> jax.Array:
+        """Flashback: the first speech token each sender sent in the round of the flash the
+        manual picks for the first cut, as each role's own chat history holds it, int32
+        ``[..., 3, 3]`` (role, sender) from observation tokens ``[..., 3, L]``: the chat row
+        (earlier rounds only, numbered, within the window) whose round is the role's first
+        pick. Only Mute reads picks (the others' are ``HIDDEN``), so only its tokens can be
+        other than ``PAD``. A chat row says in which round a message was sent; the inbox does
+        not (whether a sender played earlier this round depends on the turn order), so this
+        is what lets Mute pair a report with the flash it needs while the window keeps it."""
+        sl, H, S = self.env.layout.slices(), T.CHAT_ROUNDS, self.env.speech_bytes
+        pick = obs[..., sl["picks"].start]
+        rounds = obs[..., sl["chat_round"]]  # [..., 3, H]: NUM_TOK + round, or PAD
+        first = obs[..., sl["chat_speech"]].reshape(obs.shape[:-1] + (H, T.N_AGENTS, S))
+        hit = (rounds == pick[..., None]) & (rounds != T.PAD)
+        return jnp.where(hit[..., None], first[..., 0], 0).sum(-2) + T.PAD * ~hit.any(-1)[
+            ..., None]
 
     def cut_round(self, rnd: jax.Array, cuts: jax.Array) -> jax.Array:
         """The first round from ``rnd`` on in which Blind may make cut number ``cuts + 1``
@@ -162,8 +185,10 @@ class BombView:
     def encode(self, obs: jax.Array) -> jax.Array:
         """Observation tokens int32 ``[..., 3, L]`` → observation vectors int32
         ``[..., 3, obs_size]``. Static slices, not a gather: under ``jit`` XLA then computes
-        only the observation sections the view keeps; in Flashing :meth:`slot_light` last."""
-        derived = [self.slot_light(obs)] if self.cycle else []
+        only the observation sections the view keeps; the derived tokens last
+        (:attr:`obs_size`)."""
+        derived = ([self.slot_light(obs)] if self.cycle else []) + (
+            [self.picked_round_speech(obs)] if self.flashes else [])
         return jnp.concatenate([obs[..., a:b] for a, b in self._runs] + derived, axis=-1)
 
     n_agents = T.N_AGENTS
