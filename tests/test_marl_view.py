@@ -141,8 +141,8 @@ def test_bad_view_sizes_are_refused():
 def test_every_variant_has_a_view():
     for v in T.VARIANTS:
         view = make_view(v.name)
-        flashing = v.light == T.LIGHT_CYCLE   # one derived token: the next cut's slot light
-        assert view.obs_size == len(view.positions) + flashing > 0
+        derived = {T.LIGHT_CYCLE: 1, T.LIGHT_FLASH: T.N_AGENTS}.get(v.light, 0)
+        assert view.obs_size == len(view.positions) + derived > 0
         assert view.positions.max() < view.env.layout.length
 
 
@@ -287,3 +287,25 @@ def test_keep_talking_defuser_is_offered_what_its_view_allows():
     pick_up = jnp.zeros((2, len(view.head_sizes)), jnp.int32).at[0, 0].set(VERBS.index("select"))
     obs, *_ = env.step(jax.random.PRNGKey(1), state, view.to_env(pick_up), params)
     assert offered(obs, 0) == (["wait", "message", "back", "press"], [True] * 4 + [False] * 2)
+
+
+def test_flashback_mute_reads_the_speech_of_the_picked_flashs_round_from_its_chat():
+    """Deaf speaks symbol ``round`` to Mute every round (order Mute, Blind, Deaf: Deaf last);
+    the manual picks flash 1, so Mute's derived token is Deaf's round-1 symbol once round 1
+    is in its chat (rounds 2 to 4: the window of 4), ``PAD`` before and after; the others'
+    are ``PAD`` (they read no picks)."""
+    view, state, params = _constructed("bomb/flashback-1", (T.MUTE, T.BLIND, T.DEAF),
+                                       pick=[1, 0, 2, 3, 4, 5, 6, 7])
+    step = jax.jit(view.env.step)
+    seen = []
+    for _ in range(6 * T.N_AGENTS):
+        enc = view.encode(view.env.observe(state, params))
+        if int(view.actor(enc)) == T.MUTE:
+            derived = np.asarray(enc[:, -T.N_AGENTS:])
+            assert (np.delete(derived, T.MUTE, 0) == T.PAD).all()
+            seen.append(derived[T.MUTE].tolist())
+        a = np.zeros((T.N_AGENTS, len(view.head_sizes)), np.int32)
+        a[T.DEAF, view.recipient_head(0):view.recipient_head(0) + 2] = 1 + T.MUTE, state.round
+        _, state, *_ = step(jax.random.PRNGKey(0), state, view.to_env(jnp.asarray(a)), params)
+    said = [T.BYTE_TOK + ord("A") + 1, T.PAD, T.PAD]   # from Deaf; Mute and Blind said nothing
+    assert seen == [[T.PAD] * 3] * 2 + [said] * 3 + [[T.PAD] * 3]
