@@ -7,7 +7,10 @@ header (role, round, budget, your-turn), the board, the manual entries the varia
 picks, this turn's inbox (the first ``symbols`` tokens of each sender's latest speech and
 gesture, with recipients) and the feedback flags; in Flashing one token more, the light the
 role perceived at the light-cycle slot of the next cut (:meth:`BombView.slot_light`: the light
-now, or from its own history). The rest of the light history and the chat window are left out:
+now, or from its own history); in Flashback three more, per sender the first speech token of
+the round of the flash the manual picks, from the role's own numbered chat rows
+(:meth:`BombView.picked_round_speech`). The rest of the light history and the chat window are
+left out:
 a recurrent policy carries its own memory of what it perceived (so in Flashback the window
 limits the text history, not what a recurrent agent remembers).
 
