@@ -141,7 +141,8 @@ def test_bad_view_sizes_are_refused():
 def test_every_variant_has_a_view():
     for v in T.VARIANTS:
         view = make_view(v.name)
-        assert view.obs_size == len(view.positions) > 0
+        derived = {T.LIGHT_CYCLE: 1, T.LIGHT_FLASH: T.N_AGENTS}.get(v.light, 0)
+        assert view.obs_size == len(view.positions) + derived > 0
         assert view.positions.max() < view.env.layout.length
 
 
@@ -196,21 +197,74 @@ def test_answer_in_shuffle_follows_the_rotation_to_the_second_cut():
     assert np.asarray(view.answer(after, params)).tolist() == [0, 0, 0]
 
 
-def test_answer_in_flashing_is_the_entry_of_the_light_when_blinds_cut_lands():
+def test_answer_in_flashing_is_the_entry_of_the_next_cuts_light_cycle_slot():
     manual = np.zeros(T.MANUAL_ENTRIES, np.int32)
     manual[1], manual[2] = 2, 4     # cycle slot 0 (entry 1) names colour 2, slot 1 (entry 2) 4
     key_seq = np.zeros(T.SEQ, np.int32)
     key_seq[:2] = 1, 2
     fields = dict(manual_val=manual, key_seq=key_seq, wire_colour=[0, 2, 4, -1, -1, -1, -1])
     first = (T.BLIND, T.DEAF, T.MUTE)
-    cases = [(first, 0, 0, [1, 2, 1]),    # Blind's own turn: the light now (slot 0)
-             (first, 0, 1, [2, 4, 2]),    # after Blind's turn: next round's light (slot 1)
-             (first, 1, 2, [1, 2, 1]),    # round 1, after Blind: round 2's (slot 0)
-             ((T.DEAF, T.MUTE, T.BLIND), 0, 1, [1, 2, 1])]  # Blind still to play this round
-    for order, rnd, turn, want in cases:
+    # the one cut lands in slot 0 (an even round) whenever it is asked: [wire 1, colour 2,
+    # entry 1] at Blind's own turn, after it (next round is odd: the round after), in an odd
+    # round, and with Blind still to play
+    for order, rnd, turn in ((first, 0, 0), (first, 0, 1), (first, 1, 2),
+                             ((T.DEAF, T.MUTE, T.BLIND), 1, 1)):
         view, state, params = _constructed("bomb/flashing-1", order, round=rnd, turn=turn,
                                            **fields)
-        assert np.asarray(view.answer(state, params)).tolist() == want, (order, rnd, turn)
+        assert np.asarray(view.answer(state, params)).tolist() == [1, 2, 1], (order, rnd, turn)
+    # flashing-4 (period 3), one cut done: the second cut's slot 1 (entry 2, colour 4, wire 2),
+    # landing in round 1 (asked after Blind's turn of round 0) or round 4 (asked in round 2)
+    key_seq[2] = 3
+    for rnd, turn in ((0, 1), (2, 0)):
+        view, state, params = _constructed(
+            "bomb/flashing-4", first, round=rnd, turn=turn, progress=1, manual_val=manual,
+            key_seq=key_seq, wire_colour=[0, 2, 4, 1, 3, -1, -1])
+        state = state.replace(wire_cut=jnp.arange(T.MAX_WIRES) == 1)
+        assert np.asarray(view.answer(state, params)).tolist() == [2, 4, 2], (rnd, turn)
+        assert int(view.landing(state, params).round) == (1, 4)[rnd // 2]
+
+
+def _flashing_obs(name, rnd, cut, **fields):
+    """Observation tokens of a ``name`` state in round ``rnd`` with wires ``cut`` (bool [7])."""
+    view, state, params = _constructed(name, round=rnd, **fields)
+    state = state.replace(wire_cut=jnp.asarray(cut))
+    return view, view.env.observe(state, params)
+
+
+def test_flashing_view_holds_each_roles_light_of_the_next_cuts_slot():
+    # flashing-4 (period 3): lights per slot 3, 0, 4; rounds 0 and 1 seen (history), round 2 now
+    hist = np.full(T.MAX_ROUNDS, -1, np.int32)
+    hist[:2] = 3, 0
+    seq = np.zeros(T.SEQ, np.int32)
+    seq[:3] = 3, 0, 4
+    cut = np.zeros(T.MAX_WIRES, bool)
+    for cuts, rnd, want in ((0, 2, 3), (1, 2, 0), (2, 2, 4), (1, 0, None), (2, 1, None)):
+        cut[:] = np.arange(T.MAX_WIRES) < cuts
+        view, obs = _flashing_obs("bomb/flashing-4", rnd, cut, hist_light=hist, light_seq=seq)
+        tokens = np.asarray(view.slot_light(obs))[:, 0].tolist()
+        deaf = T.PAD if want is None else T.COLOUR_TOK + want   # PAD: the slot not shown yet
+        blind = T.PAD if want is None else T.UNREADABLE         # (Mute feels no cuts: slot 0)
+        assert tokens == [deaf, T.HIDDEN, blind], (cuts, rnd)
+        assert int(view.encode(obs)[T.DEAF, -1]) == deaf
+
+
+def test_flashing_blind_may_cut_only_in_the_next_cuts_slot():
+    cut = np.zeros(T.MAX_WIRES, bool)
+    allowed = []
+    for rnd in range(4):
+        view, obs = _flashing_obs("bomb/flashing-1", rnd, cut)
+        masks = [np.asarray(view.action_mask(view.encode(obs), r)) for r in range(T.N_AGENTS)]
+        allowed.append([bool(m[T.CUT]) for m in masks])
+        assert all(m[T.WAIT] for m in masks)
+        others = np.arange(view.n_logits) != T.CUT                 # only the cut changes
+        assert (masks[T.BLIND][others] == view.logit_mask[T.BLIND][others]).all()
+    assert allowed == [[False, False, True], [False] * 3, [False, False, True], [False] * 3]
+    cut[0] = True   # flashing-4, one cut done: the second cut in slot 1 (rounds 1, 4, ...)
+    for rnd, ok in ((0, False), (1, True), (3, False), (4, True)):
+        view, obs = _flashing_obs("bomb/flashing-4", rnd, cut)
+        assert bool(view.action_mask(view.encode(obs), T.BLIND)[T.CUT]) == ok, rnd
+    base = VIEW.encode(RESET(jax.random.PRNGKey(3), ENV.default_params)[0])
+    assert bool(VIEW.action_mask(base, T.BLIND)[T.CUT])   # no timing outside Flashing
 
 
 @pytest.mark.full
@@ -233,3 +287,25 @@ def test_keep_talking_defuser_is_offered_what_its_view_allows():
     pick_up = jnp.zeros((2, len(view.head_sizes)), jnp.int32).at[0, 0].set(VERBS.index("select"))
     obs, *_ = env.step(jax.random.PRNGKey(1), state, view.to_env(pick_up), params)
     assert offered(obs, 0) == (["wait", "message", "back", "press"], [True] * 4 + [False] * 2)
+
+
+def test_flashback_mute_reads_the_speech_of_the_picked_flashs_round_from_its_chat():
+    """Deaf speaks symbol ``round`` to Mute every round (order Mute, Blind, Deaf: Deaf last);
+    the manual picks flash 1, so Mute's derived token is Deaf's round-1 symbol once round 1
+    is in its chat (rounds 2 to 4: the window of 4), ``PAD`` before and after; the others'
+    are ``PAD`` (they read no picks)."""
+    view, state, params = _constructed("bomb/flashback-1", (T.MUTE, T.BLIND, T.DEAF),
+                                       pick=[1, 0, 2, 3, 4, 5, 6, 7])
+    step = jax.jit(view.env.step)
+    seen = []
+    for _ in range(6 * T.N_AGENTS):
+        enc = view.encode(view.env.observe(state, params))
+        if int(view.actor(enc)) == T.MUTE:
+            derived = np.asarray(enc[:, -T.N_AGENTS:])
+            assert (np.delete(derived, T.MUTE, 0) == T.PAD).all()
+            seen.append(derived[T.MUTE].tolist())
+        a = np.zeros((T.N_AGENTS, len(view.head_sizes)), np.int32)
+        a[T.DEAF, view.recipient_head(0):view.recipient_head(0) + 2] = 1 + T.MUTE, state.round
+        _, state, *_ = step(jax.random.PRNGKey(0), state, view.to_env(jnp.asarray(a)), params)
+    said = [T.BYTE_TOK + ord("A") + 1, T.PAD, T.PAD]   # from Deaf; Mute and Blind said nothing
+    assert seen == [[T.PAD] * 3] * 2 + [said] * 3 + [[T.PAD] * 3]

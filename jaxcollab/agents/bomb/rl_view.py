@@ -5,9 +5,14 @@ environment's; nothing here repeats a rule). An agent's **observation vector** i
 selection of its observation tokens (int32 ids below ``VOCAB_SIZE``, for an embedding): the
 header (role, round, budget, your-turn), the board, the manual entries the variant uses, the
 picks, this turn's inbox (the first ``symbols`` tokens of each sender's latest speech and
-gesture, with recipients) and the feedback flags. The light history and the chat window are
-left out: a recurrent policy carries its own memory of what it perceived (so in Flashback the
-window limits the text history, not what a recurrent agent remembers).
+gesture, with recipients) and the feedback flags; in Flashing one token more, the light the
+role perceived at the light-cycle slot of the next cut (:meth:`BombView.slot_light`: the light
+now, or from its own history); in Flashback three more, per sender the first speech token of
+the round of the flash the manual picks, from the role's own numbered chat rows
+(:meth:`BombView.picked_round_speech`). The rest of the light history and the chat window are
+left out:
+a recurrent policy carries its own memory of what it perceived (so in Flashback the window
+limits the text history, not what a recurrent agent remembers).
 
 An agent's **discrete action** is int32 ``[n_heads]``: ``act`` (wait / cut / press),
 ``target`` (wire or key position 0..6), then per channel (speech, gesture) the recipient
@@ -17,6 +22,14 @@ is gesture id ``m + 1`` or the speech byte ``'A' + m``). A role has only the cha
 send on (``CAN_SEND``); the others' recipient logits are masked to *nobody*. Sending to a role
 that cannot receive the channel is allowed: the environment bounces it, or delivers a gesture to
 Blind as blanks, and counts it as dead-channel use.
+
+Timing in Flashing (the team's own plan, not a rule): Blind cuts only in a round whose
+light-cycle slot is the next cut's (cut ``i`` in slot ``i mod period``, as
+:func:`jaxcollab.envs.bomb.solve.solve` plays it), masked from its own header round and
+``[CUT]`` marks (:meth:`BombView.action_mask`). A message reaches its listener at its next turn,
+so whether a relayed answer was worked out this round or last depends on the turn order, which
+no role perceives whole; an answer for a fixed slot, relayed from the slot's light, is right
+whenever it arrives.
 """
 
 from __future__ import annotations
@@ -103,8 +116,63 @@ class BombView:
         return slots, tokens
 
     @property
+    def cycle(self) -> int:
+        """The light-cycle period in Flashing, else 0."""
+        v = self.env.variant
+        return v.period if v.light == T.LIGHT_CYCLE else 0
+
+    @property
+    def flashes(self) -> bool:
+        """Whether the variant flashes its lights (Flashback)."""
+        return self.env.variant.light == T.LIGHT_FLASH
+
+    @property
     def obs_size(self) -> int:
-        return int(self.positions.shape[0])
+        """:attr:`positions`, then the derived tokens: Flashing's :meth:`slot_light` (1),
+        Flashback's :meth:`picked_round_speech` (3)."""
+        return int(self.positions.shape[0]) + (self.cycle > 0) + T.N_AGENTS * self.flashes
+
+    def picked_round_speech(self, obs: jax.Array) -> jax.Array:
+        """Flashback: the first speech token each sender sent in the round of the flash the
+        manual picks for the first cut, as each role's own chat history holds it, int32
+        ``[..., 3, 3]`` (role, sender) from observation tokens ``[..., 3, L]``: the chat row
+        (earlier rounds only, numbered, within the window) whose round is the role's first
+        pick. Only Mute reads picks (the others' are ``HIDDEN``), so only its tokens can be
+        other than ``PAD``. A chat row says in which round a message was sent; the inbox does
+        not (whether a sender played earlier this round depends on the turn order), so this
+        is what lets Mute pair a report with the flash it needs while the window keeps it."""
+        sl, H, S = self.env.layout.slices(), T.CHAT_ROUNDS, self.env.speech_bytes
+        pick = obs[..., sl["picks"].start]
+        rounds = obs[..., sl["chat_round"]]  # [..., 3, H]: NUM_TOK + round, or PAD
+        first = obs[..., sl["chat_speech"]].reshape(obs.shape[:-1] + (H, T.N_AGENTS, S))
+        hit = (rounds == pick[..., None]) & (rounds != T.PAD)
+        return jnp.where(hit[..., None], first[..., 0], 0).sum(-2) + T.PAD * ~hit.any(-1)[
+            ..., None]
+
+    def cut_round(self, rnd: jax.Array, cuts: jax.Array) -> jax.Array:
+        """The first round from ``rnd`` on in which Blind may make cut number ``cuts + 1``
+        (0-based ``cuts``): in Flashing the next round of light-cycle slot
+        ``cuts mod period``; elsewhere ``rnd``. int32, any shape."""
+        if not self.cycle:
+            return rnd
+        return rnd + (cuts - rnd) % self.cycle
+
+    def slot_light(self, obs: jax.Array) -> jax.Array:
+        """Flashing: the light each role perceived at the light-cycle slot of the next cut,
+        int32 ``[..., 3, 1]`` from observation tokens ``[..., 3, L]``, built only from the
+        role's own row: its header round, its ``[CUT]`` marks (cut ``i`` is slot ``i mod
+        period``, :meth:`cut_round`) and its light now (the slot showing) or its light history (the
+        latest earlier round of the slot). Deaf's is a colour token; Mute's ``HIDDEN``,
+        Blind's ``UNREADABLE``; ``PAD`` before the slot first showed."""
+        sl = self.env.layout.slices()
+        rnd = obs[..., sl["header"].start + 1] - T.NUM_TOK
+        cuts = (obs[..., sl["wires"]] == T.CUT_MARK).sum(-1)
+        past = rnd - (rnd - cuts) % self.cycle  # the latest round (now or earlier) of the slot
+        history = obs[..., sl["history"]][..., ::2]  # light per past round [..., 3, 24]
+        seen = jnp.take_along_axis(history, jnp.clip(past, 0, T.MAX_ROUNDS - 1)[..., None],
+                                   -1)[..., 0]
+        now = obs[..., sl["light"].start]
+        return jnp.where(past == rnd, now, jnp.where(past >= 0, seen, T.PAD))[..., None]
 
     @property
     def vocab_size(self) -> int:
@@ -120,8 +188,11 @@ class BombView:
     def encode(self, obs: jax.Array) -> jax.Array:
         """Observation tokens int32 ``[..., 3, L]`` → observation vectors int32
         ``[..., 3, obs_size]``. Static slices, not a gather: under ``jit`` XLA then computes
-        only the observation sections the view keeps."""
-        return jnp.concatenate([obs[..., a:b] for a, b in self._runs], axis=-1)
+        only the observation sections the view keeps; the derived tokens last
+        (:attr:`obs_size`)."""
+        derived = ([self.slot_light(obs)] if self.cycle else []) + (
+            [self.picked_round_speech(obs)] if self.flashes else [])
+        return jnp.concatenate([obs[..., a:b] for a, b in self._runs] + derived, axis=-1)
 
     n_agents = T.N_AGENTS
 
@@ -164,29 +235,30 @@ class BombView:
         """int32: correct actions done so far (cuts, or code digits pressed)."""
         return state.progress
 
-    @staticmethod
-    def landing(state, params):
-        """``state`` as it stands when Blind's next action lands: the round advanced by one
-        if Blind's turn of this round is already past (its next turn is next round). Only
-        Blind acts, so nothing else the manual reads changes before then except the round,
-        which in Flashing picks the light-cycle slot that judges the cut."""
+    def landing(self, state, params):
+        """``state`` as it stands when Blind's next action may land: the round advanced by one
+        if Blind's turn of this round is already past (its next turn is next round), and in
+        Flashing on to the next round Blind may cut in (:meth:`cut_round`). Only Blind acts,
+        so nothing else the manual reads changes before then except the round, which in
+        Flashing picks the light-cycle slot that judges the cut."""
         blind_slot = jnp.argmax(jnp.asarray(params.turn_order) == T.BLIND)
-        return state.replace(round=state.round + (state.turn > blind_slot).astype(jnp.int32))
+        turn = state.round + (state.turn > blind_slot).astype(jnp.int32)
+        return state.replace(round=self.cut_round(turn, state.progress))
 
-    @classmethod
-    def answer(cls, state, params) -> jax.Array:
-        """What the task needs when Blind next acts (:meth:`landing`), int32 ``[3]``
-        (privileged, for training losses only): the position to act on
+    def answer(self, state, params) -> jax.Array:
+        """What the task needs when Blind's next action may land (:meth:`landing`), int32
+        ``[3]`` (privileged, for training losses only): the position to act on
         (:func:`~jaxcollab.agents.bomb.teams.oracle_hint`), the manual's answer
         (:func:`~jaxcollab.envs.bomb.state.required_value`: the wire colour or code digit)
         and the manual entry that decides it (``key_seq``: the row or cell the light,
         display, plate or flashes pick). The entry, not just its answer, is what a relay must
         carry to the manual's reader: wires alone often pin the answer but never the entry.
         At Blind's own turn it is the answer now; earlier in a round it is too, except in
-        Flashing, where a cut is judged by the light when it lands: an agent whose turn
-        comes after Blind's is asked for the entry of next round's light (timing). In Shuffle
-        it follows the rotation: after a correct cut the next stage's wire where it now is."""
-        land = cls.landing(state, params)
+        Flashing, where a cut is judged by the light when it lands: there it is the answer
+        of the next cut's light-cycle slot, the same at every turn until that cut (timing
+        by Blind's mask, :meth:`action_mask`). In Shuffle it follows the rotation: after a
+        correct cut the next stage's wire where it now is."""
+        land = self.landing(state, params)
         entry = land.key_seq[seq_index(land, params)]
         return jnp.stack([oracle_hint(land, params)[1], required_value(land, params), entry])
 
@@ -217,7 +289,7 @@ class BombView:
         it must learn to refuse), targets only the variant's wire (or key) positions, which
         Blind feels."""
         mask = np.ones((T.N_AGENTS, self.n_logits), bool)
-        offsets = np.cumsum((0,) + self.head_sizes)
+        offsets = self.head_offsets
         v = self.env.variant
         mask[:, offsets[ACT] + 1:offsets[ACT + 1]] = False
         mask[T.BLIND, offsets[ACT] + T.ACT_NAMES.index("cut")] = True
@@ -234,9 +306,34 @@ class BombView:
 
     def action_mask(self, enc: jax.Array, actor: jax.Array) -> jax.Array:
         """bool ``[n_logits]``: what role ``actor`` may pick, given the observation vectors
-        ``enc`` int32 ``[3, obs_size]`` (a bomb's masks depend on the role only:
-        :attr:`logit_mask`)."""
-        return jnp.asarray(self.logit_mask)[actor]
+        ``enc`` int32 ``[3, obs_size]``: :attr:`logit_mask`, and in Flashing Blind's cut only
+        in a round of the next cut's light-cycle slot (:meth:`cut_round` of its own header
+        round and ``[CUT]`` marks; the team's timing plan, see the module docstring)."""
+        mask = jnp.asarray(self.logit_mask)[actor]
+        if not self.cycle:
+            return mask
+        row = enc[actor]
+        rnd = row[self._round_column] - T.NUM_TOK
+        cuts = (row[self._wire_columns] == T.CUT_MARK).sum()
+        cut = np.arange(self.n_logits) == self.head_offsets[ACT] + T.CUT
+        return mask & ~(jnp.asarray(cut) & (self.cut_round(rnd, cuts) != rnd))
+
+    @functools.cached_property
+    def head_offsets(self) -> np.ndarray:
+        """int ``[n_heads + 1]``: where each action head's logits start (and the end)."""
+        return np.cumsum((0,) + self.head_sizes)
+
+    @functools.cached_property
+    def _round_column(self) -> int:
+        """The observation-vector position of the header's round token."""
+        at = self.env.layout.slices()["header"].start + 1
+        return int(np.flatnonzero(self.positions == at)[0])
+
+    @functools.cached_property
+    def _wire_columns(self) -> np.ndarray:
+        """The observation-vector positions of the wire tokens ``[7]``."""
+        sl = self.env.layout.slices()["wires"]
+        return np.flatnonzero((self.positions >= sl.start) & (self.positions < sl.stop))
 
     def relevant(self, action: jax.Array) -> jax.Array:
         """bool ``[..., n_heads]``: heads that change what the environment does (the target
