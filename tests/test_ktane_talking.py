@@ -188,8 +188,7 @@ def test_defuser_tours_when_asked():
     state = env.init_state(jax.random.key(0))
     ask = jnp.pad(jnp.array([V.tok("edgework")]), (0, 47))
     state = state.replace(messages=state.messages.at[1].set(ask), fresh=jnp.array([False, True]))
-    # jitted: one compile (op by op, the eager turn compiled ~40 s cold on 2 cores)
-    action, mem = jax.jit(defuser_turn, static_argnums=0)(env, env.observe(state)[0], mem)
+    action, mem = defuser_turn(env, env.observe(state)[0], mem)
     assert action[:2].tolist() == [ROTATE, int(TOUR_TURNS[0])] and int(mem.tour) == 1
 
 
