@@ -2,7 +2,8 @@
 spaces describe the actions ``step`` takes, auto-reset at the boundary, rendering agrees with the
 tokens, environments are equal by value.
 
-By default one environment per family runs; every registered name (fixed Keep-Talking missions
+By default one environment per family runs (the auto-reset wrapper, generic, on parity's; the
+other families' under ``-m full``); every registered name (fixed Keep-Talking missions
 by two examples) runs under ``-m slow``. Compiles are shared through the environments' value
 equality: each trace below is one module-level ``jax.jit`` with the environment static, so equal
 environments (every bomb variant with the same caps, seeded missions of one module set) reuse
@@ -28,6 +29,10 @@ NAMES = [n for n in jaxcollab.names() if not n.startswith("ktane/missions/")] + 
 #: Every family by its example; the other names under ``-m slow``.
 MATRIX = FAMILY_EXAMPLES + [pytest.param(n, marks=pytest.mark.slow)
                             for n in NAMES if n not in FAMILY_EXAMPLES]
+#: The wrapper is generic: parity's example (the cheapest compile) stands for it by default; each
+#: other family's (a compile of two steps and a reset, 30-60 s cold on 2 cores) under ``-m full``.
+RESET_MATRIX = [n if n.startswith("parity/") else pytest.param(n, marks=pytest.mark.full)
+                for n in FAMILY_EXAMPLES]
 N_EPISODES = 4
 AFTER_END = 4  # extra steps every episode plays after its bound
 
@@ -121,7 +126,7 @@ def _boundary_trace(env, key, n_steps, params):
 boundary_trace = jax.jit(_boundary_trace, static_argnums=(0, 2))
 
 
-@pytest.mark.parametrize("name", FAMILY_EXAMPLES)
+@pytest.mark.parametrize("name", RESET_MATRIX)
 def test_auto_reset_at_the_boundary(name):
     env = jaxcollab.make(name)
     out = jax.device_get(boundary_trace(env, jax.random.PRNGKey(1), 2 * env.max_episode_steps,

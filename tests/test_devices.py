@@ -1,5 +1,7 @@
 """XLA:CPU device counts (:func:`jaxcollab.core.devices.use_cpu_devices`), each case in a fresh
-process: the count can only be set before JAX's CPU backend starts."""
+process: the count can only be set before JAX's CPU backend starts. The optimisation level's
+flag (:func:`~jaxcollab.core.devices.use_xla_cpu_opt_level`) is set once in a fresh process, its
+other cases in this one."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import os
 import subprocess
 import sys
 
+import jax
 import pytest
+from jax._src import xla_bridge
 
 from jaxcollab.core import devices
 from jaxcollab.core.devices import cpu_cores, use_cpu_devices, use_xla_cpu_opt_level
@@ -63,19 +67,25 @@ def test_bad_counts_are_refused_naming_the_value(requested, message):
         use_cpu_devices(requested, 256)
 
 
-def test_opt_level_is_added_to_xla_flags_unless_named_or_started():
+def test_opt_level_is_added_to_xla_flags_unless_named_or_started(monkeypatch):
     show = "print(r, os.environ.get('XLA_FLAGS'))"
+    # in a fresh process the flag lands before the backend starts
     assert _python(f"import os; r = d.use_xla_cpu_opt_level(1); {show}") == (
         "True --xla_backend_optimization_level=1")
-    assert _python(f"import os; r = d.use_xla_cpu_opt_level(1); {show}",
-                   XLA_FLAGS="--xla_cpu_enable_fast_math=false") == (
-        "True --xla_cpu_enable_fast_math=false --xla_backend_optimization_level=1")
-    assert _python(f"import os; r = d.use_xla_cpu_opt_level(0); {show}",
-                   XLA_FLAGS="--xla_backend_optimization_level=3") == (
-        "False --xla_backend_optimization_level=3")
-    assert _python(f"import os; jax.devices(); r = d.use_xla_cpu_opt_level(1); {show}") == (
-        "False None")
-    assert _python(f"import os; r = d.use_xla_cpu_opt_level(None); {show}") == "False None"
+    # the other cases in this process (one fresh process each cost the default tier ~30 s):
+    # its backend has started, so the flag is not set; then as if it had not, on user flags
+    jax.devices()
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert use_xla_cpu_opt_level(1) is False and "XLA_FLAGS" not in os.environ
+    monkeypatch.setattr(xla_bridge, "backends_are_initialized", lambda: False)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    assert use_xla_cpu_opt_level(1) is True and os.environ["XLA_FLAGS"] == (
+        "--xla_cpu_enable_fast_math=false --xla_backend_optimization_level=1")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=3")
+    assert use_xla_cpu_opt_level(0) is False
+    assert os.environ["XLA_FLAGS"] == "--xla_backend_optimization_level=3"
+    monkeypatch.delenv("XLA_FLAGS")
+    assert use_xla_cpu_opt_level(None) is False and "XLA_FLAGS" not in os.environ
 
 
 @pytest.mark.parametrize("level", [4, -1, 1.0, True, "1"])

@@ -252,6 +252,7 @@ def test_first_round_is_shared_across_protocols(finished, parity_task, tmp_path)
         _trainer(parity_task, tmp_path / "b", first_round_from=tmp_path / "missing").run()
 
 
+@pytest.mark.full  # its own fit and labelling shapes (whole training set): ~25 s cold on 2 cores
 def test_paper_data_plan_trains_and_labels_every_row(parity_task, tmp_path):
     # cross_fit=False (the paper): each round fits on the whole training set and labels all of
     # it; the last round labels nothing.
