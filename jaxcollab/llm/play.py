@@ -4,16 +4,19 @@ one host callback a tick, and one asyncio event loop that drives every episode's
 Why batched but not lockstep: ``K = min(llm.concurrency, chunk)`` episodes play in the slots of
 one ``lax.while_loop`` built on the environment's own jitted ``reset`` / ``step`` /
 ``observe`` (the only game logic). Each tick, ONE ``jax.pure_callback`` (:meth:`Host.tick_cb`)
-gets all ``K`` slots' observations, job indices and steps, plus the final state of each
-episode that ended on the previous tick. It starts the turn of every slot that needs an action
-(the family's :meth:`~jaxcollab.llm.bridge.Game.turn` generator, a task on the host's event
-loop), waits until at least one turn's action is ready (a stop or a stall), and returns ``K``
-actions with a ``ready`` mask: only ready slots step (the others keep their state, a
-``jnp.where`` over the state tree), so no episode waits on another's reply. A slot whose
-episode ended takes the next job of the chunk (its key and params gathered by job index inside
-the loop), until every job is done. The rollout compiles once per environment and chunk size
-(on any number of episodes in flight), and XLA:CPU holds one waiting callback, not one per
-episode: no thread pool sizing (``PJRT_NPROC``) or extra CPU devices.
+gets the observations, job indices and steps of up to ``R`` (:data:`OBSERVE`) slots not seen
+since they last stepped, every slot's job, and the final state of each episode that ended on
+the previous tick. It starts the turn of every slot that needs an action (the family's
+:meth:`~jaxcollab.llm.bridge.Game.turn` generator, a task on the host's event loop), waits
+until at least one turn's action is ready (a stop or a stall), and returns the slots of up to
+``R`` ready actions (the earliest first; the rest step the next ticks, which do not wait) with
+those actions: only those slots step, gathered, stepped and scattered back into the ``K``-slot
+state, so no episode waits on another's reply and a tick costs the few slots in play, not all
+``K``. The ended episodes' final states are those of the stepped rows (``R``, never the whole
+batch). A slot whose episode ended takes the next job of the chunk (its key and params
+gathered by job index inside the loop), until every job is done. The rollout compiles once
+per environment and chunk size (on any number of episodes in flight), and XLA:CPU holds one
+waiting callback, not one per episode: no thread pool sizing (``PJRT_NPROC``) or extra CPU devices.
 
 The host side: every episode's turns run on one persistent event loop (a daemon thread of the
 :class:`Host`), and the client's async entry point
