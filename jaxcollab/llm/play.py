@@ -303,10 +303,9 @@ class Host:
 
 
 #: Slots a tick observes and steps at most, ``R`` (the rest the next ticks, which then do not
-#: wait for a reply): observations are large (a bomb's three rows are 54 kB), and stepping,
-#: refilling and handing the host every slot each tick would cost far more than the few
-#: slots whose actions are ready (a bomb/base-1 step over all 256 slots took ~7 CPU ms, over
-#: a gathered 32 ~1 ms: README, LLM play pacing).
+#: wait for a reply): observations are large (a bomb's three rows are 54 kB), and handing the
+#: host every slot's observation or state each tick would cost far more than stepping the few
+#: whose actions are ready (``python -m eval.benchmarks.llm_tick split 256``).
 OBSERVE = 32
 
 #: Threads that finish ended episodes (end-of-game exchanges, transcript records) at once.
