@@ -190,7 +190,7 @@ class _Interrupted(Game):
 def test_sigint_during_a_turn_stops_the_tick_and_is_not_swallowed(default_sigint):
     """The tick callback runs on one of XLA's threads (here a plain one) while a turn runs
     on the host's loop: a SIGINT (inside ``signals.watch``, as in a run) makes that tick
-    answer "stop" with no ready slot, keeps the KeyboardInterrupt for ``reraise`` and starts
+    answer "stop" with no slot to step, keeps the KeyboardInterrupt for ``reraise`` and starts
     no other turn."""
     from jaxcollab.llm import signals
 
@@ -216,8 +216,8 @@ def test_sigint_during_a_turn_stops_the_tick_and_is_not_swallowed(default_sigint
             while not ended.is_set():
                 time.sleep(0.05)  # (not Thread.join: an interrupted join forgets the thread)
         assert ended.wait(5)
-    actions, ready, stop = out["r"]
-    assert bool(stop) and not ready.any() and actions.tolist() == [[0]]
+    slot, actions, stop = out["r"]  # no slot to step: slot K (= 1)
+    assert bool(stop) and slot.tolist() == [1] and actions.tolist() == [[0]]
     assert isinstance(host.error, KeyboardInterrupt) and _Interrupted.turns == 1
     with pytest.raises(KeyboardInterrupt):
         host.reraise()

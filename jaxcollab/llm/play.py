@@ -4,16 +4,19 @@ one host callback a tick, and one asyncio event loop that drives every episode's
 Why batched but not lockstep: ``K = min(llm.concurrency, chunk)`` episodes play in the slots of
 one ``lax.while_loop`` built on the environment's own jitted ``reset`` / ``step`` /
 ``observe`` (the only game logic). Each tick, ONE ``jax.pure_callback`` (:meth:`Host.tick_cb`)
-gets all ``K`` slots' observations, job indices and steps, plus the final state of each
-episode that ended on the previous tick. It starts the turn of every slot that needs an action
-(the family's :meth:`~jaxcollab.llm.bridge.Game.turn` generator, a task on the host's event
-loop), waits until at least one turn's action is ready (a stop or a stall), and returns ``K``
-actions with a ``ready`` mask: only ready slots step (the others keep their state, a
-``jnp.where`` over the state tree), so no episode waits on another's reply. A slot whose
-episode ended takes the next job of the chunk (its key and params gathered by job index inside
-the loop), until every job is done. The rollout compiles once per environment and chunk size
-(on any number of episodes in flight), and XLA:CPU holds one waiting callback, not one per
-episode: no thread pool sizing (``PJRT_NPROC``) or extra CPU devices.
+gets the observations, job indices and steps of up to ``R`` (:data:`OBSERVE`) slots not seen
+since they last stepped, every slot's job, and the final state of each episode that ended on
+the previous tick. It starts the turn of every slot that needs an action (the family's
+:meth:`~jaxcollab.llm.bridge.Game.turn` generator, a task on the host's event loop), waits
+until at least one turn's action is ready (a stop or a stall), and returns the slots of up to
+``R`` ready actions (the earliest first; the rest step the next ticks, which do not wait) with
+those actions: only those slots step, gathered, stepped and scattered back into the ``K``-slot
+state, so no episode waits on another's reply and a tick costs the few slots in play, not all
+``K``. The ended episodes' final states are those of the stepped rows (``R``, never the whole
+batch). A slot whose episode ended takes the next job of the chunk (its key and params
+gathered by job index inside the loop), until every job is done. The rollout compiles once
+per environment and chunk size (on any number of episodes in flight), and XLA:CPU holds one
+waiting callback, not one per episode: no thread pool sizing (``PJRT_NPROC``) or extra CPU devices.
 
 The host side: every episode's turns run on one persistent event loop (a daemon thread of the
 :class:`Host`), and the client's async entry point
@@ -206,26 +209,27 @@ class Host:
         return await task
 
     def tick_cb(self, struct, *args):
-        """The rollout's host callback, once a tick: ``(actions [K, …], ready bool [K], stop
-        bool [])`` (module docstring) from ``obs [M, …]`` (the rows of up to ``M`` slots not
-        yet seen since they stepped or started), ``seen_job`` / ``seen_t`` ``[M]`` (their
-        jobs, -1 for none, and steps), ``job [K]`` (every slot's job), ``pending []`` (slots
-        left unseen), and per slot the job that ended last tick (``fin_job``, -1 for none)
-        with its final state, steps and returns. Plain Python and NumPy only
-        (:mod:`jaxcollab.llm.hostonly`; checked under ``JAXCOLLAB_NO_DISPATCH=1``)."""
+        """The rollout's host callback, once a tick: ``(slot int32 [R], actions [R, …], stop
+        bool [])`` (module docstring): the slots to step (``K`` for none) and their actions,
+        from ``obs [R, …]`` (the rows of up to ``R`` slots not yet seen since they stepped or
+        started), ``seen_job`` / ``seen_t`` ``[R]`` (their jobs, -1 for none, and steps),
+        ``job [K]`` (every slot's job), ``pending []`` (slots left unseen), and per slot stepped
+        last tick the job that ended there (``fin_job [R]``, -1 for none) with its final state,
+        steps and returns. Plain Python and NumPy only (:mod:`jaxcollab.llm.hostonly`; checked
+        under ``JAXCOLLAB_NO_DISPATCH=1``)."""
         with _guard():
             return self._tick(struct, *jax.tree.map(np.asarray, args))
 
     def _tick(self, struct, obs, seen_job, seen_t, job, pending, fin_job, fin_state, fin_len,
               fin_ret):
-        for k in np.flatnonzero(fin_job >= 0):  # ended last tick: finish them
-            self._ended(int(fin_job[k]), jax.tree.map(lambda x, k=k: np.array(x[k]), fin_state),
-                        int(fin_len[k]), np.array(fin_ret[k]))
+        for i in np.flatnonzero(fin_job >= 0):  # ended last tick: finish them
+            self._ended(int(fin_job[i]), jax.tree.map(lambda x, i=i: np.array(x[i]), fin_state),
+                        int(fin_len[i]), np.array(fin_ret[i]))
         actions = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), struct)
-        ready = np.zeros(job.shape, bool)
+        slot = np.full(len(fin_job), len(job), np.int32)
         if self.stopped():
-            return actions, ready, np.True_
-        slots = [(int(k), int(job[k])) for k in np.flatnonzero(job >= 0)]
+            return slot, actions, np.True_
+        slot_of = {int(job[k]): int(k) for k in np.flatnonzero(job >= 0)}
         start = []
         with self._cv:
             for i in np.flatnonzero(seen_job >= 0):
@@ -238,19 +242,17 @@ class Host:
         if start:
             self.loop.call_soon_threadsafe(self._spawn, start)
         with self._cv:  # unseen slots left: the next tick observes them at once
-            while (slots and not pending and not any(j in self.ready for _, j in slots)
-                   and not self.stopped()):
+            while slot_of and not pending and not self.ready and not self.stopped():
                 self._cv.wait(POLL_S)
             if self.error is not None:
-                return actions, ready, np.True_
+                return slot, actions, np.True_
             leaves = jax.tree.leaves(actions)
-            for k, j in slots:
-                if j in self.ready:
-                    ready[k] = True
-                    for buf, x in zip(leaves, jax.tree.leaves(self.ready.pop(j))):
-                        buf[k] = x
+            for i, j in enumerate(list(self.ready)[:len(slot)]):  # the earliest actions first
+                slot[i] = slot_of[j]
+                for buf, x in zip(leaves, jax.tree.leaves(self.ready.pop(j))):
+                    buf[i] = x
         self.tick()
-        return actions, ready, np.False_
+        return slot, actions, np.False_
 
     def _spawn(self, start: list[tuple[int, int, np.ndarray]]) -> None:
         """On the loop: one task per ``(job, step, observation rows)`` (:meth:`_turn`)."""
@@ -300,9 +302,10 @@ class Host:
         return not all(f.done() for f in self.finishing)
 
 
-#: Slots observed a tick at most (the rest the next ticks): observations are large (a bomb's
-#: three rows are 54 kB), so observing and handing the host every slot each tick would cost
-#: far more than stepping them.
+#: Slots a tick observes and steps at most, ``R`` (the rest the next ticks, which then do not
+#: wait for a reply): observations are large (a bomb's three rows are 54 kB), and handing the
+#: host every slot's observation or state each tick would cost far more than stepping the few
+#: whose actions are ready (``python -m eval.benchmarks.llm_tick split 256``).
 OBSERVE = 32
 
 #: Threads that finish ended episodes (end-of-game exchanges, transcript records) at once.
@@ -329,9 +332,14 @@ class _Tick:
     leaves: tuple
 
     @property
+    def r(self) -> int:
+        """Slots a tick observes and steps at most (:data:`OBSERVE`, at most ``k``)."""
+        return min(self.k, OBSERVE)
+
+    @property
     def struct(self):
-        """The actions of the ``k`` slots: ``jax.ShapeDtypeStruct`` pytree ``[k, …]``."""
-        return jax.tree.unflatten(self.treedef, [jax.ShapeDtypeStruct((self.k, *s.shape),
+        """The actions of ``r`` stepped slots: ``jax.ShapeDtypeStruct`` pytree ``[r, …]``."""
+        return jax.tree.unflatten(self.treedef, [jax.ShapeDtypeStruct((self.r, *s.shape),
                                                                       s.dtype)
                                                  for s in self.leaves])
 
@@ -339,8 +347,19 @@ class _Tick:
         return _HOSTS[self.slot].tick_cb(self.struct, *args)
 
 
+def _take(tree, i):
+    """Rows ``i`` (int ``[R]``) of every leaf of ``tree``."""
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def _put(tree, at, rows):
+    """``tree`` with rows ``at`` (int ``[R]``; out of range: left as they are) set to
+    ``rows``."""
+    return jax.tree.map(lambda x, y: x.at[at].set(y, mode="drop"), tree, rows)
+
+
 def _select(mask, a, b):
-    """Per slot (``mask`` bool ``[K]``), tree ``a`` where true, else ``b``."""
+    """Per row (``mask`` bool ``[R]``), tree ``a`` where true, else ``b``."""
     return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)),
                                                x, y), a, b)
 
@@ -348,14 +367,15 @@ def _select(mask, a, b):
 @partial(jax.jit, static_argnums=(0, 1, 2))
 def _play(env, tick: _Tick, max_steps: int, keys, params, n_jobs):
     """The batched rollout (module docstring): ``keys`` ``[N]`` and ``params`` ``[N, …]`` of
-    the jobs (rows past ``n_jobs`` unused), ``tick.k`` slots; returns the jobs started."""
-    k, m, n = tick.k, min(tick.k, OBSERVE), keys.shape[0]
+    the jobs (rows past ``n_jobs`` unused), ``tick.k`` slots, at most ``tick.r`` of them
+    observed and stepped a tick (gathered, stepped, scattered back); returns the jobs
+    started."""
+    k, r, n = tick.k, tick.r, keys.shape[0]
     reset_k, _, play_k = jax.vmap(split_episode_key)(keys)
-    take = lambda tree, i: jax.tree.map(lambda x: x[i], tree)  # noqa: E731
 
     def fresh(job):  # slot contents of jobs ``job`` (clipped: unused rows are selected away)
         j = jnp.clip(job, 0, n - 1)
-        p = take(params, j)
+        p = _take(params, j)
         _, state = jax.vmap(env.reset)(reset_k[j], p)
         return state, p, play_k[j]
 
@@ -364,40 +384,45 @@ def _play(env, tick: _Tick, max_steps: int, keys, params, n_jobs):
     zeros = jnp.zeros((k,), jnp.int32)
     ret = jnp.zeros((k, env.n_agents), jnp.float32)
     carry = dict(state=state, params=p, play=pk, job=job, t=zeros, ret=ret,
-                 next=jnp.int32(k), fin_job=zeros - 1, fin_state=state, fin_len=zeros,
-                 fin_ret=ret, stop=jnp.bool_(False), stale=job >= 0)
+                 next=jnp.int32(k), fin_job=jnp.full((r,), -1, jnp.int32),
+                 fin_state=_take(state, jnp.zeros((r,), jnp.int32)),
+                 fin_len=jnp.zeros((r,), jnp.int32), fin_ret=ret[:r], stop=jnp.bool_(False),
+                 stale=job >= 0)
 
     def body(c):
-        # observe only up to m slots the host has not seen since they stepped or started
-        idx = jnp.nonzero(c["stale"], size=m, fill_value=k)[0]
+        # observe only up to r slots the host has not seen since they stepped or started
+        idx = jnp.nonzero(c["stale"], size=r, fill_value=k)[0]
         i = jnp.minimum(idx, k - 1)
-        obs = jax.vmap(env.observe)(take(c["state"], i), take(c["params"], i))
+        obs = jax.vmap(env.observe)(_take(c["state"], i), _take(c["params"], i))
         stale = c["stale"].at[idx].set(False, mode="drop")
-        actions, ready, stop = jax.pure_callback(
-            tick, (tick.struct, jax.ShapeDtypeStruct((k,), jnp.bool_),
+        slot, actions, stop = jax.pure_callback(
+            tick, (jax.ShapeDtypeStruct((r,), jnp.int32), tick.struct,
                    jax.ShapeDtypeStruct((), jnp.bool_)),
             obs, jnp.where(idx < k, c["job"][i], -1), c["t"][i], c["job"],
             jnp.sum(stale, dtype=jnp.int32), c["fin_job"], c["fin_state"], c["fin_len"],
             c["fin_ret"])
-        go = ready & (c["job"] >= 0) & ~stop
-        env_key = jax.vmap(lambda key, t: step_keys(key, t)[0])(c["play"], c["t"])
-        _, new, reward, term, trunc, _ = jax.vmap(env.step)(env_key, c["state"], actions,
-                                                            c["params"])
-        state = _select(go, new, c["state"])
-        ret = c["ret"] + jnp.where(go[:, None], reward, 0.0)
-        t = c["t"] + go
+        # step the (at most r) slots the host answered, gathered; scatter them back
+        go = (slot < k) & ~stop
+        at, s = jnp.where(go, slot, k), jnp.minimum(slot, k - 1)
+        ps, play, t = _take(c["params"], s), c["play"][s], c["t"][s]
+        env_key = jax.vmap(lambda key, t: step_keys(key, t)[0])(play, t)
+        _, new, reward, term, trunc, _ = jax.vmap(env.step)(env_key, _take(c["state"], s),
+                                                            actions, ps)
+        ret, t = c["ret"][s] + reward, t + 1
         done = go & (term | trunc | (t >= max_steps))
         cand = c["next"] + jnp.cumsum(done) - 1
-        job = jnp.where(done, jnp.where(cand < n_jobs, cand, -1), c["job"]).astype(jnp.int32)
+        job = jnp.where(done, jnp.where(cand < n_jobs, cand, -1), c["job"][s]).astype(jnp.int32)
         refill = done & (job >= 0)
-        fs, fp, fk = jax.lax.cond(jnp.any(refill), lambda: fresh(job),
-                                  lambda: (state, c["params"], c["play"]))
-        return dict(state=_select(refill, fs, state), params=_select(refill, fp, c["params"]),
-                    play=_select(refill, fk, c["play"]), job=job, t=jnp.where(done, 0, t),
-                    ret=jnp.where(done[:, None], 0.0, ret),
+        fs, fp, fk = jax.lax.cond(jnp.any(refill), lambda: fresh(job), lambda: (new, ps, play))
+        return dict(state=_put(c["state"], at, _select(refill, fs, new)),
+                    params=_put(c["params"], at, _select(refill, fp, ps)),
+                    play=_put(c["play"], at, _select(refill, fk, play)),
+                    job=c["job"].at[at].set(job, mode="drop"),
+                    t=c["t"].at[at].set(jnp.where(done, 0, t), mode="drop"),
+                    ret=c["ret"].at[at].set(jnp.where(done[:, None], 0.0, ret), mode="drop"),
                     next=c["next"] + jnp.sum(done, dtype=jnp.int32),
-                    fin_job=jnp.where(done, c["job"], -1), fin_state=state, fin_len=t,
-                    fin_ret=ret, stop=stop, stale=stale | (go & ~done) | refill)
+                    fin_job=jnp.where(done, c["job"][s], -1), fin_state=new, fin_len=t,
+                    fin_ret=ret, stop=stop, stale=stale.at[at].set(~done | refill, mode="drop"))
 
     def cond(c):
         return ~c["stop"] & (jnp.any(c["job"] >= 0) | jnp.any(c["fin_job"] >= 0))
