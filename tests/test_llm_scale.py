@@ -258,3 +258,24 @@ def test_the_pacing_benchmarks_ideal_schedules():
     assert ideal("batch:1:4", [2.0] * 8, 8) == 7.0  # 4 at once, each 2 x 1.75 s, two rounds
     assert ideal("batch:1:4", [2.0] * 8, 2) == 10.0  # 2 at once, each 2 x 1.25 s, four rounds
     assert ideal("serial:0.1", [1.0, 2.0, 3.0], 64) == 6.0
+
+
+@pytest.mark.full
+def test_the_tick_benchmark_runs_as_a_user_runs_it():
+    """``python -m eval.benchmarks.llm_tick K N EVERY`` and ``… split K`` (README, LLM pacing):
+    8 episodes of 24 no-op turns (8 rounds x 3 roles) in 4 slots, the stub host answering 2
+    slots a tick, end in 96 stepping ticks plus the last; every piece of the split is timed."""
+    import ast
+
+    def run(*args):
+        out = subprocess.run([sys.executable, "-m", "eval.benchmarks.llm_tick", *args], cwd=ROOT,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+        return ast.literal_eval(out.stdout.strip().splitlines()[-1])
+
+    row = run("4", "8", "2")
+    assert (row["slots"], row["episodes"], row["every"], row["ticks"]) == (4, 8, 2, 97)
+    split = run("split", "8")
+    assert set(split) == {"slots", "step_all", "step_8", "observe", "select", "reset_all",
+                          "callback_state", "callback_leaf"}
+    assert all(v > 0 for k, v in split.items() if k != "slots")

@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcollab.agents.bomb import _batch, make
+import jaxcollab
 from jaxcollab.agents.bomb.llm import BombGame
-from jaxcollab.core.rollout import split_episode_key, step_keys
+from jaxcollab.core.rollout import episode_keys, split_episode_key, step_keys
 from jaxcollab.llm import play
 
 
@@ -41,9 +41,18 @@ class StubHost:
         return slot, actions, np.False_
 
 
+def _episodes(n: int):
+    """``(env, keys [n], params [n, …])``: ``n`` episodes of ``bomb/base-1`` at its default
+    params (one turn order; a tick's cost does not depend on it)."""
+    env = jaxcollab.make("bomb/base-1")
+    params = jax.tree.map(lambda x: np.broadcast_to(x, (n, *np.shape(x))), env.default_params)
+    return env, np.asarray(episode_keys(0, n)), params
+
+
 def measure(k: int, n: int, every: int = 16) -> dict:
-    env = make("bomb/base-1")
-    keys, params, _, _ = _batch(["bomb/base-1"], n, 0)
+    """Wall and CPU ms per tick of the rollout of ``n`` episodes in ``k`` slots with a
+    :class:`StubHost` answering every ``every``-th slot."""
+    env, keys, params = _episodes(n)
     game = BombGame(env)
     leaves, treedef = jax.tree.flatten(game.action_struct())
     tick = play._Tick("llm-tick", k, treedef, tuple(leaves))
@@ -70,8 +79,7 @@ def split(k: int) -> dict:
     every slot or over 8 / 32 gathered and scattered back, observing ``OBSERVE`` slots, the
     select over the state tree, the reset of every slot, and a callback handed the whole
     state or one leaf of it."""
-    env = make("bomb/base-1")
-    keys, params, _, _ = _batch(["bomb/base-1"], k, 0)
+    env, keys, params = _episodes(k)
     params = jax.tree.map(jnp.asarray, params)
     reset_k, _, play_k = jax.vmap(split_episode_key)(jnp.asarray(keys))
     _, state = jax.jit(jax.vmap(env.reset))(reset_k, params)

@@ -10,8 +10,7 @@ role perceived at the light-cycle slot of the next cut (:meth:`BombView.slot_lig
 now, or from its own history); in Flashback three more, per sender the first speech token of
 the round of the flash the manual picks, from the role's own numbered chat rows
 (:meth:`BombView.picked_round_speech`). The rest of the light history and the chat window are
-left out:
-a recurrent policy carries its own memory of what it perceived (so in Flashback the window
+left out: a recurrent policy carries its own memory of what it perceived (so in Flashback the window
 limits the text history, not what a recurrent agent remembers).
 
 An agent's **discrete action** is int32 ``[n_heads]``: ``act`` (wait / cut / press),
@@ -146,8 +145,8 @@ class BombView:
         rounds = obs[..., sl["chat_round"]]  # [..., 3, H]: NUM_TOK + round, or PAD
         first = obs[..., sl["chat_speech"]].reshape(obs.shape[:-1] + (H, T.N_AGENTS, S))
         hit = (rounds == pick[..., None]) & (rounds != T.PAD)
-        return jnp.where(hit[..., None], first[..., 0], 0).sum(-2) + T.PAD * ~hit.any(-1)[
-            ..., None]
+        spoken = jnp.where(hit[..., None], first[..., 0], 0).sum(-2)  # rounds are distinct
+        return jnp.where(hit.any(-1)[..., None], spoken, T.PAD)
 
     def cut_round(self, rnd: jax.Array, cuts: jax.Array) -> jax.Array:
         """The first round from ``rnd`` on in which Blind may make cut number ``cuts + 1``
